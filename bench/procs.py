@@ -1,0 +1,169 @@
+"""Start, watch and stop one broker process; nothing here knows which broker it is."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+# How often a starting broker is probed, and how long it may take before we give up on it.
+POLL_INTERVAL_S = 0.005
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited or did not accept connections in time."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now.
+
+    The OS picks it; the tiny window before the broker binds it is acceptable for a benchmark.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class BrokerProcess:
+    """One broker subprocess with its output in a log file.
+
+    Use it as a context manager: leaving the block always stops the process (and any children it
+    spawned), whether the benchmark succeeded, failed or was interrupted.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        port: int,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.port = port
+        self.log_path = log_path
+        self.env = dict(env) if env is not None else None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.startup_s: float | None = None
+
+    def __enter__(self) -> BrokerProcess:
+        # Entering an already started broker must not spawn a second, unsupervised one.
+        if self._proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> float:
+        """Start the broker and return seconds from spawn to the first accepted TCP connection."""
+        if self._proc is not None:
+            raise RuntimeError("broker already started")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            started = time.perf_counter()
+            # Output goes to a file, not a pipe: a pipe nobody reads fills up and stalls the broker.
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        deadline = started + timeout_s
+        try:
+            while True:
+                if accepts_connections(self.port):
+                    self.startup_s = time.perf_counter() - started
+                    return self.startup_s
+                if self._proc.poll() is not None:
+                    raise BrokerStartError(
+                        f"exited with code {self._proc.returncode} before accepting connections; "
+                        f"log tail:\n{self.log_tail()}"
+                    )
+                if time.perf_counter() > deadline:
+                    raise BrokerStartError(
+                        f"not accepting connections on port {self.port} after {timeout_s:.0f}s; "
+                        f"log tail:\n{self.log_tail()}"
+                    )
+                time.sleep(POLL_INTERVAL_S)
+        except BaseException:
+            self.stop()
+            raise
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the broker and any processes it spawned, or None if it is gone."""
+        if not self.alive() or self.pid is None:
+            return None
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+            total = 0
+            for proc in procs:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    total += proc.memory_info().rss
+            return total
+        except psutil.NoSuchProcess:
+            return None
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM, then SIGKILL after a timeout; only this process and its own descendants."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        children: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            children = psutil.Process(proc.pid).children(recursive=True)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout_s)
+        # Children we saw before the stop that outlived their parent are ours to clean up too.
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
+        _, still_alive = psutil.wait_procs(children, timeout=timeout_s)
+        for child in still_alive:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+def scrubbed_env(drop_prefixes: Sequence[str], drop_names: Sequence[str] = ()) -> dict[str, str]:
+    """This process's environment minus variables that would silently reconfigure a broker."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in drop_names and not key.startswith(tuple(drop_prefixes))
+    }

