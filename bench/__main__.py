@@ -35,6 +35,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="multiply message counts (1.0 = 200k x 100 B and 50k x 1 KiB per produce phase)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of each produce and consume phase; the median round is reported",
+    )
     parser.add_argument("--startup-runs", type=int, default=3, help="starts to take the median of")
     parser.add_argument(
         "--latency-rate", type=int, default=2000, help="msgs/s in the latency phase"
@@ -52,8 +58,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out", type=Path, default=RESULTS_DIR, help="directory for the PNG, JSON and broker logs"
     )
     args = parser.parse_args(argv)
-    if args.scale <= 0 or args.partitions < 1 or args.startup_runs < 1 or args.latency_rate < 1:
-        parser.error("--scale, --partitions, --startup-runs and --latency-rate must be positive")
+    positive = ("scale", "partitions", "repeat", "startup_runs", "latency_rate", "latency_seconds")
+    for name in positive:
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
     return args
 
 
@@ -72,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = plan_for(
         args.scale,
         args.partitions,
+        args.repeat,
         args.startup_runs,
         args.latency_rate,
         args.latency_seconds,
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = started.strftime("%Y%m%d-%H%M%S")
     print(
         f"bench: {', '.join(names)} on {short_machine(machine)}; "
-        f"counts {plan.counts}, {plan.partitions} partition(s)",
+        f"counts {plan.counts} x {plan.repeat} round(s), {plan.partitions} partition(s)",
         file=sys.stderr,
     )
 
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "brokers": names,
         "counts": plan.counts,
         "partitions": plan.partitions,
+        "repeat": plan.repeat,
         "startup_runs": plan.startup_runs,
         "latency_rate": plan.latency_rate,
         "latency_seconds": plan.latency_seconds,

@@ -43,6 +43,8 @@ class Plan:
     """The workload, identical for every broker in a run."""
 
     counts: dict[str, int]
+    # Each throughput phase runs this many times on fresh topics; the median round is reported.
+    repeat: int
     partitions: int
     startup_runs: int
     latency_rate: int
@@ -54,6 +56,7 @@ class Plan:
 def plan_for(
     scale: float,
     partitions: int,
+    repeat: int = 1,
     startup_runs: int = 3,
     latency_rate: int = 2000,
     latency_seconds: float = 5.0,
@@ -63,7 +66,14 @@ def plan_for(
     base = {"100B": 200_000, "1KiB": 50_000}
     counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
     return Plan(
-        counts, partitions, startup_runs, latency_rate, latency_seconds, 100, phase_timeout_s
+        counts,
+        repeat,
+        partitions,
+        startup_runs,
+        latency_rate,
+        latency_seconds,
+        100,
+        phase_timeout_s,
     )
 
 
@@ -130,30 +140,38 @@ class _Run:
         return f"{rss / MIB:.1f} MiB"
 
     def produce(self, bootstrap: str, size: str, acks: str) -> str:
-        topic = _topic(size, acks)
-        create_topic(bootstrap, topic, self.plan.partitions)
-        result = produce_throughput(
-            bootstrap,
-            topic,
-            self.plan.counts[size],
-            SIZES[size],
-            ACKS[acks],
-            self.plan.phase_timeout_s,
-        )
-        return self._record_throughput(produce_phase(size, acks), result)
+        rounds = []
+        for round_no in range(self.plan.repeat):
+            # A fresh topic per round, so every round appends to an empty log.
+            topic = _topic(size, acks, round_no)
+            create_topic(bootstrap, topic, self.plan.partitions)
+            rounds.append(
+                produce_throughput(
+                    bootstrap,
+                    topic,
+                    self.plan.counts[size],
+                    SIZES[size],
+                    ACKS[acks],
+                    self.plan.phase_timeout_s,
+                )
+            )
+        return self._record_throughput(produce_phase(size, acks), rounds)
 
     def consume(self, bootstrap: str, size: str) -> str:
         if produce_phase(size, "acks1") in self.result.failures:
             raise RuntimeError("nothing to read: the acks=1 produce phase for this size failed")
-        result = consume_throughput(
-            bootstrap,
-            _topic(size, "acks1"),
-            self.plan.partitions,
-            self.plan.counts[size],
-            SIZES[size],
-            self.plan.phase_timeout_s,
-        )
-        return self._record_throughput(consume_phase(size), result)
+        rounds = [
+            consume_throughput(
+                bootstrap,
+                _topic(size, "acks1", round_no),
+                self.plan.partitions,
+                self.plan.counts[size],
+                SIZES[size],
+                self.plan.phase_timeout_s,
+            )
+            for round_no in range(self.plan.repeat)
+        ]
+        return self._record_throughput(consume_phase(size), rounds)
 
     def latency(self, bootstrap: str) -> str:
         topic = "bench-latency"
@@ -178,17 +196,21 @@ class _Run:
             f"({result.messages} msgs at {result.achieved_rate:.0f}/s)"
         )
 
-    def _record_throughput(self, phase: str, result: Throughput) -> str:
-        self.result.values[f"{phase}|msgs"] = result.msgs_per_s
-        self.result.values[f"{phase}|mb"] = result.mb_per_s
-        self.result.details[phase] = {
-            "messages": result.messages,
-            "payload_bytes": result.payload_bytes,
-            "seconds": result.seconds,
-        }
+    def _record_throughput(self, phase: str, rounds: list[Throughput]) -> str:
+        """Report the median round (the lower middle one for an even count); keep all rounds."""
+        ordered = sorted(rounds, key=lambda r: r.msgs_per_s)
+        median = ordered[(len(ordered) - 1) // 2]
+        self.result.values[f"{phase}|msgs"] = median.msgs_per_s
+        self.result.values[f"{phase}|mb"] = median.mb_per_s
+        self.result.details[phase] = [
+            {"messages": r.messages, "payload_bytes": r.payload_bytes, "seconds": r.seconds}
+            for r in rounds
+        ]
+        every = ", ".join(f"{r.msgs_per_s:,.0f}" for r in rounds)
         return (
-            f"{result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s "
-            f"({result.messages} in {result.seconds:.2f}s)"
+            f"{median.msgs_per_s:,.0f} msgs/s, {median.mb_per_s:.1f} MB/s "
+            f"({median.messages} in {median.seconds:.2f}s"
+            + (f"; median of rounds {every} msgs/s)" if len(rounds) > 1 else ")")
         )
 
     def fail_remaining(self, reason: str) -> None:
@@ -230,8 +252,8 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
     return run.result
 
 
-def _topic(size: str, acks: str) -> str:
-    return f"bench-{size}-{acks}"
+def _topic(size: str, acks: str, round_no: int) -> str:
+    return f"bench-{size}-{acks}-r{round_no}"
 
 
 def _ms_list(times: list[float]) -> str:

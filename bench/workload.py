@@ -197,7 +197,9 @@ def consume_throughput(
         last_progress = started
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         while received < expected:
-            batch = consumer.consume(num_messages=10_000, timeout=0.2)
+            # consume() waits until it has num_messages or the timeout passes, so never ask for
+            # more than are left: the last batch would otherwise sit out the whole timeout.
+            batch = consumer.consume(num_messages=min(10_000, expected - received), timeout=0.2)
             now = time.perf_counter()
             for msg in batch:
                 err = msg.error()
