@@ -1,0 +1,225 @@
+"""What the offset index and the time index share: a file of fixed-size entries.
+
+Kafka preallocates an index file to `segment.index.bytes` when it is created, writes
+entries into that space, and trims the file to the used size when the segment stops
+being active or is closed. Brook does the same (the preallocation is a sparse
+ftruncate), so a directory written by either broker looks the same.
+
+Kafka memory-maps the file; Brook keeps the entries in arrays instead (binary search
+over an array is what a lookup needs) and writes each new entry with pwrite. An index
+is loaded lazily, on first use, so opening a log with thousands of segments reads
+nothing but the directory listing.
+
+A file from an unclean shutdown may still be preallocated: its tail is zeros. Zero
+entries are never written (the first entry of a segment always points past position
+0), so trailing all-zero entries are taken as free space rather than as corruption.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import operator
+import os
+from array import array
+from pathlib import Path
+from typing import ClassVar
+
+from .errors import CorruptIndexError, IndexOffsetOverflowError
+
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
+INT32_MAX = 2**31 - 1
+
+
+def strictly_increasing(values: array) -> bool:
+    """True when every value is larger than the one before it (C-speed iteration)."""
+    return all(map(operator.lt, values, itertools.islice(values, 1, None)))
+
+
+def non_decreasing(values: array) -> bool:
+    return all(map(operator.le, values, itertools.islice(values, 1, None)))
+
+
+class AbstractIndex:
+    """A lazily loaded, preallocated file of `ENTRY_SIZE`-byte entries."""
+
+    ENTRY_SIZE: ClassVar[int]
+
+    def __init__(
+        self, path: Path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+    ) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._fd: int | None = None
+        self._loaded = False
+        # How many entries the file has room for at its current length (Kafka's
+        # mmap limit / entry size). A trimmed file is full until it is resized.
+        self._max_entries = 0
+
+    # --- subclass hooks ---------------------------------------------------------------
+
+    def _entry_count(self) -> int:
+        raise NotImplementedError
+
+    def _parse(self, data: bytes) -> None:
+        """Fill the in-memory entries from the used part of the file, checking them."""
+        raise NotImplementedError
+
+    def _truncate_entries(self, count: int) -> None:
+        raise NotImplementedError
+
+    # --- loading ----------------------------------------------------------------------
+
+    def _round(self, size: int) -> int:
+        return size - size % self.ENTRY_SIZE
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self._load()
+
+    def _load(self) -> None:
+        created = False
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            created = True
+        try:
+            if created:
+                length = self._round(self.max_index_size)
+                os.ftruncate(fd, length)
+                self._parse(b"")
+            else:
+                length = os.fstat(fd).st_size
+                if length % self.ENTRY_SIZE:
+                    raise CorruptIndexError(
+                        f"index file {self.path} has size {length}, which is not a multiple"
+                        f" of the entry size {self.ENTRY_SIZE}"
+                    )
+                data = os.pread(fd, length, 0) if length else b""
+                used = len(data.rstrip(b"\x00"))
+                used += -used % self.ENTRY_SIZE
+                self._parse(data[:used])
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._max_entries = length // self.ENTRY_SIZE
+        self._loaded = True
+
+    def sanity_check(self) -> None:
+        """Load the index if needed; raises CorruptIndexError when it is damaged."""
+        self._ensure_loaded()
+
+    # --- state ------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        self._ensure_loaded()
+        return self._entry_count()
+
+    @property
+    def max_entries(self) -> int:
+        self._ensure_loaded()
+        return self._max_entries
+
+    @property
+    def is_full(self) -> bool:
+        self._ensure_loaded()
+        return self._entry_count() >= self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.entries * self.ENTRY_SIZE
+
+    def exists(self) -> bool:
+        return self._loaded or self.path.exists()
+
+    def _relative_offset(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise IndexOffsetOverflowError(
+                f"offset {offset} is not within int32 of base offset {self.base_offset}"
+                f" of index {self.path}"
+            )
+        return relative
+
+    def _write_entry(self, data: bytes) -> None:
+        assert self._fd is not None
+        count = self._entry_count()
+        os.pwrite(self._fd, data, count * self.ENTRY_SIZE)
+        if count + 1 > self._max_entries:
+            self._max_entries = count + 1
+
+    # --- sizing -----------------------------------------------------------------------
+
+    def resize(self, new_size: int) -> None:
+        """Set the file length (never below the used part): preallocate or trim."""
+        self._ensure_loaded()
+        assert self._fd is not None
+        length = max(self._round(new_size), self._entry_count() * self.ENTRY_SIZE)
+        os.ftruncate(self._fd, length)
+        self._max_entries = length // self.ENTRY_SIZE
+
+    def trim_to_valid_size(self) -> None:
+        if self._loaded:
+            self.resize(self._entry_count() * self.ENTRY_SIZE)
+
+    def truncate_to_entries(self, count: int) -> None:
+        """Keep the first `count` entries, zeroing the rest of the file on disk.
+
+        The dropped entries are cut off and the file is grown back to its length,
+        which leaves zeros (free space) rather than stale entries behind.
+        """
+        self._ensure_loaded()
+        assert self._fd is not None
+        if count >= self._entry_count():
+            return
+        self._truncate_entries(count)
+        length = self._max_entries * self.ENTRY_SIZE
+        os.ftruncate(self._fd, count * self.ENTRY_SIZE)
+        os.ftruncate(self._fd, length)
+
+    def reset(self) -> None:
+        """Drop every entry and preallocate: the start of a rebuild."""
+        self.truncate_to_entries(0)
+        self.resize(self.max_index_size)
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Trim the file to its entries and release it; it reloads if used again."""
+        if self._fd is None:
+            return
+        try:
+            self.trim_to_valid_size()
+        finally:
+            self.close_handler()
+
+    def close_handler(self) -> None:
+        """Release the file without trimming it; the entries reload on next use."""
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
+        self._loaded = False
+        self._truncate_entries(0)
+        self._max_entries = 0
+
+    def delete(self) -> bool:
+        self.close_handler()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, path: Path) -> None:
+        """Rename the file (missing files are fine: the index may never have been used)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(self.path, path)
+        self.path = path

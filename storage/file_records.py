@@ -1,0 +1,186 @@
+"""A segment's `.log` file: concatenated v2 record batches.
+
+Appends go through one O_APPEND descriptor with os.write (page cache only; fsync only
+in flush()). Reads use os.pread, so readers never move a shared file position and a
+read costs one system call. Walking the file batch by batch reads only the 12-byte
+prefix and the header of each batch, a chunk at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from brook.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
+
+# Smallest legal batchLength: a header with no records.
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+LAST_OFFSET_DELTA_OFFSET = 23
+
+HEADER_SCAN_CHUNK = 16 * 1024
+RECOVERY_CHUNK = 1024 * 1024
+
+
+class FileRecords:
+    """The .log file of one segment. The descriptor is opened on first use."""
+
+    def __init__(self, path: Path, size: int | None = None) -> None:
+        self.path = path
+        self._fd: int | None = None
+        if size is None:
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                self._open()
+                size = 0
+        self._size = size
+
+    def _open(self) -> int:
+        if self._fd is None:
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            self._fd = os.open(self.path, flags, 0o644)
+        return self._fd
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    # --- writing ----------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Write `data` at the end of the file; returns the number of bytes written."""
+        fd = self._fd if self._fd is not None else self._open()
+        total = len(data)
+        written = os.write(fd, data)
+        if written < total:  # only on a full disk or a signal; finish or raise
+            view = memoryview(data)
+            while written < total:
+                written += os.write(fd, view[written:])
+        self._size += total
+        return total
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to `size` bytes; returns how many bytes were removed."""
+        if size < 0 or size > self._size:
+            raise ValueError(f"cannot truncate {self.path} of size {self._size} to {size}")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self._open(), size)
+            self._size = size
+        return removed
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def read(self, position: int, size: int) -> bytes:
+        """Up to `size` bytes from `position` (fewer only at the end of the file)."""
+        size = min(size, self._size - position)
+        if size <= 0:
+            return b""
+        return os.pread(self._open(), size, position)
+
+    def batches(
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        whole: bool = False,
+        chunk_size: int = HEADER_SCAN_CHUNK,
+    ) -> Iterator[tuple[int, BatchHeader, bytes]]:
+        """Yield (file position, header, buffer) for each batch from `start`.
+
+        `header.position` is the batch's position inside `buffer`. With `whole`, the
+        buffer holds the entire batch (for CRC checks and record decoding); otherwise
+        it is only sure to hold the header. The walk stops at `end`, at a batch that
+        runs past `end` (a torn tail), or at a length too small to be a batch.
+        """
+        limit = self._size if end is None else min(end, self._size)
+        position = start
+        buffer = b""
+        buffer_start = start
+        while limit - position >= HEADER_SIZE:
+            relative = position - buffer_start
+            if relative + HEADER_SIZE > len(buffer):
+                buffer = self.read(position, min(max(chunk_size, HEADER_SIZE), limit - position))
+                buffer_start = position
+                relative = 0
+            header = parse_header(buffer, relative)
+            if header.batch_length < MIN_BATCH_LENGTH:
+                return
+            size = header.batch_length + LOG_OVERHEAD
+            if position + size > limit:
+                return
+            if whole and relative + size > len(buffer):
+                buffer = self.read(position, max(chunk_size, size))
+                buffer_start = position
+                header.position = 0
+            yield position, header, buffer
+            position += size
+
+    def search_for_offset(self, target_offset: int, start: int = 0) -> tuple[int, int] | None:
+        """(position, size) of the first batch from `start` whose last offset >= target.
+
+        Reads only each batch's base offset, length and last offset delta: this runs
+        on every fetch.
+        """
+        limit = self._size
+        position = start
+        buffer = b""
+        buffer_start = start
+        unpack_offset_and_length = _OFFSET_AND_LENGTH.unpack_from
+        unpack_int = _INT32.unpack_from
+        while limit - position >= HEADER_SIZE:
+            relative = position - buffer_start
+            if relative + HEADER_SIZE > len(buffer):
+                buffer = self.read(position, min(HEADER_SCAN_CHUNK, limit - position))
+                buffer_start = position
+                relative = 0
+            base_offset, batch_length = unpack_offset_and_length(buffer, relative)
+            if batch_length < MIN_BATCH_LENGTH:
+                return None
+            size = batch_length + LOG_OVERHEAD
+            (delta,) = unpack_int(buffer, relative + LAST_OFFSET_DELTA_OFFSET)
+            if base_offset + delta >= target_offset:
+                return position, size
+            position += size
+        return None
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> bool:
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, path: Path) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+
+def whole_batches_end(buffer: bytes | bytearray | memoryview, start: int = 0) -> int:
+    """The end of the last complete batch in `buffer`, walking from batch boundary `start`."""
+    end = len(buffer)
+    position = start
+    unpack_int = _INT32.unpack_from
+    while end - position >= LOG_OVERHEAD:
+        (batch_length,) = unpack_int(buffer, position + 8)
+        size = batch_length + LOG_OVERHEAD
+        if batch_length < MIN_BATCH_LENGTH or position + size > end:
+            break
+        position += size
+    return position

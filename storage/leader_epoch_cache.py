@@ -1,0 +1,179 @@
+"""The leader epoch cache: at which offset each leader epoch of a partition began.
+
+Kept in the partition dir as `leader-epoch-checkpoint`, in Kafka's checkpoint format
+(version 0, count, then "epoch startOffset" lines). Followers use it through
+OffsetForLeaderEpoch to find where their log diverges from the leader's; consumers
+use it to detect truncation. Entries are ordered by epoch and by start offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoints import CheckpointFile
+
+logger = logging.getLogger("brook.storage.leader_epoch_cache")
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+def _to_line(entry: EpochEntry) -> str:
+    return f"{entry.epoch} {entry.start_offset}"
+
+
+def _from_line(line: str) -> EpochEntry:
+    epoch, start_offset = line.split()
+    return EpochEntry(int(epoch), int(start_offset))
+
+
+class LeaderEpochFileCache:
+    """Epoch -> start offset, persisted on every change (changes are rare)."""
+
+    VERSION = 0
+
+    def __init__(self, path: Path, name: str = "") -> None:
+        self.path = path
+        self._name = name or path.parent.name
+        self._checkpoint: CheckpointFile[EpochEntry] = CheckpointFile(
+            path, self.VERSION, _to_line, _from_line
+        )
+        self._entries: list[EpochEntry] = sorted(self._checkpoint.read(), key=lambda e: e.epoch)
+
+    # --- queries ----------------------------------------------------------------------
+
+    def epoch_entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    def is_empty(self) -> bool:
+        return not self._entries
+
+    @property
+    def latest_entry(self) -> EpochEntry | None:
+        return self._entries[-1] if self._entries else None
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1].epoch if self._entries else None
+
+    @property
+    def earliest_entry(self) -> EpochEntry | None:
+        return self._entries[0] if self._entries else None
+
+    def epoch_entry(self, epoch: int) -> EpochEntry | None:
+        slot = self._slot(epoch)
+        if slot < len(self._entries) and self._entries[slot].epoch == epoch:
+            return self._entries[slot]
+        return None
+
+    def previous_epoch(self, epoch: int | None = None) -> int | None:
+        """The largest epoch below `epoch` (default: below the latest epoch)."""
+        if epoch is None:
+            if not self._entries:
+                return None
+            epoch = self._entries[-1].epoch
+        slot = self._slot(epoch)
+        return self._entries[slot - 1].epoch if slot > 0 else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch whose range holds `offset` (the last one starting at or before it)."""
+        previous = None
+        for entry in self._entries:
+            if entry.start_offset == offset:
+                return entry.epoch
+            if entry.start_offset > offset:
+                return previous
+            previous = entry.epoch
+        return previous
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, with Kafka's semantics.
+
+        The epoch returned is the largest known epoch <= the requested one; its end
+        offset is the start offset of the next larger epoch, or the log end offset
+        for the latest epoch. An undefined request, or one above every known epoch,
+        gets (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET). A request below every known
+        epoch gets (requested epoch, start offset of the first epoch).
+        """
+        if requested_epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self._entries and self._entries[-1].epoch == requested_epoch:
+            return requested_epoch, log_end_offset
+        higher = bisect.bisect_right([e.epoch for e in self._entries], requested_epoch)
+        if higher >= len(self._entries):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if higher == 0:
+            return requested_epoch, self._entries[0].start_offset
+        return self._entries[higher - 1].epoch, self._entries[higher].start_offset
+
+    def _slot(self, epoch: int) -> int:
+        return bisect.bisect_left([e.epoch for e in self._entries], epoch)
+
+    # --- updates ----------------------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that `epoch` starts at `start_offset`.
+
+        Nothing changes when the latest entry already has this epoch at an offset no
+        larger. Entries that the new one contradicts (a later or equal epoch, or a
+        start offset at or after the new one) are removed first.
+        """
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        latest = self.latest_entry
+        if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
+            return
+        new = EpochEntry(epoch, start_offset)
+        removed: list[EpochEntry] = []
+        while self._entries and (
+            self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
+        ):
+            removed.append(self._entries.pop())
+        if len(removed) > 1 or (removed and removed[0].start_offset != start_offset):
+            logger.warning(
+                "[%s] New epoch entry %s caused truncation of conflicting entries %s",
+                self._name,
+                new,
+                removed,
+            )
+        self._entries.append(new)
+        self.flush()
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Remove every entry starting at or after `end_offset` (the log was truncated)."""
+        if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
+            return
+        while self._entries and self._entries[-1].start_offset >= end_offset:
+            self._entries.pop()
+        self.flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries wholly before `start_offset`; the epoch in force there now starts at it.
+
+        Exclusive, as Kafka's: truncate_from_start(6) keeps an entry starting at 6.
+        """
+        count = 0
+        while count < len(self._entries) and self._entries[count].start_offset <= start_offset:
+            count += 1
+        if not count:
+            return
+        last_removed = self._entries[count - 1]
+        self._entries[:count] = [EpochEntry(last_removed.epoch, start_offset)]
+        self.flush()
+
+    def clear_and_flush(self) -> None:
+        self._entries.clear()
+        self.flush()
+
+    def flush(self) -> None:
+        if self.path.parent.exists():
+            self._checkpoint.write(self._entries)

@@ -1,0 +1,765 @@
+"""One partition's log: Kafka's UnifiedLog, cut down to a single local log.
+
+A Log is a list of segments ordered by base offset; only the last (active) one takes
+appends. It tracks the offsets a partition exposes:
+
+    log start offset <= high watermark <= log end offset
+    last stable offset = high watermark (until transactions arrive)
+    recovery point: everything below it is known to be on disk (fsynced)
+
+The high watermark is set by the broker: a single broker sets it to the log end
+offset after each append; with replication it follows the in-sync replicas. Nothing
+at or past it is returned to consumers, and retention never deletes past it.
+
+Appends and reads work on batch headers and byte ranges only, never on records.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from brook.protocol.errors import KafkaError, OffsetOutOfRangeError
+from brook.protocol.record_batch import (
+    BatchHeader,
+    set_base_offset,
+    set_partition_leader_epoch,
+    split_batches,
+    verify_crc,
+)
+
+from . import log_file_utils as files
+from .checkpoints import read_partition_metadata, write_partition_metadata
+from .errors import (
+    InconsistentTopicIdError,
+    RecordBatchTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from .leader_epoch_cache import LeaderEpochFileCache
+from .log_config import LogConfig
+from .log_loader import LogLoader, new_segment
+from .log_segment import LogSegment, TimestampAndOffset
+
+logger = logging.getLogger("brook.storage.log")
+
+NO_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did: the offsets assigned and what a produce response needs."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    record_count: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """Whole batches read from the log, with the partition's offsets at read time."""
+
+    records: bytes | memoryview
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log:
+    """A partition's log in `<log dir>/<topic>-<partition>/`. Use Log.open()."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        log_end_offset: int,
+        recovery_point: int,
+        leader_epoch_cache: LeaderEpochFileCache,
+        topic_id: uuid.UUID | None,
+    ) -> None:
+        self.dir = directory
+        self.topic, self.partition = files.parse_topic_partition(directory.name)
+        self._config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = log_end_offset
+        self._recovery_point = recovery_point
+        # Kafka starts the high watermark at the log start offset; the broker moves it.
+        self._high_watermark = log_start_offset
+        self.leader_epoch_cache = leader_epoch_cache
+        self.topic_id = topic_id
+        self._last_flush_ms = _now_ms()
+        # Set by roll(): everything below this offset should be fsynced soon (Kafka
+        # schedules that flush right after a roll; here flush_if_due() performs it).
+        self._pending_flush_offset: int | None = None
+        self._closed = False
+
+    # --- opening ----------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        config: LogConfig,
+        topic_id: uuid.UUID | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> Log:
+        """Open (or create) the log in `dir`, recovering it after an unclean shutdown.
+
+        `recovery_point` and `log_start_offset` come from the log dir's checkpoint
+        files (0 when absent). When `topic_id` is given, partition.metadata is written
+        if missing and must match if present; otherwise the stored id (if any) is used.
+        """
+        dir = Path(dir)
+        files.parse_topic_partition(dir.name)  # fail early on a bad directory name
+        created = not dir.exists()
+        dir.mkdir(parents=True, exist_ok=True)
+        if created:
+            files.fsync_dir(dir.parent)
+        started = time.monotonic()
+        stored_topic_id = read_partition_metadata(dir)
+        if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
+            raise InconsistentTopicIdError(
+                f"partition {dir.name} has topic id {stored_topic_id} on disk but {topic_id}"
+                " was requested"
+            )
+        leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
+        loaded = LogLoader(
+            dir,
+            config,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            clean_shutdown=clean_shutdown,
+            leader_epoch_cache=leader_epoch_cache,
+            progress=progress,
+        ).load()
+        if topic_id is not None and stored_topic_id is None:
+            write_partition_metadata(dir, topic_id)
+        log = cls(
+            dir,
+            config,
+            loaded.segments,
+            log_start_offset=loaded.log_start_offset,
+            log_end_offset=loaded.next_offset,
+            recovery_point=loaded.recovery_point,
+            leader_epoch_cache=leader_epoch_cache,
+            topic_id=topic_id or stored_topic_id,
+        )
+        logger.info(
+            "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
+            dir.name,
+            len(loaded.segments),
+            log.log_start_offset,
+            log.log_end_offset,
+            (time.monotonic() - started) * 1000,
+        )
+        return log
+
+    # --- offsets and facts ------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.dir.name}, start={self._log_start_offset},"
+            f" hw={self._high_watermark}, end={self._log_end_offset})"
+        )
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs; they take effect from the next append or roll."""
+        self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._log_end_offset - self._recovery_point
+
+    @property
+    def last_flush_time_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def _segment_index_for(self, offset: int) -> int:
+        """Index of the segment whose range holds `offset` (the first one if none does)."""
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    # --- appending --------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        buffer: bytearray | memoryview,
+        batches: Sequence[BatchHeader],
+        leader_epoch: int,
+        now_ms: int,
+    ) -> AppendInfo:
+        """Append validated batches, assigning offsets from the log end offset in place.
+
+        `buffer` holds exactly the concatenated batches of one partition of a produce
+        request and `batches` their parsed headers (positions within `buffer`). Each
+        batch gets its base offset and partition leader epoch written into the buffer;
+        neither is covered by the batch CRC.
+        """
+        if not batches:
+            raise ValueError("an append needs at least one batch")
+        size = len(buffer)
+        if size > self._config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"message batch size is {size} bytes in append to partition {self.name},"
+                f" which exceeds the maximum configured segment size of"
+                f" {self._config.segment_bytes}"
+            )
+        first_offset = next_offset = self._log_end_offset
+        max_timestamp = NO_TIMESTAMP
+        offset_of_max_timestamp = first_offset
+        record_count = 0
+        for header in batches:
+            set_base_offset(buffer, header, next_offset)
+            set_partition_leader_epoch(buffer, header, leader_epoch)
+            next_offset += header.last_offset_delta + 1
+            record_count += header.record_count
+            if header.max_timestamp > max_timestamp:
+                max_timestamp = header.max_timestamp
+                offset_of_max_timestamp = next_offset - 1
+        last_offset = next_offset - 1
+        log_append_time = NO_TIMESTAMP
+        if self._config.log_append_time:
+            log_append_time = now_ms
+            offset_of_max_timestamp = last_offset
+        if leader_epoch >= 0:
+            latest = self.leader_epoch_cache.latest_epoch
+            if latest is None or leader_epoch > latest:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        self._append(
+            buffer,
+            batches,
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            now_ms,
+        )
+        self._maybe_flush_after_append()
+        return AppendInfo(
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time,
+            self._log_start_offset,
+            record_count,
+            size,
+        )
+
+    def append_as_follower(
+        self,
+        buffer: bytes | bytearray | memoryview,
+        batches: Sequence[BatchHeader] | None = None,
+        now_ms: int | None = None,
+    ) -> AppendInfo:
+        """Append batches that already carry offsets and epochs (replication).
+
+        Checks framing and CRC, that the first offset is not below the log end offset
+        and that offsets increase; gaps (from a compacted leader) are allowed.
+        """
+        if batches is None:
+            batches = split_batches(buffer)
+        if not batches:
+            raise ValueError("an append needs at least one batch")
+        now_ms = _now_ms() if now_ms is None else now_ms
+        size = len(buffer)
+        if size > self._config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"batch of {size} bytes exceeds segment size {self._config.segment_bytes}"
+            )
+        first_offset = batches[0].base_offset
+        if first_offset < self._log_end_offset:
+            raise UnexpectedAppendOffsetError(
+                f"first offset {first_offset} of a follower append to {self.name} is below"
+                f" the log end offset {self._log_end_offset}"
+            )
+        previous_last = self._log_end_offset - 1
+        max_timestamp = NO_TIMESTAMP
+        offset_of_max_timestamp = first_offset
+        record_count = 0
+        for header in batches:
+            verify_crc(buffer, header)
+            if header.base_offset <= previous_last or header.last_offset_delta < 0:
+                raise UnexpectedAppendOffsetError(
+                    f"offsets of a follower append to {self.name} are not increasing at"
+                    f" {header.base_offset}"
+                )
+            previous_last = header.last_offset
+            record_count += header.record_count
+            if header.max_timestamp > max_timestamp:
+                max_timestamp = header.max_timestamp
+                offset_of_max_timestamp = header.last_offset
+        for header in batches:
+            epoch = header.partition_leader_epoch
+            latest = self.leader_epoch_cache.latest_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self.leader_epoch_cache.assign(epoch, header.base_offset)
+        self._append(
+            buffer,
+            batches,
+            first_offset,
+            previous_last,
+            max_timestamp,
+            offset_of_max_timestamp,
+            now_ms,
+        )
+        self._maybe_flush_after_append()
+        return AppendInfo(
+            first_offset,
+            previous_last,
+            max_timestamp,
+            offset_of_max_timestamp,
+            NO_TIMESTAMP,
+            self._log_start_offset,
+            record_count,
+            size,
+        )
+
+    def _append(
+        self,
+        buffer: bytes | bytearray | memoryview,
+        batches: Sequence[BatchHeader],
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        now_ms: int,
+    ) -> None:
+        config = self._config
+        segment = self._segments[-1]
+        if segment.should_roll(
+            messages_size=len(buffer),
+            max_timestamp_in_messages=max_timestamp,
+            max_offset_in_messages=last_offset,
+            now_ms=now_ms,
+            max_segment_bytes=config.segment_bytes,
+            max_segment_ms=config.segment_ms,
+        ):
+            segment = self.roll(first_offset)
+        segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buffer, batches)
+        self._log_end_offset = last_offset + 1
+
+    def _maybe_flush_after_append(self) -> None:
+        if self.unflushed_messages >= self._config.flush_messages:
+            self.flush()
+
+    # --- rolling and flushing ---------------------------------------------------------
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or a later expected offset)."""
+        new_offset = max(expected_next_offset or 0, self._log_end_offset)
+        active = self._segments[-1]
+        if active.base_offset == new_offset and active.size == 0:
+            # An empty segment asked to roll (its index was full at size 0): replace it.
+            logger.warning("Replacing empty active segment %s of %s", new_offset, self.name)
+            self._segments.pop()
+            self._bases.pop()
+            active.delete()
+        elif new_offset in self._bases:
+            raise KafkaError(
+                f"trying to roll {self.name} to offset {new_offset}, which already has a segment"
+            )
+        else:
+            active.on_become_inactive_segment()
+        for stale in (
+            files.log_file(self.dir, new_offset),
+            files.offset_index_file(self.dir, new_offset),
+            files.time_index_file(self.dir, new_offset),
+            files.txn_index_file(self.dir, new_offset),
+        ):
+            if stale.exists():
+                logger.warning("Deleting stale file %s before rolling to it", stale)
+                stale.unlink()
+        segment = new_segment(self.dir, new_offset, self._config)
+        segment.resize_indexes(self._config.max_index_size)  # creates the index files
+        self._segments.append(segment)
+        self._bases.append(new_offset)
+        self._pending_flush_offset = new_offset
+        logger.info("Rolled new log segment %d of %s", new_offset, self.name)
+        return segment
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the segments holding offsets below `up_to_offset` (default: all).
+
+        Advances the recovery point: after a crash, only what lies beyond it is
+        re-validated.
+        """
+        offset = self._log_end_offset if up_to_offset is None else up_to_offset
+        offset = min(offset, self._log_end_offset)
+        if offset <= self._recovery_point:
+            return
+        first = self._segment_index_for(self._recovery_point)
+        new_segments = False
+        for i in range(first, len(self._segments)):
+            segment = self._segments[i]
+            if segment.base_offset >= offset:
+                break
+            segment.flush()
+            new_segments = new_segments or segment.base_offset >= self._recovery_point
+        if new_segments:
+            files.fsync_dir(self.dir)
+        self._recovery_point = offset
+        self._last_flush_ms = _now_ms()
+        if self._pending_flush_offset is not None and self._pending_flush_offset <= offset:
+            self._pending_flush_offset = None
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """The periodic flush: after a roll, and every flush.ms. Returns whether it flushed."""
+        if self._pending_flush_offset is not None:
+            self.flush(self._pending_flush_offset)
+            self._pending_flush_offset = None
+            flushed = True
+        else:
+            flushed = False
+        if now_ms - self._last_flush_ms >= self._config.flush_ms:
+            self.flush()
+            self._last_flush_ms = now_ms
+            flushed = True
+        return flushed
+
+    # --- reading ----------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding `fetch_offset`, within one segment.
+
+        At most `max_bytes` bytes, except that `min_one_message` returns the first
+        batch whatever its size. Nothing at or past `max_offset` (exclusive, e.g. the
+        high watermark) is returned: a batch reaching it is left out entirely.
+        Raises OffsetOutOfRangeError when `fetch_offset` lies outside
+        [log start offset, log end offset].
+        """
+        log_end_offset = self._log_end_offset
+        if fetch_offset < self._log_start_offset or fetch_offset > log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} is out of range for partition {self.name}: log start"
+                f" offset {self._log_start_offset}, log end offset {log_end_offset}"
+            )
+        limit = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
+        records: bytes | memoryview = b""
+        if fetch_offset < limit:
+            segments = self._segments
+            i = self._segment_index_for(fetch_offset)
+            while i < len(segments):
+                segment = segments[i]
+                upper = self._bases[i + 1] if i + 1 < len(segments) else log_end_offset
+                if limit >= upper:
+                    max_position = segment.size
+                elif limit <= segment.base_offset:
+                    break
+                else:
+                    found = segment.translate_offset(limit)
+                    max_position = segment.size if found is None else found[0]
+                data = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
+                if data is not None:
+                    records = data
+                    break
+                i += 1
+        return FetchDataInfo(
+            records,
+            self._high_watermark,
+            self.last_stable_offset,
+            self._log_start_offset,
+            log_end_offset,
+        )
+
+    # --- offsets by timestamp ---------------------------------------------------------
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The earliest record at or after the log start whose timestamp >= `timestamp`."""
+        for segment in self._segments:
+            if segment.max_timestamp_so_far < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def earliest_timestamp_and_offset(self) -> TimestampAndOffset:
+        """ListOffsets -2: the log start offset and the epoch it belongs to."""
+        offset = self._log_start_offset
+        return TimestampAndOffset(
+            NO_TIMESTAMP, offset, self.leader_epoch_cache.epoch_for_offset(offset)
+        )
+
+    def latest_timestamp_and_offset(self) -> TimestampAndOffset:
+        """ListOffsets -1 at the log end (the broker may cap it at the HW or LSO)."""
+        return TimestampAndOffset(
+            NO_TIMESTAMP, self._log_end_offset, self.leader_epoch_cache.latest_epoch
+        )
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """ListOffsets -3: the first record holding the largest timestamp in the log."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment
+        if best is None:
+            return None
+        return best.find_max_timestamp_record()
+
+    # --- truncation and deletion ------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything from `target_offset` on (a follower diverged from its leader).
+
+        Returns False when there is nothing to remove.
+        """
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate {self.name} to a negative offset")
+        if target_offset >= self._log_end_offset:
+            return False
+        if target_offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        logger.info("Truncating %s to offset %d", self.name, target_offset)
+        while len(self._segments) > 1 and self._segments[-1].base_offset > target_offset:
+            segment = self._segments.pop()
+            self._bases.pop()
+            self._delete_segment_files(segment)
+        active = self._segments[-1]
+        active.truncate_to(target_offset)
+        self._log_end_offset = active.next_offset
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        if self._pending_flush_offset is not None:
+            self._pending_flush_offset = min(self._pending_flush_offset, self._log_end_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start an empty log at `new_offset`."""
+        logger.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
+        for segment in self._segments:
+            self._delete_segment_files(segment)
+        segment = new_segment(self.dir, new_offset, self._config)
+        segment.resize_indexes(self._config.max_index_size)
+        self._segments = [segment]
+        self._bases = [new_offset]
+        self.leader_epoch_cache.clear_and_flush()
+        self._log_start_offset = new_offset
+        self._log_end_offset = new_offset
+        self._high_watermark = new_offset
+        self._recovery_point = new_offset
+        self._pending_flush_offset = None
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Move the log start offset forward (DeleteRecords) and drop segments below it.
+
+        Raises OffsetOutOfRangeError beyond the high watermark, as Kafka does.
+        """
+        if new_log_start_offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot increment the log start offset of {self.name} to"
+                f" {new_log_start_offset}: it is beyond the high watermark"
+                f" {self._high_watermark}"
+            )
+        if new_log_start_offset <= self._log_start_offset:
+            return False
+        self._update_log_start_offset(new_log_start_offset)
+        self._delete_segments(
+            self._deletable_segments(
+                lambda segment, following: (
+                    following is not None and following.base_offset <= self._log_start_offset
+                )
+            ),
+            "log start offset breach",
+        )
+        return True
+
+    def _update_log_start_offset(self, offset: int) -> None:
+        logger.info("Incrementing the log start offset of %s to %d", self.name, offset)
+        self._log_start_offset = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self._high_watermark = max(self._high_watermark, offset)
+        self._recovery_point = max(self._recovery_point, offset)
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention: delete whole segments past retention.ms / retention.bytes.
+
+        Only segments wholly below the high watermark go. When the active segment
+        itself is past retention it is rolled first, as Kafka does, so an idle topic
+        empties. Returns the number of segments deleted.
+        """
+        now_ms = _now_ms() if now_ms is None else now_ms
+        config = self._config
+        deleted = 0
+        if config.delete_enabled:
+            if config.retention_ms >= 0:
+                deleted += self._delete_segments(
+                    self._deletable_segments(
+                        lambda segment, _: now_ms - segment.largest_timestamp > config.retention_ms
+                    ),
+                    f"retention time {config.retention_ms} ms breach",
+                )
+            size = self.size_in_bytes
+            if config.retention_bytes >= 0 and size >= config.retention_bytes:
+                excess = size - config.retention_bytes
+
+                def over_size(segment: LogSegment, _: LogSegment | None) -> bool:
+                    nonlocal excess
+                    if excess - segment.size >= 0:
+                        excess -= segment.size
+                        return True
+                    return False
+
+                deleted += self._delete_segments(
+                    self._deletable_segments(over_size),
+                    f"retention size {config.retention_bytes} bytes breach",
+                )
+        deleted += self._delete_segments(
+            self._deletable_segments(
+                lambda segment, following: (
+                    following is not None and following.base_offset <= self._log_start_offset
+                )
+            ),
+            "log start offset breach",
+        )
+        return deleted
+
+    def _deletable_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool]
+    ) -> list[LogSegment]:
+        deletable: list[LogSegment] = []
+        segments = self._segments
+        for i, segment in enumerate(segments):
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            if following is None and segment.size == 0:
+                break
+            upper = following.base_offset if following is not None else self._log_end_offset
+            if self._high_watermark < upper or not predicate(segment, following):
+                break
+            deletable.append(segment)
+        return deletable
+
+    def _delete_segments(self, deletable: list[LogSegment], reason: str) -> int:
+        if not deletable:
+            return 0
+        if deletable[-1] is self._segments[-1]:
+            self.roll()
+        count = len(deletable)
+        for segment in deletable:
+            logger.info(
+                "Deleting segment %d of %s due to %s", segment.base_offset, self.name, reason
+            )
+        del self._segments[:count]
+        del self._bases[:count]
+        new_start = max(self._log_start_offset, self._segments[0].base_offset)
+        if new_start > self._log_start_offset:
+            self._update_log_start_offset(new_start)
+        for segment in deletable:
+            self._delete_segment_files(segment)
+        return count
+
+    def _delete_segment_files(self, segment: LogSegment) -> None:
+        # Renamed first, as Kafka does: a crash mid-way leaves `.deleted` files, which
+        # the next start removes, instead of a segment with half its files.
+        segment.close_handlers()
+        segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
+        segment.delete()
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything, record max timestamps, trim the indexes, close the files."""
+        if self._closed:
+            return
+        self.flush()
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def close_handlers(self) -> None:
+        for segment in self._segments:
+            segment.close_handlers()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Remove the partition directory and everything in it.
+
+        The directory is first renamed `<topic>-<n>.<uuid>-delete` (Kafka's marker of
+        a deletion in progress), so a crash part-way leaves a directory that the next
+        start recognises and removes.
+        """
+        self.close_handlers()
+        target = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+        try:
+            os.rename(self.dir, target)
+        except FileNotFoundError:
+            return
+        files.fsync_dir(target.parent)
+        shutil.rmtree(target, ignore_errors=True)
+        logger.info("Deleted log %s", self.dir.name)

@@ -1,0 +1,80 @@
+"""File names inside a partition directory, as Kafka spells them.
+
+Every segment file is named by its base offset, zero-padded to 20 digits, so that a
+plain directory listing sorts segments in offset order.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+TIME_INDEX_FILE_SUFFIX = ".timeindex"
+TXN_INDEX_FILE_SUFFIX = ".txnindex"
+PRODUCER_SNAPSHOT_FILE_SUFFIX = ".snapshot"
+
+# Suffixes added to whole segments during deletion, cleaning and swapping.
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+
+INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_FILE_SUFFIX, *INDEX_SUFFIXES)
+
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+PARTITION_METADATA_FILE = "partition.metadata"
+
+# A deleted partition's directory is renamed `<topic>-<n>.<uuid hex>-delete` first.
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def log_file(directory: Path, offset: int, suffix: str = "") -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{LOG_FILE_SUFFIX}{suffix}"
+
+
+def offset_index_file(directory: Path, offset: int, suffix: str = "") -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{INDEX_FILE_SUFFIX}{suffix}"
+
+
+def time_index_file(directory: Path, offset: int, suffix: str = "") -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{TIME_INDEX_FILE_SUFFIX}{suffix}"
+
+
+def txn_index_file(directory: Path, offset: int, suffix: str = "") -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
+
+
+def offset_from_file_name(name: str) -> int | None:
+    """The base offset a segment file name starts with, or None for other files."""
+    prefix = name.split(".", 1)[0]
+    if len(prefix) != 20 or not prefix.isdigit():
+        return None
+    return int(prefix)
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    """Split a partition directory name `<topic>-<n>` (topics may contain dashes)."""
+    topic, sep, partition = dir_name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{dir_name!r} is not a partition directory name (<topic>-<partition>)")
+    return topic, int(partition)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (the entry lives in the dir)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,118 @@
+"""The offset index (`.index`): a sparse map from offsets to positions in the `.log`.
+
+Each 8-byte entry is (int32 offset relative to the segment's base offset, int32 byte
+position in the segment), big-endian. An entry is added once `index.interval.bytes`
+have been appended since the previous one; it names the last offset of a batch and the
+position where that batch starts, so `lookup(offset)` gives a position at or before
+the batch holding `offset`, and a short forward scan finds the batch. Every indexed
+position is a batch boundary, which reads also use to cut a range at whole batches.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import sys
+from array import array
+from pathlib import Path
+
+from .abstract_index import DEFAULT_MAX_INDEX_SIZE, AbstractIndex, strictly_increasing
+from .errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+
+_ENTRY = struct.Struct(">ii")
+
+
+class OffsetIndex(AbstractIndex):
+    ENTRY_SIZE = 8
+
+    def __init__(
+        self, path: Path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+    ) -> None:
+        super().__init__(path, base_offset, max_index_size)
+        self._offsets = array("i")  # relative offsets
+        self._positions = array("i")
+
+    # --- AbstractIndex hooks ----------------------------------------------------------
+
+    def _entry_count(self) -> int:
+        return len(self._offsets)
+
+    def _parse(self, data: bytes) -> None:
+        values = array("i")
+        values.frombytes(data)
+        if sys.byteorder == "little":
+            values.byteswap()
+        offsets = values[0::2]
+        positions = values[1::2]
+        if offsets and (offsets[0] < 0 or positions[0] < 0):
+            raise CorruptIndexError(f"index file {self.path} starts with a negative entry")
+        if not strictly_increasing(offsets):
+            raise CorruptIndexError(f"index file {self.path} has offsets that do not increase")
+        if not strictly_increasing(positions):
+            raise CorruptIndexError(f"index file {self.path} has positions that do not increase")
+        self._offsets = offsets
+        self._positions = positions
+
+    def _truncate_entries(self, count: int) -> None:
+        del self._offsets[count:]
+        del self._positions[count:]
+
+    # --- queries ----------------------------------------------------------------------
+
+    @property
+    def last_offset(self) -> int:
+        """The offset of the last entry, or the base offset when there is none."""
+        self._ensure_loaded()
+        return self.base_offset + self._offsets[-1] if self._offsets else self.base_offset
+
+    @property
+    def last_position(self) -> int:
+        self._ensure_loaded()
+        return self._positions[-1] if self._positions else 0
+
+    def entry(self, n: int) -> tuple[int, int]:
+        self._ensure_loaded()
+        return self.base_offset + self._offsets[n], self._positions[n]
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry <= target, else (base offset, 0)."""
+        self._ensure_loaded()
+        slot = bisect.bisect_right(self._offsets, target_offset - self.base_offset) - 1
+        if slot < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._offsets[slot], self._positions[slot]
+
+    def floor_position(self, position: int) -> int:
+        """The largest indexed position <= `position` (a batch boundary), else 0."""
+        self._ensure_loaded()
+        slot = bisect.bisect_right(self._positions, position) - 1
+        return self._positions[slot] if slot >= 0 else 0
+
+    # --- updates ----------------------------------------------------------------------
+
+    def append(self, offset: int, position: int) -> None:
+        self._ensure_loaded()
+        if self._entry_count() >= self._max_entries:
+            raise IndexFullError(f"attempt to append to a full index {self.path}")
+        relative = self._relative_offset(offset)
+        if self._offsets and relative <= self._offsets[-1]:
+            raise InvalidOffsetError(
+                f"attempt to append offset {offset} to index {self.path} after offset"
+                f" {self.last_offset}"
+            )
+        self._write_entry(_ENTRY.pack(relative, position))
+        self._offsets.append(relative)
+        self._positions.append(position)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry for an offset >= `offset`."""
+        self._ensure_loaded()
+        relative = offset - self.base_offset
+        slot = bisect.bisect_right(self._offsets, relative) - 1
+        if slot < 0:
+            count = 0
+        elif self._offsets[slot] == relative:
+            count = slot
+        else:
+            count = slot + 1
+        self.truncate_to_entries(count)

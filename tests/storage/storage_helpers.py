@@ -1,0 +1,46 @@
+"""Helpers shared by the storage tests (a uniquely named module, not `conftest`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from brook.protocol.record_batch import BatchHeader, Record, build_batch, split_batches
+from brook.storage import AppendInfo, Log
+
+BASE_TS = 1_700_000_000_000
+
+BatchFactory = Callable[..., bytearray]
+
+
+def make_batch(
+    count: int = 1,
+    timestamp: int = BASE_TS,
+    *,
+    timestamps: list[int] | None = None,
+    value_size: int = 20,
+    key: bytes | None = b"key",
+    codec: int = 0,
+    tag: int = 0,
+) -> bytearray:
+    """One v2 batch of `count` records (offsets 0..count-1, assigned on append)."""
+    stamps = timestamps if timestamps is not None else [timestamp] * count
+    records = [
+        Record(
+            offset=i,
+            timestamp=stamps[i],
+            key=key,
+            value=(b"%d-%d-" % (tag, i)).ljust(value_size, b"x"),
+            headers=[("h", b"%d" % i)],
+        )
+        for i in range(len(stamps))
+    ]
+    return bytearray(build_batch(records, codec=codec))
+
+
+def append(log: Log, *batches: bytearray, epoch: int = 0, now_ms: int = BASE_TS) -> AppendInfo:
+    """Append batches as the leader (concatenated as one produce) and advance the HW."""
+    buffer = bytearray(b"".join(batches))
+    headers: list[BatchHeader] = split_batches(buffer)
+    info = log.append_as_leader(buffer, headers, epoch, now_ms)
+    log.high_watermark = log.log_end_offset
+    return info

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from brook.storage import (
+    InconsistentBrokerIdError,
+    InconsistentClusterIdError,
+    InconsistentTopicIdError,
+    LogConfig,
+    LogManager,
+)
+from brook.storage.checkpoints import OffsetCheckpointFile, read_meta_properties
+from storage_helpers import BatchFactory, append
+
+CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256, max_index_size=4096)
+
+
+def manager(
+    dirs: list[Path], broker_id: int = 1, cluster_id: str | None = "cluster-a", **kwargs: object
+) -> LogManager:
+    lm = LogManager(dirs, broker_id, cluster_id, lambda topic: CONFIG, **kwargs)  # type: ignore[arg-type]
+    lm.startup()
+    return lm
+
+
+def test_startup_writes_meta_and_shutdown_is_clean(
+    tmp_path: Path, make_batch: BatchFactory
+) -> None:
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    lm = manager(dirs)
+    meta = read_meta_properties(dirs[0])
+    assert meta is not None and (meta.version, meta.broker_id, meta.cluster_id) == (
+        0,
+        1,
+        "cluster-a",
+    )
+    topic_id = uuid.uuid4()
+    logs = [lm.get_or_create_log("orders", p, topic_id=topic_id) for p in range(4)]
+    assert {log.dir.parent for log in logs} == set(dirs)  # spread over the dirs
+    for i, log in enumerate(logs):
+        for n in range(30 + i):
+            append(log, make_batch(1, tag=n))
+    assert lm.get_or_create_log("orders", 0) is logs[0]
+    with pytest.raises(InconsistentTopicIdError):
+        lm.get_or_create_log("orders", 0, topic_id=uuid.uuid4())
+    lm.shutdown()
+    for d in dirs:
+        assert (d / ".kafka_cleanshutdown").exists()
+        assert set(OffsetCheckpointFile(d / "recovery-point-offset-checkpoint").read().values())
+        assert set(OffsetCheckpointFile(d / "replication-offset-checkpoint").read().values())
+
+    messages: list[str] = []
+    lm = manager(dirs, progress=messages.append)
+    assert not messages  # a clean shutdown means no recovery
+    assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    for p in range(4):
+        log = lm.get_log("orders", p)
+        assert log is not None
+        assert log.log_end_offset == 30 + p
+        assert log.high_watermark == 30 + p
+        assert log.recovery_point == 30 + p
+        assert log.topic_id == topic_id
+    lm.shutdown()
+
+
+def test_unclean_start_recovers_past_checkpoint(
+    tmp_path: Path, make_batch: BatchFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    dirs = [tmp_path / "d"]
+    lm = manager(dirs)
+    log = lm.get_or_create_log("t", 0)
+    for n in range(100):
+        append(log, make_batch(1, tag=n))
+    lm.flush_dirty_logs()  # flushes what the rolls left behind
+    lm.checkpoint_recovery_points_and_log_start_offsets()
+    recovery_point = log.recovery_point
+    assert 0 < recovery_point < 100
+    # Crash: no shutdown, no marker; release the dir lock as a dead process would.
+    for fd in lm._lock_fds.values():
+        os.close(fd)
+    log.close_handlers()
+
+    messages: list[str] = []
+    with caplog.at_level(logging.INFO, logger="brook.storage"):
+        lm2 = manager(dirs, progress=messages.append)
+    reopened = lm2.get_log("t", 0)
+    assert reopened is not None and reopened.log_end_offset == 100
+    assert messages == [f"[1/1 in {dirs[0]}] Recovering segment 1/1 of t-0 (100%)"]
+    assert "Loading 1 partition(s)" in caplog.text and "unclean" in caplog.text
+    lm2.shutdown()
+
+
+def test_broker_and_cluster_id_checks(tmp_path: Path) -> None:
+    dirs = [tmp_path / "d"]
+    manager(dirs, broker_id=1).shutdown()
+    with pytest.raises(InconsistentBrokerIdError):
+        manager(dirs, broker_id=2)
+    with pytest.raises(InconsistentClusterIdError):
+        manager(dirs, broker_id=1, cluster_id="other")
+    lm = manager(dirs, broker_id=1, cluster_id=None)
+    assert lm.cluster_id == "cluster-a"
+    lm.shutdown()
+
+
+def test_generated_cluster_id_is_kept(tmp_path: Path) -> None:
+    lm = manager([tmp_path / "d"], cluster_id=None)
+    cluster_id = lm.cluster_id
+    assert cluster_id is not None and len(cluster_id) == 22
+    lm.shutdown()
+    lm = manager([tmp_path / "d"], cluster_id=None)
+    assert lm.cluster_id == cluster_id
+    lm.shutdown()
+
+
+def test_log_dir_lock(tmp_path: Path) -> None:
+    lm = manager([tmp_path / "d"])
+    # fcntl locks are per process; a second process must be refused.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from brook.storage import LogManager, LogConfig, LogDirLockedError\n"
+        f"lm = LogManager([{str(tmp_path / 'd')!r}], 1, 'cluster-a', lambda t: LogConfig())\n"
+        "try:\n    lm.startup()\nexcept LogDirLockedError:\n    sys.exit(7)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 7
+    lm.shutdown()
+
+
+def test_deleted_and_foreign_directories(tmp_path: Path, make_batch: BatchFactory) -> None:
+    d = tmp_path / "d"
+    lm = manager([d])
+    log = lm.get_or_create_log("gone", 2)
+    append(log, make_batch(1))
+    assert lm.delete_log("gone", 2)
+    assert not lm.delete_log("gone", 2)
+    assert not (d / "gone-2").exists()
+    lm.get_or_create_log("kept", 0)
+    lm.shutdown()
+    half_deleted = d / f"old-1.{uuid.uuid4().hex}-delete"
+    half_deleted.mkdir()
+    (half_deleted / "00000000000000000000.log").write_bytes(b"")
+    (d / "not_a_partition").mkdir()
+    lm = manager([d])
+    assert not half_deleted.exists()
+    assert [log.name for log in lm.all_logs()] == ["kept-0"]
+    with pytest.raises(ValueError):
+        lm.get_or_create_log("../x", 0)
+    lm.shutdown()
+
+
+def test_log_start_offset_checkpoint(tmp_path: Path, make_batch: BatchFactory) -> None:
+    d = tmp_path / "d"
+    lm = manager([d])
+    log = lm.get_or_create_log("t", 0)
+    for n in range(10):
+        append(log, make_batch(1, tag=n))
+    log.maybe_increment_log_start_offset(4)
+    lm.shutdown()
+    assert OffsetCheckpointFile(d / "log-start-offset-checkpoint").read() == {("t", 0): 4}
+    lm = manager([d])
+    log = lm.get_log("t", 0)
+    assert log is not None and log.log_start_offset == 4
+    lm.shutdown()
+
+
+def test_retention_pass(tmp_path: Path, make_batch: BatchFactory) -> None:
+    lm = LogManager([tmp_path / "d"], 1, "c", lambda t: CONFIG.with_overrides(retention_ms=1000))
+    lm.startup()
+    log = lm.get_or_create_log("t", 0)
+    for n in range(100):
+        append(log, make_batch(1, tag=n))
+    before = len(log.segments)
+    assert lm.delete_old_segments(now_ms=10**15) == before  # all expired: active rolled too
+    assert log.log_start_offset == log.log_end_offset == 100
+    lm.shutdown()
