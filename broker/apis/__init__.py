@@ -1,0 +1,69 @@
+"""One module per API, named after it; each registers its handler for its API key.
+
+A handler is called on the event loop in the order requests arrive on a connection.
+It makes its state changes at once (so pipelined requests apply in order) and returns
+either the response, an awaitable of the response (long polls, acks waits), or
+NO_RESPONSE (Produce with acks=0).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from brook.protocol.api_table import SERVED, ApiKey
+
+NO_RESPONSE = object()
+NO_THROTTLE = datetime.timedelta(0)
+
+Handler = Callable[[Any, Any], Any | Awaitable[Any]]
+HANDLERS: dict[int, Handler] = {}
+
+
+def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
+    """Register a handler for an API key of the served table."""
+
+    def register(handler: Handler) -> Handler:
+        if api_key not in SERVED:
+            raise RuntimeError(f"{api_key.name} has a handler but no version range in SERVED")
+        HANDLERS[api_key] = handler
+        return handler
+
+    return register
+
+
+def load_all() -> dict[int, Handler]:
+    """Import every API module so that each registers itself, and check the table."""
+    from . import (  # noqa: F401
+        api_versions,
+        create_partitions,
+        create_topics,
+        delete_topics,
+        fetch,
+        list_offsets,
+        metadata,
+        offset_for_leader_epoch,
+        produce,
+    )
+
+    missing = [key.name for key in SERVED if key not in HANDLERS]
+    if missing:
+        raise RuntimeError(f"APIs in the served table without a handler: {missing}")
+    return HANDLERS
+
+
+def build(entity_type: type, **fields: Any) -> Any:
+    """Make a kio entity from the fields its version has, ignoring the others.
+
+    One handler serves every version of its API; fields that a version lacks are
+    simply not part of that version's entity.
+    """
+    known = entity_type.__dataclass_fields__  # type: ignore[attr-defined]
+    return entity_type(**{name: value for name, value in fields.items() if name in known})
+
+
+def schema_module(entity_type: type) -> Any:
+    """The kio module of an entity, which holds the nested types of the same version."""
+    return sys.modules[entity_type.__module__]

@@ -1,0 +1,42 @@
+"""ApiVersions (key 18), v0-v4: the served table, generated from protocol.api_table.
+
+An ApiVersions request of a version Brook does not know gets UNSUPPORTED_VERSION with
+the supported list in a v0 body (see connection.py), so that the client can retry
+with a version both sides know.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from brook.protocol.api_table import SERVED, ApiKey
+from brook.protocol.errors import ErrorCode
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, handles
+
+
+def _api_list(entry_type: type) -> tuple:
+    entries = []
+    for key in sorted(SERVED):
+        low, high = SERVED[key].advertised
+        entries.append(entry_type(api_key=int(key), min_version=low, max_version=high))
+    return tuple(entries)
+
+
+def unsupported_version_response() -> ApiVersionsResponseV0:
+    return ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version, api_keys=_api_list(ApiVersionV0)
+    )
+
+
+@handles(ApiKey.API_VERSIONS)
+def handle_api_versions(ctx: RequestContext, request: object) -> object:
+    response_type = ctx.response_type
+    entry_type = sys.modules[response_type.__module__].ApiVersion
+    fields = {"error_code": ErrorCode.none, "api_keys": _api_list(entry_type)}
+    if ctx.api_version >= 1:
+        fields["throttle_time"] = NO_THROTTLE
+    return response_type(**fields)

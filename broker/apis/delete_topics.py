@@ -1,0 +1,51 @@
+"""DeleteTopics (key 20), v1-v6: by name, and by topic id from v6. Files are removed."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.delete_topics")
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@handles(ApiKey.DELETE_TOPICS)
+def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    topics = ctx.broker.topics
+    if hasattr(request, "topics"):  # v6: names or ids
+        wanted = [(state.name, state.topic_id) for state in request.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        error, message = ErrorCode.none, None
+        if name is None:
+            topic = topics.by_id.get(topic_id)
+            if topic is None:
+                error, message = ErrorCode.unknown_topic_id, f"Topic id {topic_id} not found"
+            else:
+                name = topic.name
+        if error is ErrorCode.none:
+            try:
+                topic_id = topics.delete(name).topic_id
+            except KafkaError as exc:
+                error, message = exc.error_code, exc.message
+                log.info("DeleteTopics %s from %s failed: %s", name, ctx.peer, exc.message)
+        results.append(
+            build(
+                types.DeletableTopicResult,
+                name=name,
+                topic_id=topic_id,
+                error_code=error,
+                error_message=message,
+            )
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=tuple(results))

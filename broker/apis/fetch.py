@@ -1,0 +1,312 @@
+"""Fetch (key 1), v4-v16: reads, long polling, fetch sessions (v7+), topic ids (v13+).
+
+A fetch that finds fewer than min_bytes parks until an append to one of its
+partitions wakes it or max_wait passes; there is no polling loop. Every response
+carries at least one whole batch when there is one to give, however small max_bytes
+and partition_max_bytes are, as Kafka does since v3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
+from ..partition import Partition
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.fetch")
+
+READ_COMMITTED = 1
+FIRST_TOPIC_ID_VERSION = 13
+FIRST_SESSION_VERSION = 7
+
+
+@dataclass(slots=True)
+class PartitionRead:
+    topic: Any  # the name, or the topic id from v13
+    index: int
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+@dataclass(slots=True)
+class FetchTarget:
+    topic: Any
+    index: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+class _FetchError(Exception):
+    def __init__(self, error: ErrorCode) -> None:
+        self.error = error
+
+
+@handles(ApiKey.FETCH)
+def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    session: FetchSession | None = None
+    incremental = False
+    try:
+        if version >= FIRST_SESSION_VERSION:
+            session, incremental = _resolve_session(ctx, request)
+    except KafkaError as exc:
+        log.info("Fetch from %s refused: %s", ctx.peer, exc.message)
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=exc.error_code,
+            session_id=0,
+            responses=(),
+        )
+    targets = _targets(ctx, request, session)
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    reads = _read_all(ctx, targets, request.max_bytes, committed)
+    max_wait_ms = request.max_wait.total_seconds() * 1000
+    if max_wait_ms <= 0 or _satisfied(reads, request.min_bytes):
+        return _respond(ctx, reads, session, incremental)
+    return _wait_then_respond(
+        ctx, request, targets, session, incremental, committed, max_wait_ms / 1000
+    )
+
+
+async def _wait_then_respond(
+    ctx: RequestContext,
+    request: Any,
+    targets: list[FetchTarget],
+    session: FetchSession | None,
+    incremental: bool,
+    committed: bool,
+    max_wait_s: float,
+) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_s
+    partitions = [_partition_of(ctx, target) for target in targets]
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        waiter: asyncio.Future[None] = loop.create_future()
+        for partition in partitions:
+            if partition is not None:
+                partition.add_waiter(waiter)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            break
+        reads = _read_all(ctx, targets, request.max_bytes, committed)
+        if _satisfied(reads, request.min_bytes):
+            return _respond(ctx, reads, session, incremental)
+    return _respond(
+        ctx, _read_all(ctx, targets, request.max_bytes, committed), session, incremental
+    )
+
+
+def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
+    total = 0
+    for read in reads:
+        if read.error is not ErrorCode.none:
+            return True
+        total += len(read.records)
+    return total >= min_bytes
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+def _resolve_session(ctx: RequestContext, request: Any) -> tuple[FetchSession | None, bool]:
+    cache = ctx.broker.fetch_sessions
+    session_id, epoch = request.session_id, request.session_epoch
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id:
+            cache.close(session_id)
+        if epoch == FINAL_EPOCH:
+            return None, False
+        return cache.new_session(), False
+    session = cache.resume(session_id, epoch)
+    return session, True
+
+
+def _topic_ref(ctx: RequestContext, topic: Any) -> Any:
+    return topic.topic_id if ctx.api_version >= FIRST_TOPIC_ID_VERSION else topic.topic
+
+
+def _targets(ctx: RequestContext, request: Any, session: FetchSession | None) -> list[FetchTarget]:
+    requested = [
+        FetchTarget(
+            _topic_ref(ctx, topic),
+            partition.partition,
+            partition.fetch_offset,
+            partition.partition_max_bytes,
+            partition.current_leader_epoch,
+        )
+        for topic in request.topics
+        for partition in topic.partitions
+    ]
+    if session is None:
+        return requested
+    cached = session.partitions
+    for forgotten in getattr(request, "forgotten_topics_data", ()):
+        ref = forgotten.topic_id if ctx.api_version >= FIRST_TOPIC_ID_VERSION else forgotten.topic
+        for index in forgotten.partitions:
+            cached.pop((ref, index), None)
+    epochs = {}
+    for target in requested:
+        key = (target.topic, target.index)
+        entry = cached.get(key)
+        if entry is None:
+            cached[key] = CachedPartition(target.fetch_offset, target.max_bytes)
+        else:
+            entry.fetch_offset = target.fetch_offset
+            entry.max_bytes = target.max_bytes
+        epochs[key] = target.current_leader_epoch
+    return [
+        FetchTarget(key[0], key[1], entry.fetch_offset, entry.max_bytes, epochs.get(key, -1))
+        for key, entry in cached.items()
+    ]
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _partition_of(ctx: RequestContext, target: FetchTarget) -> Partition | None:
+    topics = ctx.broker.topics
+    topic = (
+        topics.by_id.get(target.topic)
+        if isinstance(target.topic, uuid.UUID)
+        else topics.get(target.topic)
+    )
+    if topic is None or not 0 <= target.index < len(topic.partitions):
+        return None
+    return topic.partitions[target.index]
+
+
+def _read_all(
+    ctx: RequestContext, targets: list[FetchTarget], max_bytes: int, committed: bool
+) -> list[PartitionRead]:
+    reads = []
+    remaining = max_bytes
+    got_data = False
+    for target in targets:
+        # Only the first batch of the response may break the size limits.
+        read = _read_one(ctx, target, remaining, committed, min_one=not got_data)
+        remaining = max(remaining - len(read.records), 0)
+        got_data = got_data or bool(read.records)
+        reads.append(read)
+    return reads
+
+
+def _read_one(
+    ctx: RequestContext, target: FetchTarget, remaining: int, committed: bool, min_one: bool
+) -> PartitionRead:
+    partition = _partition_of(ctx, target)
+    if partition is None:
+        error = (
+            ErrorCode.unknown_topic_id
+            if isinstance(target.topic, uuid.UUID)
+            else ErrorCode.unknown_topic_or_partition
+        )
+        return PartitionRead(target.topic, target.index, error)
+    read = PartitionRead(
+        target.topic,
+        target.index,
+        ErrorCode.none,
+        partition.high_watermark,
+        partition.last_stable_offset,
+        partition.log_start_offset,
+    )
+    epoch = target.current_leader_epoch
+    if epoch >= 0 and epoch != partition.leader_epoch:
+        read.error = (
+            ErrorCode.fenced_leader_epoch
+            if epoch < partition.leader_epoch
+            else ErrorCode.unknown_leader_epoch
+        )
+        return read
+    upper = partition.last_stable_offset if committed else partition.high_watermark
+    try:
+        data = partition.log.read(
+            target.fetch_offset,
+            max_bytes=min(target.max_bytes, remaining),
+            max_offset=upper,
+            min_one_message=min_one,
+        )
+    except KafkaError as exc:
+        read.error = exc.error_code
+        return read
+    read.records = bytes(data.records)
+    return read
+
+
+def _respond(
+    ctx: RequestContext,
+    reads: list[PartitionRead],
+    session: FetchSession | None,
+    incremental: bool,
+) -> Any:
+    types = schema_module(ctx.response_type)
+    if session is not None:
+        reads = _update_session(session, reads, incremental)
+    by_topic: dict[Any, list[Any]] = {}
+    for read in reads:
+        by_topic.setdefault(read.topic, []).append(
+            build(
+                types.PartitionData,
+                partition_index=read.index,
+                error_code=read.error,
+                high_watermark=read.high_watermark,
+                last_stable_offset=read.last_stable_offset,
+                log_start_offset=read.log_start_offset,
+                aborted_transactions=None,
+                preferred_read_replica=-1,
+                records=read.records,
+            )
+        )
+    topic_key = "topic_id" if ctx.api_version >= FIRST_TOPIC_ID_VERSION else "topic"
+    responses = tuple(
+        build(types.FetchableTopicResponse, **{topic_key: topic}, partitions=tuple(parts))
+        for topic, parts in by_topic.items()
+    )
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=session.session_id if session is not None else 0,
+        responses=responses,
+    )
+
+
+def _update_session(
+    session: FetchSession, reads: list[PartitionRead], incremental: bool
+) -> list[PartitionRead]:
+    """Record what the client is told; an incremental response keeps only news."""
+    kept = []
+    for read in reads:
+        cached = session.partitions.get((read.topic, read.index))
+        changed = (
+            read.error is not ErrorCode.none
+            or bool(read.records)
+            or cached is None
+            or cached.high_watermark != read.high_watermark
+            or cached.last_stable_offset != read.last_stable_offset
+            or cached.log_start_offset != read.log_start_offset
+        )
+        if cached is not None:
+            cached.high_watermark = read.high_watermark
+            cached.last_stable_offset = read.last_stable_offset
+            cached.log_start_offset = read.log_start_offset
+        if changed or not incremental:
+            kept.append(read)
+    return kept

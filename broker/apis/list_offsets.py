@@ -1,0 +1,89 @@
+"""ListOffsets (key 2), v1-v8: earliest, latest, max timestamp, and offsets by time.
+
+-2 is the log start offset, -1 the high watermark (the last stable offset under
+read_committed), -3 (v7+) the record with the largest timestamp, -4 (v8) the earliest
+local offset, which equals the log start without tiered storage. A timestamp T >= 0
+returns the earliest offset whose record timestamp is >= T, found through the time
+index; none, if every record is older.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+READ_COMMITTED = 1
+
+
+@handles(ApiKey.LIST_OFFSETS)
+def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    topics = []
+    for topic in request.topics:
+        seen: set[int] = set()
+        partitions = []
+        for entry in topic.partitions:
+            if entry.partition_index in seen:
+                error, timestamp, offset, epoch = ErrorCode.invalid_request, -1, -1, -1
+            else:
+                error, timestamp, offset, epoch = _lookup(ctx, topic.name, entry, committed)
+            seen.add(entry.partition_index)
+            partitions.append(
+                build(
+                    types.ListOffsetsPartitionResponse,
+                    partition_index=entry.partition_index,
+                    error_code=error,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=epoch,
+                )
+            )
+        topics.append(
+            build(types.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions))
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _lookup(
+    ctx: RequestContext, topic: str, entry: Any, committed: bool
+) -> tuple[ErrorCode, int, int, int]:
+    try:
+        partition = ctx.broker.topics.partition(topic, entry.partition_index)
+    except KafkaError as exc:
+        return exc.error_code, -1, -1, -1
+    current_epoch = getattr(entry, "current_leader_epoch", -1)
+    if current_epoch >= 0 and current_epoch != partition.leader_epoch:
+        error = (
+            ErrorCode.fenced_leader_epoch
+            if current_epoch < partition.leader_epoch
+            else ErrorCode.unknown_leader_epoch
+        )
+        return error, -1, -1, -1
+    log = partition.log
+    epoch = partition.leader_epoch
+    upper = partition.last_stable_offset if committed else partition.high_watermark
+    timestamp = entry.timestamp
+    if timestamp == LATEST:
+        return ErrorCode.none, -1, upper, epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return ErrorCode.none, -1, log.log_start_offset, epoch
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_and_offset()
+    elif timestamp < 0:
+        return ErrorCode.invalid_request, -1, -1, -1
+    else:
+        found = log.fetch_offset_by_timestamp(timestamp)
+    if found is None or found.offset >= upper:
+        return ErrorCode.none, -1, -1, -1
+    found_epoch = found.leader_epoch if found.leader_epoch is not None else epoch
+    return ErrorCode.none, found.timestamp, found.offset, found_epoch

@@ -1,0 +1,58 @@
+"""OffsetForLeaderEpoch (key 23), v2-v4: where a leader epoch ends in this log.
+
+Consumers (KIP-320) and followers ask it to check that their position is still on
+the leader's history after a leader change; the answer comes from the
+leader-epoch-checkpoint cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for entry in topic.partitions:
+            error, epoch, end_offset = _end_offset(ctx, topic.topic, entry)
+            partitions.append(
+                build(
+                    types.EpochEndOffset,
+                    error_code=error,
+                    partition=entry.partition,
+                    leader_epoch=epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(
+            build(types.OffsetForLeaderTopicResult, topic=topic.topic, partitions=tuple(partitions))
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _end_offset(ctx: RequestContext, topic: str, entry: Any) -> tuple[ErrorCode, int, int]:
+    try:
+        partition = ctx.broker.topics.partition(topic, entry.partition)
+    except KafkaError as exc:
+        return exc.error_code, -1, -1
+    current = entry.current_leader_epoch
+    if current >= 0 and current != partition.leader_epoch:
+        error = (
+            ErrorCode.fenced_leader_epoch
+            if current < partition.leader_epoch
+            else ErrorCode.unknown_leader_epoch
+        )
+        return error, -1, -1
+    epoch, end_offset = partition.log.leader_epoch_cache.end_offset_for(
+        entry.leader_epoch, partition.log_end_offset
+    )
+    return ErrorCode.none, epoch, end_offset

@@ -1,0 +1,123 @@
+"""The broker: owns all state on one event loop and serves every listener."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from brook.storage.log_manager import LogManager
+
+from .apis import load_all
+from .config import BrokerConfig, Listener
+from .connection import KafkaConnection
+from .fetch_sessions import FetchSessionCache
+from .topics import TopicManager
+
+log = logging.getLogger("brook.broker")
+
+CHECKPOINT_INTERVAL_S = 60.0
+SHUTDOWN_GRACE_S = 5.0
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.connections: set[KafkaConnection] = set()
+        self.servers: list[asyncio.base_events.Server] = []
+        self.bound: list[Listener] = []  # listeners with their real ports (port 0 resolved)
+        self.background: list[asyncio.Task[Any]] = []
+        self.fetch_sessions = FetchSessionCache()
+        self.log_manager: LogManager
+        self.topics: TopicManager
+        self.cluster_id = ""
+        self.started = asyncio.Event()
+        load_all()
+
+    @property
+    def advertised(self) -> list[Listener]:
+        """The advertised listeners, with ports resolved where a listener asked for 0."""
+        resolved = []
+        for advertised in self.config.advertised_listeners:
+            port = advertised.port
+            if port == 0:
+                port = next((b.port for b in self.bound if b.name == advertised.name), 0)
+            resolved.append(Listener(advertised.name, advertised.host, port))
+        return resolved
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.topics = TopicManager(self)
+        self.log_manager = LogManager(
+            self.config.log_dirs,
+            broker_id=self.broker_id,
+            cluster_id=None,
+            default_config_factory=self.topics.log_config_of,
+            progress=log.info,
+        )
+        self.log_manager.startup()
+        self.cluster_id = self.log_manager.cluster_id or ""
+        self.topics.load()
+        loop = asyncio.get_running_loop()
+        for listener in self.config.listeners:
+            server = await loop.create_server(
+                lambda: KafkaConnection(self),
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+            self.servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.bound.append(Listener(listener.name, listener.host, port))
+        self.background.append(asyncio.create_task(self._checkpoint_loop()))
+        self.background.append(asyncio.create_task(self._flush_loop()))
+        where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
+        advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
+        log.info(
+            "Brook broker %d listening on %s (advertised %s), data in %s, cluster %s,"
+            " started in %.0f ms",
+            self.broker_id,
+            where,
+            advertised,
+            ",".join(str(d) for d in self.config.log_dirs),
+            self.cluster_id,
+            (time.monotonic() - started) * 1000,
+        )
+        self.started.set()
+
+    async def stop(self) -> None:
+        """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
+        log.info("Shutting down broker %d", self.broker_id)
+        for server in self.servers:
+            server.close()
+        for task in self.background:
+            task.cancel()
+        in_flight = [task for conn in self.connections for task in conn.tasks]
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
+        for connection in list(self.connections):
+            connection.close()
+        for server in self.servers:
+            await server.wait_closed()
+        self.log_manager.shutdown()
+        log.info("Broker %d stopped cleanly", self.broker_id)
+
+    async def _checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
+
+    async def _flush_loop(self) -> None:
+        interval_ms = self.config["log.flush.scheduler.interval.ms"]
+        if interval_ms >= 2**62:
+            return
+        while True:
+            await asyncio.sleep(max(interval_ms, 10) / 1000)
+            self.log_manager.flush_dirty_logs(now_ms())

@@ -1,0 +1,101 @@
+"""The `brook` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
+
+log = logging.getLogger("brook.cli")
+
+SERVE_EPILOG = """\
+configuration, lowest precedence first:
+  Kafka's defaults < --config FILE < BROOK_* environment variables < --override
+  environment: BROOK_<KEY>, the key upper-cased with dots as underscores,
+  e.g. BROOK_LOG_DIRS=/data BROOK_LISTENERS=PLAINTEXT://0.0.0.0:9092
+
+example:
+  brook serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=/tmp/b
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brook", description="Brook: a Kafka-compatible broker written in Python."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run a broker",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--config", type=Path, metavar="FILE", help="a Kafka server.properties file")
+    serve.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one config key (repeatable)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default=os.environ.get("BROOK_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="how much the broker logs (default INFO, or $BROOK_LOG_LEVEL)",
+    )
+    commands.add_parser("configs-list", help="list every broker config key with its default")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "configs-list":
+        for name, key in sorted(BROKER_CONFIGS.items()):
+            print(f"{name}={'' if key.default is None else key.default}  # {key.doc}")
+        return
+    sys.exit(serve(args))
+
+
+def serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        properties = read_properties(args.config) if args.config else {}
+        config = BrokerConfig.build(properties, os.environ, args.override)
+    except (ConfigError, OSError) as exc:
+        log.error("Invalid configuration: %s", exc)
+        return 2
+    try:
+        import uvloop
+
+        return uvloop.run(_run(config))
+    except OSError as exc:
+        log.error("Cannot start the broker: %s", exc)
+        return 1
+
+
+async def _run(config: BrokerConfig) -> int:
+    from .broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await broker.start()
+    await stop.wait()
+    await broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

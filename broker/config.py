@@ -1,0 +1,375 @@
+"""Broker configuration by Kafka's names: definitions, defaults, parsing and validation.
+
+Values come from, lowest precedence first: Kafka's defaults (or Brook's documented
+test-broker default), a server.properties file, environment variables
+`BROOK_<KEY>` (the key upper-cased, dots as underscores: BROOK_LOG_DIRS=/data), and
+`--override key=value` on the command line. An unknown key or a bad value stops
+start-up with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+ENV_PREFIX = "BROOK_"
+# Environment variables under the prefix that are not broker configs.
+NON_CONFIG_ENV = frozenset({"BROOK_LOG_LEVEL"})
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is invalid."""
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("expected true or false")
+
+
+def _parse_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": lambda text: int(text.strip()),
+    "long": lambda text: int(text.strip()),
+    "boolean": _parse_bool,
+    "string": lambda text: text.strip(),
+    "list": _parse_list,
+}
+_BOUNDS = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    type: str  # int, long, boolean, string, list
+    default: Any
+    doc: str
+    at_least: int | None = None
+    choices: tuple[str, ...] | None = None
+    kafka_default: Any = None  # set where Brook's default differs from Kafka's, with why
+    why_different: str = ""
+
+    def parse(self, raw: Any) -> Any:
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            try:
+                value = _PARSERS[self.type](raw)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"Invalid value {raw!r} for configuration {self.name}: {exc}"
+                ) from None
+        else:
+            value = raw
+        self.validate(value)
+        return value
+
+    def validate(self, value: Any) -> None:
+        if value is None:
+            return
+        if self.type in _BOUNDS:
+            low, high = _BOUNDS[self.type]
+            if not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(
+                    f"Invalid value {value!r} for configuration {self.name}: not a {self.type}"
+                )
+            if self.at_least is not None and value < self.at_least:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {self.name}:"
+                    f" Value must be at least {self.at_least}"
+                )
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(
+                f"Invalid value {value!r} for configuration {self.name}:"
+                f" String must be one of: {', '.join(self.choices)}"
+            )
+
+
+def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, **kwargs)
+
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+BROKER_CONFIGS: dict[str, ConfigKey] = {
+    key.name: key
+    for key in [
+        _key(
+            "broker.id",
+            "int",
+            0,
+            "The id of this broker.",
+            at_least=0,
+            kafka_default=-1,
+            why_different="a single test broker needs a fixed id without ZooKeeper",
+        ),
+        _key(
+            "listeners",
+            "list",
+            ["PLAINTEXT://:9092"],
+            "Where the broker listens: comma-separated NAME://host:port.",
+        ),
+        _key(
+            "advertised.listeners",
+            "list",
+            None,
+            "What the broker tells clients to connect to; defaults to listeners.",
+        ),
+        _key(
+            "log.dir",
+            "string",
+            "/tmp/brook-logs",
+            "The data directory, used when log.dirs is not set.",
+            kafka_default="/tmp/kafka-logs",
+            why_different="not to touch a Kafka's data on the same machine",
+        ),
+        _key("log.dirs", "list", None, "Comma-separated data directories."),
+        _key("num.partitions", "int", 1, "Partitions of an auto-created topic.", at_least=1),
+        _key(
+            "default.replication.factor",
+            "int",
+            1,
+            "Replication factor of an auto-created topic.",
+            at_least=1,
+        ),
+        _key(
+            "auto.create.topics.enable",
+            "boolean",
+            True,
+            "Create a topic when a client asks for its metadata.",
+        ),
+        _key("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+        _key("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", at_least=14),
+        _key("log.roll.ms", "long", None, "Age at which a segment rolls (ms).", at_least=1),
+        _key("log.roll.hours", "int", 168, "Age at which a segment rolls (hours).", at_least=1),
+        _key(
+            "log.index.interval.bytes",
+            "int",
+            4096,
+            "Bytes between offset-index entries.",
+            at_least=0,
+        ),
+        _key(
+            "log.index.size.max.bytes",
+            "int",
+            10485760,
+            "Maximum size of an index file.",
+            at_least=4,
+        ),
+        _key(
+            "message.max.bytes",
+            "int",
+            1048588,
+            "Largest record batch the broker accepts (after compression).",
+            at_least=0,
+        ),
+        _key(
+            "socket.request.max.bytes",
+            "int",
+            104857600,
+            "Largest request; a bigger one closes the connection.",
+            at_least=1,
+        ),
+        _key(
+            "log.flush.interval.messages",
+            "long",
+            LONG_MAX,
+            "Messages appended before a log is fsynced.",
+            at_least=1,
+        ),
+        _key(
+            "log.flush.interval.ms",
+            "long",
+            None,
+            "Longest a message stays unflushed (ms); defaults to the scheduler interval.",
+            at_least=0,
+        ),
+        _key(
+            "log.flush.scheduler.interval.ms",
+            "long",
+            LONG_MAX,
+            "How often the flusher checks logs (ms).",
+            at_least=0,
+        ),
+        _key("log.retention.hours", "int", 168, "Retention by time (hours)."),
+        _key("log.retention.minutes", "int", None, "Retention by time (minutes)."),
+        _key("log.retention.ms", "long", None, "Retention by time (ms); -1 keeps forever."),
+        _key("log.retention.bytes", "long", -1, "Retention by size per partition; -1: none."),
+        _key(
+            "log.retention.check.interval.ms",
+            "long",
+            300000,
+            "How often retention is checked (ms).",
+            at_least=1,
+        ),
+        _key(
+            "compression.type",
+            "string",
+            "producer",
+            "Codec the broker stores batches in; producer keeps the producer's.",
+            choices=COMPRESSION_TYPES,
+        ),
+        _key(
+            "log.message.timestamp.type",
+            "string",
+            "CreateTime",
+            "Timestamp type of new topics.",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
+        _key(
+            "min.insync.replicas",
+            "int",
+            1,
+            "Replicas that must have an acks=all write.",
+            at_least=1,
+        ),
+    ]
+}
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, key: str) -> Listener:
+        match = _LISTENER.match(text.strip())
+        if not match or int(match["port"]) > 65535:
+            raise ConfigError(
+                f"Invalid value {text!r} for configuration {key}: expected NAME://host:port"
+            )
+        return cls(match["name"].upper(), match["host"].strip("[]"), int(match["port"]))
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Read a Java .properties file: key=value or key: value, # and ! comments,
+    backslash line continuations."""
+    values: dict[str, str] = {}
+    pending = ""
+    for raw_line in path.read_text().splitlines():
+        line = pending + raw_line.strip() if pending else raw_line.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if not match:
+            values[line] = ""
+            continue
+        values[match[1]] = match[2]
+    return values
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    """Config keys from BROOK_* environment variables (BROOK_LOG_DIRS -> log.dirs)."""
+    return {
+        name[len(ENV_PREFIX) :].lower().replace("_", "."): value
+        for name, value in environ.items()
+        if name.startswith(ENV_PREFIX)
+        and len(name) > len(ENV_PREFIX)
+        and name not in NON_CONFIG_ENV
+    }
+
+
+class BrokerConfig:
+    """The validated broker configuration. Read values with `config["key"]`."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+        self.listeners = [Listener.parse(item, "listeners") for item in self["listeners"]]
+        advertised = self["advertised.listeners"]
+        self.advertised_listeners = (
+            [Listener.parse(item, "advertised.listeners") for item in advertised]
+            if advertised
+            else [
+                Listener(
+                    item.name,
+                    item.host if item.host not in ("", "0.0.0.0", "::") else "localhost",
+                    item.port,
+                )
+                for item in self.listeners
+            ]
+        )
+
+    @classmethod
+    def build(
+        cls,
+        properties: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        overrides: Iterable[str] | Mapping[str, Any] = (),
+    ) -> BrokerConfig:
+        layers: list[tuple[str, Mapping[str, Any]]] = [
+            ("the config file", properties or {}),
+            ("the environment", env_overrides(environ if environ is not None else os.environ)),
+            (
+                "--override",
+                overrides if isinstance(overrides, Mapping) else _parse_overrides(overrides),
+            ),
+        ]
+        values = {name: key.default for name, key in BROKER_CONFIGS.items()}
+        for source, layer in layers:
+            for name, raw in layer.items():
+                key = BROKER_CONFIGS.get(name)
+                if key is None:
+                    raise ConfigError(f"Unknown configuration {name!r} (from {source})")
+                values[name] = key.parse(raw)
+        return cls(values)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return self._values.items()
+
+    @property
+    def broker_id(self) -> int:
+        return int(self["broker.id"])
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(item) for item in (self["log.dirs"] or [self["log.dir"]])]
+
+    @property
+    def segment_ms(self) -> int:
+        roll_ms = self["log.roll.ms"]
+        return roll_ms if roll_ms is not None else self["log.roll.hours"] * 3600 * 1000
+
+    @property
+    def flush_interval_ms(self) -> int:
+        flush_ms = self["log.flush.interval.ms"]
+        return flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
+
+    @property
+    def retention_ms(self) -> int:
+        # The smallest unit that is set wins, as in Kafka.
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60 * 1000
+        return self["log.retention.hours"] * 3600 * 1000
+
+
+def _parse_overrides(items: Iterable[str]) -> dict[str, str]:
+    parsed = {}
+    for item in items:
+        name, separator, value = item.partition("=")
+        if not separator or not name.strip():
+            raise ConfigError(f"--override takes key=value, got {item!r}")
+        parsed[name.strip()] = value
+    return parsed

@@ -1,0 +1,81 @@
+"""Incremental fetch sessions (KIP-227).
+
+A client opens a session with a full fetch (epoch 0); later fetches (epoch 1, 2, ...)
+name only the partitions whose position changed and the partitions to forget, and the
+response leaves out partitions with nothing new. Epoch -1 is a fetch without a
+session. The cache holds up to `max.incremental.fetch.session.cache.slots` (1000)
+sessions and evicts the least recently used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from brook.protocol.errors import ErrorCode, KafkaError
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+MAX_SESSIONS = 1000
+
+
+class FetchSessionIdNotFoundError(KafkaError):
+    error_code = ErrorCode.fetch_session_id_not_found
+
+
+class InvalidFetchSessionEpochError(KafkaError):
+    error_code = ErrorCode.invalid_fetch_session_epoch
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    fetch_offset: int
+    max_bytes: int
+    # What the client was last told; a change makes the partition part of the next
+    # incremental response even without new records.
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass
+class FetchSession:
+    session_id: int
+    epoch: int
+    partitions: OrderedDict[PartitionKey, CachedPartition]
+
+
+class FetchSessionCache:
+    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+        self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
+        self.max_sessions = max_sessions
+        self._ids = itertools.count(random.randint(1, 1 << 20))
+
+    def new_session(self) -> FetchSession:
+        if len(self.sessions) >= self.max_sessions:
+            self.sessions.popitem(last=False)
+        session_id = next(self._ids) & 0x7FFFFFFF or next(self._ids)
+        session = FetchSession(session_id, INITIAL_EPOCH + 1, OrderedDict())
+        self.sessions[session_id] = session
+        return session
+
+    def close(self, session_id: int) -> None:
+        self.sessions.pop(session_id, None)
+
+    def resume(self, session_id: int, epoch: int) -> FetchSession:
+        """The session of an incremental fetch, advancing its epoch."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise FetchSessionIdNotFoundError(f"Fetch session {session_id} not found")
+        if epoch != session.epoch:
+            raise InvalidFetchSessionEpochError(
+                f"Fetch session {session_id} expected epoch {session.epoch}, got {epoch}"
+            )
+        session.epoch += 1
+        self.sessions.move_to_end(session_id)
+        return session

@@ -1,0 +1,27 @@
+"""What a handler knows about the request it serves beyond the request body."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from brook.protocol.api_table import response_type
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: Broker
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str
+    connection: Any  # the KafkaConnection the request came on
+
+    @property
+    def response_type(self) -> Any:
+        """The kio response class of this request's API version."""
+        return response_type(self.api_key, self.api_version)

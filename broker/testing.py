@@ -1,0 +1,174 @@
+"""Run a Brook broker for tests: in a thread of this process, or as a subprocess.
+
+Both pick a free port on 127.0.0.1 and a data directory given by the caller, and
+stop exactly what they started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import BrokerConfig
+
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(
+    port: int, timeout: float = START_TIMEOUT_S, process: subprocess.Popen[Any] | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"broker exited with code {process.returncode} during start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise TimeoutError(f"broker did not listen on port {port} within {timeout} s")
+
+
+def broker_overrides(
+    port: int, data_dir: Path, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    overrides: dict[str, Any] = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "log.dirs": str(data_dir),
+    }
+    overrides.update({key: str(value) for key, value in (extra or {}).items()})
+    return overrides
+
+
+class BrokerThread:
+    """A broker on its own event loop in a daemon thread of this process."""
+
+    def __init__(self, data_dir: Path, overrides: Mapping[str, Any] | None = None) -> None:
+        self.port = free_port()
+        self.data_dir = data_dir
+        self.config = BrokerConfig.build({}, {}, broker_overrides(self.port, data_dir, overrides))
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.broker: Any = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> BrokerThread:
+        self._thread = threading.Thread(target=self._run, name="brook-broker", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT_S):
+            raise TimeoutError("broker thread did not start")
+        if self._error is not None:
+            raise RuntimeError("broker failed to start") from self._error
+        return self
+
+    def _run(self) -> None:
+        import uvloop
+
+        from .broker import Broker
+
+        async def main() -> None:
+            self.loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            self.broker = Broker(self.config)
+            try:
+                await self.broker.start()
+            except BaseException as exc:
+                self._error = exc
+                self._ready.set()
+                return
+            self._ready.set()
+            await self._stop.wait()
+            await self.broker.stop()
+
+        uvloop.run(main())
+
+    def call(self, function: Any, *args: Any) -> Any:
+        """Run a function on the broker's loop (where all its state lives)."""
+        assert self.loop is not None
+
+        async def invoke() -> Any:
+            return function(*args)
+
+        return asyncio.run_coroutine_threadsafe(invoke(), self.loop).result(30)
+
+    def stop(self) -> None:
+        if self.loop is not None and self._stop is not None and self._thread is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(60)
+        self.loop = None
+
+
+class BrokerProcess:
+    """`brook serve` as a subprocess, for tests that kill it."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: Mapping[str, Any] | None = None,
+        port: int | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.port = port or free_port()
+        self.data_dir = data_dir
+        self.overrides = broker_overrides(self.port, data_dir, overrides)
+        self.log_path = log_path or data_dir.parent / f"broker-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> BrokerProcess:
+        command = [sys.executable, "-m", "brook.broker.cli", "serve"]
+        for key, value in self.overrides.items():
+            command += ["--override", f"{key}={value}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROOK_")}
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                command, stdout=log_file, stderr=subprocess.STDOUT, env=env
+            )
+        wait_for_port(self.port, process=self.process)
+        return self
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no flush, no checkpoint, no clean-shutdown marker."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode

@@ -1,0 +1,107 @@
+"""Topic-level configuration: Kafka's topic keys, each backed by its broker default.
+
+A topic stores only the keys set on it; everything else follows the broker's value
+of the synonym (segment.bytes <- log.segment.bytes), as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from brook.storage.log_config import LogConfig
+
+from .config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, ConfigKey
+
+TOPIC_CONFIGS: dict[str, ConfigKey] = {
+    key.name: key
+    for key in [
+        ConfigKey("cleanup.policy", "list", ["delete"], "delete and/or compact."),
+        ConfigKey(
+            "compression.type",
+            "string",
+            "producer",
+            "Codec batches are stored in.",
+            choices=COMPRESSION_TYPES,
+        ),
+        ConfigKey(
+            "delete.retention.ms", "long", 86400000, "How long tombstones are kept.", at_least=0
+        ),
+        ConfigKey(
+            "file.delete.delay.ms", "long", 60000, "Delay before a file is deleted.", at_least=0
+        ),
+        ConfigKey("flush.messages", "long", LONG_MAX, "Messages between fsyncs.", at_least=1),
+        ConfigKey("flush.ms", "long", LONG_MAX, "Milliseconds between fsyncs.", at_least=0),
+        ConfigKey("index.interval.bytes", "int", 4096, "Bytes between index entries.", at_least=0),
+        ConfigKey("max.message.bytes", "int", 1048588, "Largest batch accepted.", at_least=0),
+        ConfigKey(
+            "message.timestamp.type",
+            "string",
+            "CreateTime",
+            "CreateTime or LogAppendTime.",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
+        ConfigKey("min.compaction.lag.ms", "long", 0, "Minimum age before compaction.", at_least=0),
+        ConfigKey("min.insync.replicas", "int", 1, "Replicas needed for acks=all.", at_least=1),
+        ConfigKey("retention.bytes", "long", -1, "Retention by size per partition."),
+        ConfigKey("retention.ms", "long", 604800000, "Retention by time; -1 forever.", at_least=-1),
+        ConfigKey("segment.bytes", "int", 1073741824, "Segment size.", at_least=14),
+        ConfigKey("segment.index.bytes", "int", 10485760, "Index file size.", at_least=4),
+        ConfigKey("segment.ms", "long", 604800000, "Segment age before roll.", at_least=1),
+        ConfigKey(
+            "unclean.leader.election.enable",
+            "boolean",
+            False,
+            "Allow out-of-sync replicas to become leader.",
+        ),
+    ]
+}
+
+# Topic key -> the broker key whose value is its default.
+BROKER_SYNONYMS = {
+    "compression.type": "compression.type",
+    "flush.messages": "log.flush.interval.messages",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "min.insync.replicas": "min.insync.replicas",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "segment.index.bytes": "log.index.size.max.bytes",
+}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
+    """Parse topic configs given as strings; raises ConfigError naming the bad key."""
+    parsed = {}
+    for name, raw in configs.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if raw is None:
+            raise ConfigError(f"Null value not supported for topic config {name}")
+        parsed[name] = key.parse(raw)
+    return parsed
+
+
+def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Every topic key with its value: the topic's own, else the broker's, else Kafka's."""
+    values: dict[str, Any] = {}
+    for name, key in TOPIC_CONFIGS.items():
+        if name in overrides:
+            values[name] = overrides[name]
+        elif name in BROKER_SYNONYMS:
+            values[name] = broker[BROKER_SYNONYMS[name]]
+        else:
+            values[name] = key.default
+    if "segment.ms" not in overrides:
+        values["segment.ms"] = broker.segment_ms
+    if "retention.ms" not in overrides:
+        values["retention.ms"] = broker.retention_ms
+    if "flush.ms" not in overrides:
+        values["flush.ms"] = broker.flush_interval_ms
+    return values
+
+
+def log_config_for(broker: BrokerConfig, overrides: Mapping[str, Any]) -> LogConfig:
+    return LogConfig.from_properties(effective_topic_config(broker, overrides))

@@ -1,0 +1,261 @@
+"""The topics this broker knows: names, ids, partition counts, topic configs.
+
+With one broker and no ZooKeeper the partition directories are the source of truth
+for which topics exist (each holds its topic id in partition.metadata); the topic
+configs live in one JSON file in the first log directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from brook.protocol.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicDeletionDisabledError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+from .config import ConfigError
+from .partition import Partition
+from .topic_config import effective_topic_config, log_config_for, validate_topic_configs
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("brook.topics")
+
+MAX_NAME_LENGTH = 249
+LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, Any]
+    partitions: list[Partition] = field(default_factory=list)
+    # Every topic key with its value in force, derived from `configs` and the broker's
+    # defaults; kept here because the produce path reads it for every batch.
+    effective_config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules for topic names (org.apache.kafka.common.internals.Topic)."""
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters,"
+            f" topic name: {name}"
+        )
+    if not LEGAL_NAME.match(name):
+        raise InvalidTopicError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII'
+            " alphanumerics, '.', '_' and '-'"
+        )
+
+
+class TopicManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.topics: dict[str, Topic] = {}
+        self.by_id: dict[uuid.UUID, Topic] = {}
+        self._configs_path = broker.config.log_dirs[0] / TOPIC_CONFIGS_FILE
+        self._stored_configs: dict[str, dict[str, Any]] | None = None
+
+    def log_config_of(self, topic: str) -> Any:
+        """The log config of a topic as stored, for the log manager at start-up."""
+        if self._stored_configs is None:
+            self._stored_configs = self._read_configs()
+        return log_config_for(self.broker.config, self._stored_configs.get(topic, {}))
+
+    # --- loading ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild the topic table from the logs the log manager opened."""
+        stored_configs = self._read_configs()
+        self._stored_configs = None
+        found: dict[str, dict[int, Any]] = {}
+        for log_ in self.broker.log_manager.all_logs():
+            found.setdefault(log_.topic, {})[log_.partition] = log_
+        for name, logs in sorted(found.items()):
+            count = max(logs) + 1
+            missing = [index for index in range(count) if index not in logs]
+            topic_id = next((lg.topic_id for lg in logs.values() if lg.topic_id), None)
+            topic = Topic(name, topic_id or uuid.uuid4(), stored_configs.get(name, {}))
+            self._register(topic)
+            for index in range(count):
+                log_ = logs.get(index)
+                if log_ is None:
+                    log.warning(
+                        "Topic %s has no directory for partition %d; creating it", name, index
+                    )
+                self._add_partition(topic, index, log_)
+            if missing:
+                log.warning("Recreated missing partitions %s of %s", missing, name)
+        if self.topics:
+            log.info(
+                "Loaded %d topics with %d partitions",
+                len(self.topics),
+                sum(len(t.partitions) for t in self.topics.values()),
+            )
+
+    def _read_configs(self) -> dict[str, dict[str, Any]]:
+        try:
+            return json.loads(self._configs_path.read_text())
+        except FileNotFoundError:
+            return {}
+
+    def _write_configs(self) -> None:
+        data = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
+        temporary = self._configs_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(temporary, self._configs_path)
+
+    # --- lookups ------------------------------------------------------------------------
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def partition(self, name: str, index: int) -> Partition:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            raise UnknownTopicOrPartitionError(
+                f"This server does not host this topic-partition: {name}-{index}"
+            )
+        return topic.partitions[index]
+
+    # --- changes ------------------------------------------------------------------------
+
+    def check_create(
+        self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, Any]
+    ) -> tuple[int, int, dict[str, Any]]:
+        """Validate a topic creation; returns the resolved partitions, RF and configs."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        collision = next(
+            (other for other in self.topics if other.replace(".", "_") == name.replace(".", "_")),
+            None,
+        )
+        if collision is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
+        config = self.broker.config
+        if num_partitions == -1:
+            num_partitions = config["num.partitions"]
+        if replication_factor == -1:
+            replication_factor = config["default.replication.factor"]
+        if num_partitions <= 0:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        if replication_factor <= 0:
+            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        live_brokers = 1
+        if replication_factor > live_brokers:
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {replication_factor} time(s): The target"
+                f" replication factor of {replication_factor} cannot be reached because only"
+                f" {live_brokers} broker(s) are registered."
+            )
+        try:
+            parsed = validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise InvalidConfigError(str(exc)) from None
+        return num_partitions, replication_factor, parsed
+
+    def create(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, Any] | None = None,
+    ) -> Topic:
+        num_partitions, _, parsed = self.check_create(
+            name, num_partitions, replication_factor, configs or {}
+        )
+        topic = Topic(name, uuid.uuid4(), parsed)
+        self._register(topic)
+        for index in range(num_partitions):
+            self._add_partition(topic, index, None)
+        if parsed:
+            self._write_configs()
+        log.info(
+            "Created topic %s with %d partitions (id %s)", name, num_partitions, topic.topic_id
+        )
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        if not self.broker.config["delete.topic.enable"]:
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+        del self.topics[name]
+        del self.by_id[topic.topic_id]
+        for partition in topic.partitions:
+            partition.wake_waiters()
+            self.broker.log_manager.delete_log(name, partition.index)
+        if topic.configs:
+            self._write_configs()
+        log.info("Deleted topic %s", name)
+        return topic
+
+    def add_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if new_total <= current:
+            raise InvalidPartitionsError(
+                f"Topic currently has {current} partitions, which is higher than the requested"
+                f" {new_total}."
+                if new_total < current
+                else f"Topic already has {current} partitions."
+            )
+        if validate_only:
+            return
+        for index in range(current, new_total):
+            self._add_partition(topic, index, None)
+        log.info("Topic %s now has %d partitions", name, new_total)
+
+    def _register(self, topic: Topic) -> None:
+        topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
+        self.topics[topic.name] = topic
+        self.by_id[topic.topic_id] = topic
+
+    def _add_partition(self, topic: Topic, index: int, log_: Any) -> None:
+        broker = self.broker
+        if log_ is None:
+            log_ = broker.log_manager.get_or_create_log(
+                topic.name, index, log_config_for(broker.config, topic.configs), topic.topic_id
+            )
+        epoch = log_.leader_epoch_cache.latest_epoch
+        partition = Partition(
+            topic=topic.name,
+            index=index,
+            topic_id=topic.topic_id,
+            log=log_,
+            leader_id=broker.broker_id,
+            leader_epoch=max(epoch if epoch is not None else 0, 0),
+            replicas=[broker.broker_id],
+            isr=[broker.broker_id],
+        )
+        log_.high_watermark = log_.log_end_offset
+        topic.partitions.append(partition)

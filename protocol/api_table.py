@@ -1,0 +1,66 @@
+"""Which API keys and versions Brook serves: the single table ApiVersions is built from.
+
+Ranges follow Apache Kafka 4.x (KIP-896 floors). Produce is advertised from v0, as
+Kafka 4.1 does, because older librdkafka releases refuse a broker whose Produce range
+starts above v0; requests below the served floor still get UNSUPPORTED_VERSION.
+Message bodies of every served version are kio's types, loaded once at import.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cache
+
+from kio.index import load_request_schema, load_response_schema
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    OFFSET_FOR_LEADER_EPOCH = 23
+    CREATE_PARTITIONS = 37
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRange:
+    min_version: int
+    max_version: int
+    advertised_min: int | None = None  # lower than min_version where Kafka advertises so
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    @property
+    def advertised(self) -> tuple[int, int]:
+        low = self.min_version if self.advertised_min is None else self.advertised_min
+        return low, self.max_version
+
+
+SERVED: dict[ApiKey, VersionRange] = {
+    ApiKey.PRODUCE: VersionRange(3, 11, advertised_min=0),
+    ApiKey.FETCH: VersionRange(4, 16),
+    ApiKey.LIST_OFFSETS: VersionRange(1, 8),
+    ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.API_VERSIONS: VersionRange(0, 4),
+    ApiKey.CREATE_TOPICS: VersionRange(2, 7),
+    ApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+    ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
+}
+
+
+@cache
+def request_type(api_key: int, version: int) -> type[RequestPayload]:
+    return load_request_schema(api_key, version)
+
+
+@cache
+def response_type(api_key: int, version: int) -> type[ResponsePayload]:
+    return load_response_schema(api_key, version)

@@ -1,0 +1,421 @@
+"""Record batches of magic v2, the only on-wire and on-disk record format Brook speaks.
+
+The broker treats a batch as bytes plus its parsed 61-byte header. Records inside a
+batch are decoded only where semantics need them (validation of compressed batches,
+timestamps, control records, compaction, tests). The layout is Kafka's
+DefaultRecordBatch:
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 |
+    crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
+    maxTimestamp int64 | producerId int64 | producerEpoch int16 | baseSequence int32 |
+    recordCount int32 | records...
+
+The CRC32C covers everything from `attributes` to the end, so the broker may assign
+offsets and leader epochs in place without recomputing it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import crc32c
+
+from .compression import Codec, compress, decompress
+from .errors import CorruptRecordError, InvalidRecordError
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted by batchLength
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_V2 = 2
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08  # set: LogAppendTime
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+
+NO_PRODUCER_ID = -1
+NO_TIMESTAMP = -1
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    """The fixed part of one batch, and where the batch sits in its buffer."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    position: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_BIT)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+
+def parse_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at `position`; the caller checks there are enough bytes."""
+    return BatchHeader(*HEADER.unpack_from(buffer, position), position=position)
+
+
+def split_batches(
+    buffer: bytes | bytearray | memoryview, *, allow_partial_tail: bool = False
+) -> list[BatchHeader]:
+    """Split a buffer of concatenated batches into their headers, checking the framing.
+
+    A produce request must hold whole batches only: a header that promises more bytes
+    than follow, or fewer than a header needs, is CORRUPT_MESSAGE. With
+    `allow_partial_tail` (fetch responses, a torn log tail) an incomplete last batch is
+    dropped instead.
+    """
+    batches: list[BatchHeader] = []
+    position = 0
+    end = len(buffer)
+    while position < end:
+        if end - position < HEADER_SIZE:
+            if allow_partial_tail:
+                break
+            raise CorruptRecordError(
+                f"{end - position} trailing bytes are too few for a record batch header"
+            )
+        header = parse_header(buffer, position)
+        if header.magic != MAGIC_V2:
+            raise InvalidRecordError(
+                f"record batch magic {header.magic} is not supported (v2 only)"
+            )
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptRecordError(
+                f"record batch length {header.batch_length} is below the minimum"
+            )
+        if position + header.size > end:
+            if allow_partial_tail:
+                break
+            raise CorruptRecordError(
+                f"record batch claims {header.size} bytes but only {end - position} follow"
+            )
+        batches.append(header)
+        position += header.size
+    return batches
+
+
+def compute_crc(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> int:
+    start = header.position + ATTRIBUTES_OFFSET
+    return crc32c.crc32c(memoryview(buffer)[start : header.position + header.size])
+
+
+def verify_crc(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+    actual = compute_crc(buffer, header)
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"record batch at offset {header.base_offset} has CRC {header.crc:#010x},"
+            f" computed {actual:#010x}"
+        )
+
+
+def records_section(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> memoryview:
+    start = header.position + HEADER_SIZE
+    return memoryview(buffer)[start : header.position + header.size]
+
+
+def set_base_offset(buffer: bytearray, header: BatchHeader, base_offset: int) -> None:
+    struct.pack_into(">q", buffer, header.position, base_offset)
+    header.base_offset = base_offset
+
+
+def set_partition_leader_epoch(buffer: bytearray, header: BatchHeader, epoch: int) -> None:
+    struct.pack_into(">i", buffer, header.position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+    header.partition_leader_epoch = epoch
+
+
+# --- varints --------------------------------------------------------------------------
+
+
+def read_varint(data: bytes | memoryview, position: int) -> tuple[int, int]:
+    """Read a zig-zag varint (or varlong); returns (value, next position)."""
+    shift = 0
+    raw = 0
+    while True:
+        if position >= len(data):
+            raise InvalidRecordError("record ends inside a varint")
+        byte = data[position]
+        position += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), position
+        shift += 7
+        if shift > 63:
+            raise InvalidRecordError("varint is longer than 10 bytes")
+
+
+def write_varint(value: int, out: bytearray) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    while True:
+        towrite = raw & 0x7F
+        raw >>= 7
+        if raw:
+            out.append(towrite | 0x80)
+        else:
+            out.append(towrite)
+            return
+
+
+# --- records --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+def _read_bytes(data: memoryview, position: int) -> tuple[bytes | None, int]:
+    length, position = read_varint(data, position)
+    if length < 0:
+        return None, position
+    end = position + length
+    if end > len(data):
+        raise InvalidRecordError("record field runs past the end of its record")
+    return bytes(data[position:end]), end
+
+
+def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> list[Record]:
+    """Decode every record of one batch, decompressing it if needed.
+
+    Raises INVALID_RECORD when the records do not match the header (count, offset
+    deltas, lengths) and CORRUPT_MESSAGE when decompression fails.
+    """
+    data = records_section(buffer, header)
+    if header.codec != Codec.NONE:
+        data = memoryview(decompress(header.codec, data))
+    records: list[Record] = []
+    position = 0
+    for index in range(header.record_count):
+        length, position = read_varint(data, position)
+        end = position + length
+        if length < 0 or end > len(data):
+            raise InvalidRecordError(f"record {index} claims {length} bytes, past its batch")
+        body = data[:end]
+        position += 1  # attributes, unused in v2
+        timestamp_delta, position = read_varint(body, position)
+        offset_delta, position = read_varint(body, position)
+        if offset_delta != index:
+            raise InvalidRecordError(
+                f"record {index} of the batch at offset {header.base_offset}"
+                f" has offset delta {offset_delta}"
+            )
+        key, position = _read_bytes(body, position)
+        value, position = _read_bytes(body, position)
+        header_count, position = read_varint(body, position)
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(header_count):
+            name, position = _read_bytes(body, position)
+            if name is None:
+                raise InvalidRecordError("record header key is null")
+            header_value, position = _read_bytes(body, position)
+            headers.append((name.decode("utf-8", "replace"), header_value))
+        if position != end:
+            raise InvalidRecordError(f"record {index} has {end - position} unexplained bytes")
+        records.append(
+            Record(
+                offset=header.base_offset + offset_delta,
+                timestamp=header.base_timestamp + timestamp_delta,
+                key=key,
+                value=value,
+                headers=headers,
+            )
+        )
+    if position != len(data):
+        raise InvalidRecordError(
+            f"batch at offset {header.base_offset} has {len(data) - position} bytes"
+            f" after its {header.record_count} records"
+        )
+    return records
+
+
+def check_uncompressed_framing(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+    """Walk the record length prefixes of an uncompressed batch without decoding fields.
+
+    Cheaper than decode_records; catches a record count or lengths that lie.
+    """
+    data = records_section(buffer, header)
+    position = 0
+    size = len(data)
+    for index in range(header.record_count):
+        length, position = read_varint(data, position)
+        if length <= 0:
+            raise InvalidRecordError(f"record {index} has length {length}")
+        position += length
+        if position > size:
+            raise InvalidRecordError(f"record {index} runs past the end of its batch")
+    if position != size:
+        raise InvalidRecordError(
+            f"batch has {size - position} bytes after its {header.record_count} records"
+        )
+
+
+def encode_record(record: Record, offset_delta: int, timestamp_delta: int) -> bytes:
+    body = bytearray(b"\x00")
+    write_varint(timestamp_delta, body)
+    write_varint(offset_delta, body)
+    for item in (record.key, record.value):
+        if item is None:
+            write_varint(-1, body)
+        else:
+            write_varint(len(item), body)
+            body += item
+    write_varint(len(record.headers), body)
+    for name, header_value in record.headers:
+        encoded = name.encode()
+        write_varint(len(encoded), body)
+        body += encoded
+        if header_value is None:
+            write_varint(-1, body)
+        else:
+            write_varint(len(header_value), body)
+            body += header_value
+    out = bytearray()
+    write_varint(len(body), out)
+    return bytes(out + body)
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    codec: int = Codec.NONE,
+    log_append_time: bool = False,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """Encode records as one v2 batch. Record offsets are taken relative to the first."""
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    first_offset = records[0].offset
+    base_timestamp = records[0].timestamp
+    max_timestamp = max(record.timestamp for record in records)
+    body = b"".join(
+        encode_record(record, record.offset - first_offset, record.timestamp - base_timestamp)
+        for record in records
+    )
+    body = compress(codec, body)
+    attributes = codec
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_BIT
+    if transactional:
+        attributes |= TRANSACTIONAL_BIT
+    if control:
+        attributes |= CONTROL_BIT
+    header = BatchHeader(
+        base_offset=base_offset,
+        batch_length=HEADER_SIZE - LOG_OVERHEAD + len(body),
+        partition_leader_epoch=partition_leader_epoch,
+        magic=MAGIC_V2,
+        crc=0,
+        attributes=attributes,
+        last_offset_delta=records[-1].offset - first_offset,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+    )
+    buffer = bytearray(HEADER.pack(*_header_fields(header)) + body)
+    header.crc = compute_crc(buffer, header)
+    struct.pack_into(">I", buffer, CRC_OFFSET, header.crc)
+    return bytes(buffer)
+
+
+def rewrite_records(
+    buffer: bytes | bytearray | memoryview, header: BatchHeader, codec: int
+) -> bytes:
+    """Re-encode one batch with another codec, keeping every other header field."""
+    records = decode_records(buffer, header)
+    return build_batch(
+        records,
+        base_offset=header.base_offset,
+        codec=codec,
+        log_append_time=header.is_log_append_time,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        transactional=header.is_transactional,
+        control=header.is_control,
+        partition_leader_epoch=header.partition_leader_epoch,
+    )
+
+
+def _header_fields(header: BatchHeader) -> tuple[int, ...]:
+    return (
+        header.base_offset,
+        header.batch_length,
+        header.partition_leader_epoch,
+        header.magic,
+        header.crc,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.record_count,
+    )
+
+
+def iter_records(buffer: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Every record of every whole batch in a buffer (a log segment, a fetch response)."""
+    for header in split_batches(buffer, allow_partial_tail=True):
+        yield from decode_records(buffer, header)

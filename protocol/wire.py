@@ -1,0 +1,107 @@
+"""Request and response framing: size prefix, headers, and bodies through kio.
+
+No I/O happens here: the broker hands in a frame's bytes and gets back the bytes of
+the response. Request header v1 (non-flexible APIs) and v2 (flexible), response
+header v0 and v1, are chosen by the schema of the API version, as Kafka does
+(ApiVersions keeps response header v0 at every version).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.protocol import ResponsePayload
+
+from .api_table import SERVED, ApiKey, request_type, response_type
+from .errors import InvalidRequestError, UnsupportedVersionError
+
+SIZE = struct.Struct(">i")
+FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFrame:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # a kio request entity
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """The api key, version and correlation id, readable even for unknown APIs."""
+    if len(frame) < FIXED_HEADER.size:
+        raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a header")
+    return FIXED_HEADER.unpack_from(frame, 0)
+
+
+@cache
+def _reader(entity_type: type) -> Any:
+    return entity_reader(entity_type)
+
+
+@cache
+def _writer(entity_type: type) -> Any:
+    return entity_writer(entity_type)
+
+
+def decode_request(frame: bytes) -> RequestFrame:
+    """Parse the header and body of a request for a served API version.
+
+    Raises UnsupportedVersionError for an API or version Brook does not serve (the
+    caller answers ApiVersions with the supported list and closes for others), and
+    InvalidRequestError for bytes that do not parse.
+    """
+    api_key, api_version, correlation_id = peek_header(frame)
+    served = SERVED.get(api_key)  # type: ignore[call-overload]
+    if served is None or not served.serves(api_version):
+        raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not served")
+    body_type = request_type(api_key, api_version)
+    header_type = body_type.__header_schema__
+    try:
+        header, header_size = _reader(header_type)(frame, 0)
+        body, body_size = _reader(body_type)(frame, header_size)
+    except Exception as exc:  # kio's native reader raises several types on bad input
+        raise InvalidRequestError(
+            f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"
+        ) from exc
+    if header_size + body_size != len(frame):
+        raise InvalidRequestError(
+            f"{ApiKey(api_key).name} v{api_version} request has"
+            f" {len(frame) - header_size - body_size} bytes after its body"
+        )
+    return RequestFrame(api_key, api_version, correlation_id, header.client_id, body)
+
+
+def read_client_id(frame: bytes) -> str | None:
+    """The client id of any request (header v1 layout holds for every version)."""
+    try:
+        header, _ = _reader(RequestHeaderV1)(frame, 0)
+    except Exception:
+        return None
+    return header.client_id
+
+
+def encode_response(correlation_id: int, response: ResponsePayload) -> bytes:
+    """A response as it goes on the wire: size, header, body."""
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    header_type = type(response).__header_schema__
+    buffer.write(SIZE.pack(correlation_id))
+    if header_type.__flexible__:
+        buffer.write(b"\x00")  # no tagged fields in the response header
+    _writer(type(response))(buffer, response)
+    data = buffer.getbuffer()
+    SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return buffer.getvalue()
+
+
+def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:
+    return response_type(api_key, api_version)
