@@ -66,16 +66,13 @@ def decode_request(frame: bytes) -> RequestFrame:
     header_type = body_type.__header_schema__
     try:
         header, header_size = _reader(header_type)(frame, 0)
-        body, body_size = _reader(body_type)(frame, header_size)
+        body, _ = _reader(body_type)(frame, header_size)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(
             f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"
         ) from exc
-    if header_size + body_size != len(frame):
-        raise InvalidRequestError(
-            f"{ApiKey(api_key).name} v{api_version} request has"
-            f" {len(frame) - header_size - body_size} bytes after its body"
-        )
+    # Bytes after the body are ignored, as Kafka's parser does: librdkafka sends a
+    # byte more than the schema in some versions (e.g. Metadata v12).
     return RequestFrame(api_key, api_version, correlation_id, header.client_id, body)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from brook.protocol.api_table import SERVED, ApiKey
-from brook.protocol.errors import ErrorCode
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+
+from brook.protocol.api_table import SERVED, ApiKey
+from brook.protocol.errors import ErrorCode
 
 from ..request_context import RequestContext
 from . import NO_THROTTLE, handles

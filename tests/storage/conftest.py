@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from brook.storage import LogConfig
 from storage_helpers import BatchFactory, make_batch
+
+from brook.storage import LogConfig
 
 
 @pytest.fixture(name="make_batch")

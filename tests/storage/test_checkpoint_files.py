@@ -4,6 +4,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from brook.storage.checkpoints import (
     MetaProperties,
     OffsetCheckpointFile,

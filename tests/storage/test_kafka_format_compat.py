@@ -10,11 +10,12 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from kafka.record import MemoryRecords, MemoryRecordsBuilder
+from storage_helpers import BASE_TS, BatchFactory, append
+
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import iter_records, split_batches
 from brook.storage import Log, LogConfig
-from kafka.record import MemoryRecords, MemoryRecordsBuilder
-from storage_helpers import BASE_TS, BatchFactory, append
 
 CONFIG = LogConfig(segment_bytes=4096, index_interval_bytes=300)
 

@@ -5,11 +5,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from storage_helpers import BASE_TS, BatchFactory, append
+
 from brook.protocol.errors import OffsetOutOfRangeError
 from brook.protocol.record_batch import iter_records, split_batches
 from brook.storage import Log, LogConfig, RecordBatchTooLargeError
 from brook.storage.checkpoints import read_partition_metadata
-from storage_helpers import BASE_TS, BatchFactory, append
 
 
 def open_log(directory: Path, config: LogConfig, **kwargs: object) -> Log:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from brook.storage import LogConfig
 from brook.storage.log_config import LONG_MAX
 

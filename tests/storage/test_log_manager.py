@@ -6,6 +6,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from storage_helpers import BatchFactory, append
+
 from brook.storage import (
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
@@ -14,7 +16,6 @@ from brook.storage import (
     LogManager,
 )
 from brook.storage.checkpoints import OffsetCheckpointFile, read_meta_properties
-from storage_helpers import BatchFactory, append
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256, max_index_size=4096)
 

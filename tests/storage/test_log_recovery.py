@@ -4,9 +4,10 @@ import os
 import shutil
 from pathlib import Path
 
+from storage_helpers import BatchFactory, append
+
 from brook.protocol.record_batch import iter_records, split_batches
 from brook.storage import Log, LogConfig
-from storage_helpers import BatchFactory, append
 
 
 def build(partition_dir: Path, config: LogConfig, make_batch: BatchFactory, count: int) -> Log:

@@ -4,9 +4,10 @@ import os
 import struct
 from pathlib import Path
 
+from storage_helpers import BASE_TS, BatchFactory
+
 from brook.protocol.record_batch import BatchHeader, decode_records, set_base_offset, split_batches
 from brook.storage.log_segment import LogSegment
-from storage_helpers import BASE_TS, BatchFactory
 
 
 def fill(

@@ -4,6 +4,7 @@ import struct
 from pathlib import Path
 
 import pytest
+
 from brook.storage.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from brook.storage.offset_index import OffsetIndex
 

@@ -4,6 +4,7 @@ import struct
 from pathlib import Path
 
 import pytest
+
 from brook.storage.errors import CorruptIndexError, IndexFullError
 from brook.storage.time_index import TimeIndex
 
