@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+
+from brook.protocol.record_batch import BatchHeader, split_batches
 
 
 def create_topic(
@@ -74,3 +78,48 @@ def consume_all(
     finally:
         consumer.close()
     return out
+
+
+def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[BatchHeader]:
+    """The batch headers a partition holds on disk, in offset order.
+
+    Read straight from the segment files so a test can check what the broker stored
+    (codec, timestamp type) and not only what a client decoded.
+    """
+    headers: list[BatchHeader] = []
+    for segment in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+        headers += split_batches(segment.read_bytes(), allow_partial_tail=True)
+    return headers
+
+
+def kafka_python_producer(bootstrap: str, **config: Any) -> KafkaProducer:
+    """A kafka-python producer without idempotence.
+
+    kafka-python 3.x turns idempotence on by default (KIP-679), which needs
+    InitProducerId; Brook does not serve it yet.
+    """
+    settings: dict[str, Any] = {"enable_idempotence": False, "linger_ms": 5}
+    settings.update(config)
+    return KafkaProducer(bootstrap_servers=bootstrap, **settings)
+
+
+def kafka_python_consumer(bootstrap: str, **config: Any) -> KafkaConsumer:
+    """A kafka-python consumer outside any group (Brook serves no groups yet)."""
+    settings: dict[str, Any] = {
+        "group_id": None,
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        "request_timeout_ms": 15_000,
+    }
+    settings.update(config)
+    return KafkaConsumer(bootstrap_servers=bootstrap, **settings)
+
+
+def kafka_python_poll(consumer: KafkaConsumer, count: int, timeout: float = 20) -> list[Any]:
+    """Poll until `count` records arrived or `timeout` passed; return them all."""
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(records) < count and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=200).values():
+            records += batch
+    return records
