@@ -32,13 +32,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scale",
         type=float,
         default=1.0,
-        help="multiply message counts (1.0 = 200k x 100 B and 50k x 1 KiB per produce phase)",
+        help="multiply message counts (1.0 = 2M x 100 B and 500k x 1 KiB per produce round)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic")
     parser.add_argument(
         "--repeat",
         type=int,
-        default=1,
+        default=3,
         help="rounds of each produce and consume phase; the median round is reported",
     )
     parser.add_argument("--startup-runs", type=int, default=3, help="starts to take the median of")

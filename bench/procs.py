@@ -113,20 +113,38 @@ class BrokerProcess:
             self.stop()
             raise
 
-    def rss_bytes(self) -> int | None:
-        """Resident memory of the broker and any processes it spawned, or None if it is gone."""
+    def _tree(self) -> list[psutil.Process]:
+        """The broker and any processes it spawned; empty once it is gone."""
         if not self.alive() or self.pid is None:
-            return None
+            return []
         try:
             root = psutil.Process(self.pid)
-            procs = [root, *root.children(recursive=True)]
-            total = 0
-            for proc in procs:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    total += proc.memory_info().rss
-            return total
+            return [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
+            return []
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the broker and any processes it spawned, or None if it is gone."""
+        procs = self._tree()
+        if not procs:
             return None
+        total = 0
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                total += proc.memory_info().rss
+        return total
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time the broker (and its children) used so far, or None if gone."""
+        procs = self._tree()
+        if not procs:
+            return None
+        total = 0.0
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM, then SIGKILL after a timeout; only this process and its own descendants."""
