@@ -88,7 +88,16 @@ class ConfigKey:
                     f"Invalid value {value} for configuration {self.name}:"
                     f" Value must be at least {self.at_least}"
                 )
-        if self.choices is not None and value not in self.choices:
+        if self.choices is not None and self.type == "list":
+            # A list key with choices (cleanup.policy) checks each element, as Kafka's
+            # ValidList does.
+            for item in value:
+                if item not in self.choices:
+                    raise ConfigError(
+                        f"Invalid value {item!r} for configuration {self.name}:"
+                        f" String must be one of: {', '.join(self.choices)}"
+                    )
+        elif self.choices is not None and value not in self.choices:
             raise ConfigError(
                 f"Invalid value {value!r} for configuration {self.name}:"
                 f" String must be one of: {', '.join(self.choices)}"

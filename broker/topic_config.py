@@ -16,7 +16,13 @@ from .config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, Conf
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
     for key in [
-        ConfigKey("cleanup.policy", "list", ["delete"], "delete and/or compact."),
+        ConfigKey(
+            "cleanup.policy",
+            "list",
+            ["delete"],
+            "delete and/or compact.",
+            choices=("compact", "delete"),
+        ),
         ConfigKey(
             "compression.type",
             "string",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
@@ -121,5 +124,44 @@ def kafka_python_poll(consumer: KafkaConsumer, count: int, timeout: float = 20) 
     deadline = time.monotonic() + timeout
     while len(records) < count and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=200).values():
+            records += batch
+    return records
+
+
+@asynccontextmanager
+async def aiokafka_producer(bootstrap: str, **config: Any) -> AsyncIterator[AIOKafkaProducer]:
+    """A started aiokafka producer (non-idempotent, aiokafka's default), stopped on exit."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=15_000, **config)
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.stop()
+
+
+@asynccontextmanager
+async def aiokafka_consumer(bootstrap: str, **config: Any) -> AsyncIterator[AIOKafkaConsumer]:
+    """A started aiokafka consumer outside any group (Brook serves no groups yet)."""
+    settings: dict[str, Any] = {
+        "group_id": None,
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        "request_timeout_ms": 15_000,
+    }
+    settings.update(config)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **settings)
+    await consumer.start()
+    try:
+        yield consumer
+    finally:
+        await consumer.stop()
+
+
+async def aiokafka_poll(consumer: AIOKafkaConsumer, count: int, timeout: float = 20) -> list[Any]:
+    """getmany() until `count` records arrived or `timeout` passed; return them all."""
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(records) < count and time.monotonic() < deadline:
+        for batch in (await consumer.getmany(timeout_ms=200)).values():
             records += batch
     return records
