@@ -10,6 +10,8 @@ import signal
 import sys
 from pathlib import Path
 
+from brook.storage.errors import StorageError
+
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
 
 log = logging.getLogger("brook.cli")
@@ -78,7 +80,9 @@ def serve(args: argparse.Namespace) -> int:
         import uvloop
 
         return uvloop.run(_run(config))
-    except OSError as exc:
+    except (OSError, StorageError) as exc:
+        # A port in use, a data dir locked by another broker, a broker.id that does not
+        # match meta.properties: one line naming the cause, no traceback.
         log.error("Cannot start the broker: %s", exc)
         return 1
 

@@ -296,6 +296,11 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def _env_name(key: str) -> str:
+    """The environment variable of a config key (log.dirs -> BROOK_LOG_DIRS)."""
+    return ENV_PREFIX + key.upper().replace(".", "_")
+
+
 class BrokerConfig:
     """The validated broker configuration. Read values with `config["key"]`."""
 
@@ -334,10 +339,19 @@ class BrokerConfig:
         values = {name: key.default for name, key in BROKER_CONFIGS.items()}
         for source, layer in layers:
             for name, raw in layer.items():
+                # The operator set a variable, not a key: name the variable.
+                origin = (
+                    f"the environment variable {_env_name(name)}"
+                    if source == "the environment"
+                    else source
+                )
                 key = BROKER_CONFIGS.get(name)
                 if key is None:
-                    raise ConfigError(f"Unknown configuration {name!r} (from {source})")
-                values[name] = key.parse(raw)
+                    raise ConfigError(f"Unknown configuration {name!r} (from {origin})")
+                try:
+                    values[name] = key.parse(raw)
+                except ConfigError as exc:
+                    raise ConfigError(f"{exc} (from {origin})") from None
         return cls(values)
 
     def __getitem__(self, name: str) -> Any:

@@ -1,0 +1,306 @@
+"""A broker killed with SIGKILL keeps every acknowledged record, and recovers a torn or
+corrupt log tail on its next start, as Kafka does.
+
+Real `brook serve` processes and confluent-kafka; nothing is mocked. A SIGKILL loses no
+page-cache data, so acks=1 writes must all survive it; what recovery may cut is only
+what was never completely written (simulated here by damaging the file).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from .clients import create_topic, produce
+from .processes import Brokers, read_partition, stop_with, watermarks
+
+PARTITIONS = 4
+# Small segments, so a crash leaves several segments per partition to recover.
+TOPIC_CONFIG = {"segment.bytes": str(64 * 1024), "index.interval.bytes": "1024"}
+PROGRESS_LINE = re.compile(
+    r"\[\d+/\d+ in [^\]]+\] Recovering segment (\d+)/(\d+) of (\S+) \((\d+)%\)"
+)
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Iterator[Brokers]:
+    pool = Brokers(tmp_path)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+class AckRecorder:
+    """A producer thread that sends without pause and records every acknowledged record.
+
+    Values are unique (`<run>-<sequence>`), partitions round-robin. Only a delivery
+    report without error counts as acknowledged: that is the promise acks=1 makes.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, run: str) -> None:
+        self.acked: list[tuple[int, int, bytes]] = []
+        self.sent = 0
+        self.failed = 0
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._run = run
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._produce, name=f"producer-{run}", daemon=True)
+
+    def __enter__(self) -> AckRecorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _on_delivery(self, error: object, message: object) -> None:
+        if error is None:
+            self.acked.append((message.partition(), message.offset(), message.value()))  # type: ignore[attr-defined]
+        else:
+            self.failed += 1
+
+    def _produce(self) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self._bootstrap,
+                "acks": "1",
+                "enable.idempotence": False,
+                "linger.ms": 2,
+                "batch.num.messages": 200,
+                "reconnect.backoff.max.ms": 200,
+            }
+        )
+        try:
+            while not self._stop.is_set():
+                # Keep a bounded number outstanding, so the kill catches some in flight
+                # without the queue growing without end.
+                if self.sent - len(self.acked) - self.failed > 3000:
+                    producer.poll(0.005)
+                    continue
+                value = f"{self._run}-{self.sent:08d}-".encode() + b"x" * 40
+                try:
+                    producer.produce(
+                        self._topic,
+                        value=value,
+                        partition=self.sent % PARTITIONS,
+                        on_delivery=self._on_delivery,
+                    )
+                except BufferError:
+                    producer.poll(0.01)
+                    continue
+                self.sent += 1
+                producer.poll(0)
+            # The broker is gone: whatever was not answered is not acknowledged.
+            producer.purge()
+            producer.flush(10)
+        except BaseException as exc:
+            self._error = exc
+
+    def wait_for_acks(self, count: int, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.acked) < count:
+            assert self._error is None, self._error
+            assert time.monotonic() < deadline, f"only {len(self.acked)} of {count} acked"
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "producer thread did not stop"
+        if self._error is not None:
+            raise self._error
+
+
+def _read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
+    """Every partition's records as (offset, value), checking that offsets are contiguous
+    from 0 to the high watermark."""
+    stored: dict[int, list[tuple[int, bytes]]] = {}
+    for partition, (low, high) in enumerate(watermarks(bootstrap, topic, PARTITIONS)):
+        assert low == 0
+        messages = read_partition(bootstrap, topic, partition, high)
+        stored[partition] = [(m.offset(), m.value()) for m in messages]
+        assert [offset for offset, _ in stored[partition]] == list(range(high)), (
+            f"partition {partition}: offsets are not 0..{high - 1} without gaps"
+        )
+    return stored
+
+
+def _assert_all_acked_kept(
+    stored: dict[int, list[tuple[int, bytes]]], acked: list[tuple[int, int, bytes]]
+) -> None:
+    for partition, offset, value in acked:
+        records = stored[partition]
+        assert offset < len(records), f"acked {partition}/{offset} is beyond the log end"
+        assert records[offset][1] == value, f"acked {partition}/{offset} holds another value"
+    # Each value was sent once and no retry reached a broker: nothing is stored twice.
+    values = [value for records in stored.values() for _, value in records]
+    assert len(values) == len(set(values)), "a record is stored twice"
+
+
+def _assert_recovery_logged(log_text: str, topic: str) -> None:
+    assert "after an unclean shutdown" in log_text
+    progress = [m.groups() for m in PROGRESS_LINE.finditer(log_text) if m[3].startswith(topic)]
+    assert {p[2] for p in progress} == {f"{topic}-{p}" for p in range(PARTITIONS)}, log_text
+    # Each partition counts its segments up to 100%.
+    for partition in range(PARTITIONS):
+        mine = [p for p in progress if p[2] == f"{topic}-{partition}"]
+        assert [int(p[0]) for p in mine] == list(range(1, int(mine[0][1]) + 1))
+        assert mine[-1][3] == "100"
+
+
+def test_sigkill_during_produce_loses_no_acknowledged_record(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, PARTITIONS, TOPIC_CONFIG)
+    acked: list[tuple[int, int, bytes]] = []
+
+    # Two rounds: the second crash hits a broker that itself started by recovering.
+    for run in ("first", "second"):
+        with AckRecorder(broker.bootstrap, topic_name, run) as recorder:
+            recorder.wait_for_acks(8000)
+            broker.kill()
+            time.sleep(0.2)  # let the producer see the dead connection mid-stream
+        assert recorder.sent > len(recorder.acked), "the kill did not happen mid-stream"
+        acked += recorder.acked
+        assert len({(p, o) for p, o, _ in acked}) == len(acked), "an offset was acked twice"
+
+        broker = brokers.restart(broker)
+        _assert_recovery_logged(broker.log_text(), topic_name)
+        stored = _read_all(broker.bootstrap, topic_name)
+        _assert_all_acked_kept(stored, acked)
+        assert sum(len(records) for records in stored.values()) >= len(acked)
+
+    # Producing after the restart continues each partition right at its log end.
+    ends = [high for _, high in watermarks(broker.bootstrap, topic_name, PARTITIONS)]
+    for partition in range(PARTITIONS):
+        delivered = produce(
+            broker.bootstrap,
+            topic_name,
+            [(None, b"after-%d-%d" % (partition, i)) for i in range(50)],
+            partition=partition,
+        )
+        start = ends[partition]
+        assert [m.offset() for m in delivered] == list(range(start, start + 50))
+    stored = _read_all(broker.bootstrap, topic_name)
+    _assert_all_acked_kept(stored, acked)
+    for partition in range(PARTITIONS):
+        tail = stored[partition][ends[partition] :]
+        assert [value for _, value in tail] == [b"after-%d-%d" % (partition, i) for i in range(50)]
+    assert broker.stop() == 0
+
+
+def test_clean_restart_does_not_recover(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, PARTITIONS, TOPIC_CONFIG)
+    for partition in range(PARTITIONS):
+        # Batches well below segment.bytes: a bigger one is refused, as in Kafka.
+        messages = [(None, b"v" * 200)] * 500
+        produce(
+            broker.bootstrap, topic_name, messages, partition=partition, **{"batch.size": 16384}
+        )
+    assert stop_with(broker, signal.SIGTERM) == 0
+
+    broker = brokers.restart(broker)
+    text = broker.log_text()
+    assert "after a clean shutdown" in text
+    assert "Recovering" not in text
+    assert [high for _, high in watermarks(broker.bootstrap, topic_name, PARTITIONS)] == [
+        500
+    ] * PARTITIONS
+
+
+# --- a damaged tail ---------------------------------------------------------------------
+
+BATCHES = 12
+RECORDS_PER_BATCH = 5
+
+
+def _batch_positions(log_file: Path) -> list[tuple[int, int]]:
+    """(position, size) of each batch in a .log file, from the length fields alone."""
+    data = log_file.read_bytes()
+    positions = []
+    position = 0
+    while position + 12 <= len(data):
+        size = int.from_bytes(data[position + 8 : position + 12], "big") + 12
+        positions.append((position, size))
+        position += size
+    assert position == len(data), "the test's own log file is not whole batches"
+    return positions
+
+
+def _truncate_mid_batch(log_file: Path, last: tuple[int, int]) -> None:
+    position, size = last
+    with open(log_file, "r+b") as handle:
+        handle.truncate(position + size // 2)
+
+
+def _flip_byte_in_last_batch(log_file: Path, last: tuple[int, int]) -> None:
+    # The last byte is inside the last record's value, covered by the batch CRC.
+    position, size = last
+    with open(log_file, "r+b") as handle:
+        handle.seek(position + size - 1)
+        byte = handle.read(1)[0]
+        handle.seek(position + size - 1)
+        handle.write(bytes([byte ^ 0x40]))
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected_log"),
+    [
+        (_truncate_mid_batch, "Truncating"),
+        (_flip_byte_in_last_batch, "Found invalid messages"),
+    ],
+    ids=["torn-tail", "flipped-byte"],
+)
+def test_damaged_tail_is_truncated_after_unclean_shutdown(
+    brokers, topic_name, damage, expected_log
+):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, 1)
+    # A long linger and an explicit flush: each flush sends exactly one batch.
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 10_000})
+    for batch in range(BATCHES):
+        for i in range(RECORDS_PER_BATCH):
+            producer.produce(topic_name, value=b"b%02d-r%d-" % (batch, i) + b"y" * 100, partition=0)
+        assert producer.flush(10) == 0  # one batch per flush
+    broker.kill()  # a torn write can only follow an unclean shutdown
+
+    log_file = broker.data_dir / f"{topic_name}-0" / "00000000000000000000.log"
+    positions = _batch_positions(log_file)
+    assert len(positions) == BATCHES
+    damage(log_file, positions[-1])
+
+    broker = brokers.restart(broker)
+    text = broker.log_text()
+    assert "after an unclean shutdown" in text
+    assert expected_log in text
+    assert re.search(rf"Truncating \d+ invalid bytes at the end of .*{topic_name}-0", text), text
+    assert PROGRESS_LINE.search(text), text
+    # Every fully written batch is kept; the damaged one is gone, byte for byte.
+    kept_end = positions[-1][0]
+    assert log_file.stat().st_size == kept_end
+    kept = (BATCHES - 1) * RECORDS_PER_BATCH
+    assert watermarks(broker.bootstrap, topic_name, 1) == [(0, kept)]
+    values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 0, kept)]
+    expected = [
+        b"b%02d-r%d-" % (batch, i) + b"y" * 100
+        for batch in range(BATCHES - 1)
+        for i in range(RECORDS_PER_BATCH)
+    ]
+    assert values == expected
+
+    # The broker serves on from the cut: new records take the offsets the lost batch had.
+    delivered = produce(broker.bootstrap, topic_name, [(None, b"new-%d" % i) for i in range(7)])
+    assert [m.offset() for m in delivered] == list(range(kept, kept + 7))
+    values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 0, kept + 7)]
+    assert values == expected + [b"new-%d" % i for i in range(7)]
+    assert broker.stop() == 0
