@@ -14,7 +14,7 @@ from matplotlib.ticker import FuncFormatter
 
 from bench.brokers import BROOK, REFERENCE
 from bench.metrics import METRICS, BrokerResult, Metric
-from bench.report import ratio
+from bench.report import format_ratio, ratio
 
 COLORS = {REFERENCE: "#9e9e9e", BROOK: "#1f77b4"}
 # Ratios of a Python broker to a Rust one can span orders of magnitude; past this spread a linear
@@ -58,7 +58,7 @@ def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Pat
         for bar, value, metric in zip(bars, values[name], METRICS, strict=True):
             x = bar.get_x() + bar.get_width() / 2
             if value:
-                text, xy, coords = f"{value:.2f}", (x, value), "data"
+                text, xy, coords = format_ratio(value).rstrip("x"), (x, value), "data"
             else:
                 # No bar to sit on: write the reason from the bottom of the axes up.
                 text, xy = _missing(metric, results.get(name)), (x, 0.01)

@@ -71,11 +71,22 @@ class BrokerProcess:
         self.stop()
 
     @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def exit_status(self) -> str:
+        """How the process ended, for failure reports (a negative code is the killing signal)."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return "still running" if self._proc is not None else "stopped by the bench"
+        return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> float:
         """Start the broker and return seconds from spawn to the first accepted TCP connection."""

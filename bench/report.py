@@ -41,6 +41,11 @@ def format_value(value: float) -> str:
     return f"{value:.2f}"
 
 
+def format_ratio(value: float) -> str:
+    # Two decimals would print a 130-fold difference as "0.01x"; keep three significant digits.
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.3g}x"
+
+
 def rows(results: dict[str, BrokerResult]) -> list[list[str]]:
     table = []
     for metric in METRICS:
@@ -51,7 +56,7 @@ def rows(results: dict[str, BrokerResult]) -> list[list[str]]:
                 metric.unit,
                 cell(metric, results.get(BROOK)),
                 cell(metric, results.get(REFERENCE)),
-                f"{r:.2f}x" if r is not None else NOT_RUN,
+                format_ratio(r) if r is not None else NOT_RUN,
                 f"{metric.better} is better",
             ]
         )

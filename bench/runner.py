@@ -65,8 +65,7 @@ def plan_for(
     phase_timeout_s: float = 120.0,
 ) -> Plan:
     # With 3 rounds, 2M x 100 B and 500k x 1 KiB keep a default run of both brokers at about
-    # 1.5-2 minutes on 2 cores, with rounds of 1-3 s: long enough that the median round is
-    # steady. (Brook and the reference both run near the Python client's ceiling here.)
+    # 1.5-2 minutes on 2 cores, with rounds of 1-3 s: long enough that the median round is steady.
     base = {"100B": 2_000_000, "1KiB": 500_000}
     counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
     return Plan(
@@ -111,8 +110,9 @@ class _Run:
     def phase(self, name: str, body: Callable[[], str], proc: BrokerProcess | None = None) -> bool:
         """Run one phase; on any error record why and carry on with the next one."""
         if proc is not None and not proc.alive():
-            self.result.failures[name] = "broker is no longer running"
-            _say(self.spec.name, f"{name}: skipped, broker is no longer running")
+            reason = f"skipped: the broker {proc.exit_status()} earlier"
+            self.result.failures[name] = reason
+            _say(self.spec.name, f"{name}: {reason}")
             return False
         # The samples themselves cost nothing worth reporting; the workload phases do.
         track_cpu = proc is not None and name not in _SAMPLING_PHASES
@@ -122,7 +122,7 @@ class _Run:
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             if proc is not None and not proc.alive():
-                reason += f"\nbroker exited; log tail:\n{proc.log_tail()}"
+                reason += f"\nthe broker {proc.exit_status()}; log tail:\n{proc.log_tail()}"
             self.result.failures[name] = reason
             _say(self.spec.name, f"{name}: FAILED: {reason.splitlines()[0]}")
             return False
@@ -159,7 +159,8 @@ class _Run:
         self.result.values[key] = rss / MIB
         return f"{rss / MIB:.1f} MiB"
 
-    def produce(self, bootstrap: str, size: str, acks: str) -> str:
+    def produce(self, proc: BrokerProcess, size: str, acks: str) -> str:
+        bootstrap = proc.bootstrap
         rounds = []
         for round_no in range(self.plan.repeat):
             # A fresh topic per round, so every round appends to an empty log.
@@ -173,11 +174,13 @@ class _Run:
                     SIZES[size],
                     ACKS[acks],
                     self.plan.phase_timeout_s,
+                    alive=proc.alive,
                 )
             )
         return self._record_throughput(produce_phase(size, acks), rounds)
 
-    def consume(self, bootstrap: str, size: str) -> str:
+    def consume(self, proc: BrokerProcess, size: str) -> str:
+        bootstrap = proc.bootstrap
         if produce_phase(size, "acks1") in self.result.failures:
             raise RuntimeError("nothing to read: the acks=1 produce phase for this size failed")
         rounds = [
@@ -188,12 +191,14 @@ class _Run:
                 self.plan.counts[size],
                 SIZES[size],
                 self.plan.phase_timeout_s,
+                alive=proc.alive,
             )
             for round_no in range(self.plan.repeat)
         ]
         return self._record_throughput(consume_phase(size), rounds)
 
-    def latency(self, bootstrap: str) -> str:
+    def latency(self, proc: BrokerProcess) -> str:
+        bootstrap = proc.bootstrap
         topic = "bench-latency"
         create_topic(bootstrap, topic, self.plan.partitions)
         result = produce_latency(
@@ -203,6 +208,7 @@ class _Run:
             self.plan.latency_seconds,
             self.plan.latency_size,
             self.plan.phase_timeout_s,
+            alive=proc.alive,
         )
         self.result.values["latency|p50"] = result.p50_ms
         self.result.values["latency|p99"] = result.p99_ms
@@ -255,7 +261,6 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
             _say(spec.name, f"FAILED to start: {str(exc).splitlines()[0]}")
             return run.result
         with proc:  # already started: leaving the block stops it, whatever happens inside
-            bootstrap = f"127.0.0.1:{proc.port}"
             time.sleep(IDLE_SETTLE_S)
             run.phase(RSS_IDLE_PHASE, lambda: run.rss(proc, "rss|idle"), proc)
             cpu_start = proc.cpu_seconds()
@@ -263,12 +268,12 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
                 for acks in ACKS:
                     run.phase(
                         produce_phase(size, acks),
-                        lambda s=size, a=acks: run.produce(bootstrap, s, a),
+                        lambda s=size, a=acks: run.produce(proc, s, a),
                         proc,
                     )
             for size in SIZES:
-                run.phase(consume_phase(size), lambda s=size: run.consume(bootstrap, s), proc)
-            run.phase(LATENCY_PHASE, lambda: run.latency(bootstrap), proc)
+                run.phase(consume_phase(size), lambda s=size: run.consume(proc, s), proc)
+            run.phase(LATENCY_PHASE, lambda: run.latency(proc), proc)
             run.phase(RSS_AFTER_PHASE, lambda: run.rss(proc, "rss|after"), proc)
             run.phase(CPU_PHASE, lambda: run.cpu(proc, cpu_start), proc)
     return run.result

@@ -10,6 +10,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +32,32 @@ METADATA_TIMEOUT_S = 15.0
 CONSUME_STALL_S = 15.0
 
 
+# Asked while waiting on the broker, so that a broker that died ends the wait at once instead of
+# after the phase timeout.
+Alive = Callable[[], bool]
+# Longest single wait on librdkafka before asking again whether the broker is alive.
+WAIT_SLICE_S = 0.25
+
+
 class WorkloadError(RuntimeError):
     """A phase could not complete: the broker refused, timed out or lost messages."""
+
+
+def _assumed_alive() -> bool:
+    return True
+
+
+def _flush(producer: Producer, deadline: float, alive: Alive) -> int:
+    """flush() until the queue is empty or the deadline passes; returns messages left.
+
+    flush() returns as soon as the queue drains, so waiting in slices costs no accuracy.
+    """
+    while True:
+        remaining = producer.flush(min(WAIT_SLICE_S, max(0.0, deadline - time.perf_counter())))
+        if remaining == 0 or time.perf_counter() >= deadline:
+            return int(remaining)
+        if not alive():
+            raise WorkloadError(f"the broker exited with {remaining} messages unacknowledged")
 
 
 @dataclass(frozen=True)
@@ -118,6 +143,7 @@ def produce_throughput(
     acks: str,
     timeout_s: float,
     linger_ms: int = 5,
+    alive: Alive = _assumed_alive,
 ) -> Throughput:
     """Send `count` messages of `size` bytes as fast as the client can and time until all are acked.
 
@@ -148,6 +174,10 @@ def produce_throughput(
             except BufferError:
                 # The local queue is full: let librdkafka drain it and serve delivery reports.
                 producer.poll(0.005)
+                if not alive():
+                    raise WorkloadError(
+                        f"the broker exited after {i} of {count} messages"
+                    ) from None
                 if time.perf_counter() > deadline:
                     raise WorkloadError(
                         f"timed out after {timeout_s:.0f}s with {i} of {count} messages queued"
@@ -155,7 +185,7 @@ def produce_throughput(
                     ) from None
         if i & 1023 == 0:
             producer.poll(0)
-    remaining = producer.flush(max(0.0, deadline - time.perf_counter()))
+    remaining = _flush(producer, deadline, alive)
     elapsed = time.perf_counter() - started
     if remaining:
         raise WorkloadError(
@@ -168,7 +198,13 @@ def produce_throughput(
 
 
 def consume_throughput(
-    bootstrap: str, topic: str, partitions: int, expected: int, size: int, timeout_s: float
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    size: int,
+    timeout_s: float,
+    alive: Alive = _assumed_alive,
 ) -> Throughput:
     """Read `expected` messages from the start of every partition and time it.
 
@@ -209,6 +245,8 @@ def consume_throughput(
                 received += 1
             if batch:
                 last_progress = now
+            elif not alive():
+                raise WorkloadError(f"the broker exited after {received} of {expected} messages")
             elif now - last_progress > CONSUME_STALL_S:
                 raise WorkloadError(
                     f"stalled: no message for {CONSUME_STALL_S:.0f}s after {received} of "
@@ -227,7 +265,13 @@ def consume_throughput(
 
 
 def produce_latency(
-    bootstrap: str, topic: str, rate: int, seconds: float, size: int, timeout_s: float
+    bootstrap: str,
+    topic: str,
+    rate: int,
+    seconds: float,
+    size: int,
+    timeout_s: float,
+    alive: Alive = _assumed_alive,
 ) -> Latency:
     """Send at a fixed rate with acks=1 and linger.ms=0; latency is produce() to delivery report.
 
@@ -242,7 +286,7 @@ def produce_latency(
     # Warm-up: the first messages pay for connection setup and the partition leader lookup.
     for _ in range(50):
         producer.produce(topic, payload)
-    if producer.flush(METADATA_TIMEOUT_S):
+    if _flush(producer, time.perf_counter() + METADATA_TIMEOUT_S, alive):
         raise WorkloadError(f"warm-up messages were not acknowledged{errors.suffix()}")
 
     latencies: list[float] = []
@@ -275,7 +319,7 @@ def produce_latency(
                 time.sleep(delay)
             producer.produce(topic, payload, on_delivery=on_delivery)
         sent_for = time.perf_counter() - started
-        remaining = producer.flush(timeout_s)
+        remaining = _flush(producer, time.perf_counter() + timeout_s, alive)
     finally:
         stop.set()
         poller.join()
