@@ -1,0 +1,381 @@
+"""Many clients at once, of every kind, against one broker; and long-poll wake-ups.
+
+Timing checks here are functional, never tight: a parked fetch that is woken by new
+data answers in milliseconds, one that is not answers only when its max wait runs out,
+so the bounds sit far from both and stay true on a loaded two-core machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import io
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import TopicPartition as KafkaPythonTopicPartition
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v11.response import FetchResponse
+from kio.schema.request_header.v1.header import RequestHeader
+from kio.schema.types import BrokerId, TopicName
+from kio.serial import entity_reader, entity_writer
+
+from brook.protocol.record_batch import iter_records
+
+from .clients import (
+    aiokafka_consumer,
+    aiokafka_poll,
+    aiokafka_producer,
+    consume_all,
+    create_topic,
+    kafka_python_consumer,
+    kafka_python_poll,
+    kafka_python_producer,
+)
+
+CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka"]
+Record = tuple[int, bytes]  # (offset, value)
+
+
+# Producing and consuming one partition with each client, blocking (for threads).
+
+
+def produce_with(client: str, bootstrap: str, topic: str, partition: int, values: list[bytes]):
+    """Send values in order to one partition and wait until all are acknowledged."""
+    if client == "confluent-kafka":
+        errors: list[Any] = []
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all"})
+        for value in values:
+            producer.produce(
+                topic, value=value, partition=partition, on_delivery=lambda e, _: errors.append(e)
+            )
+            producer.poll(0)
+        assert producer.flush(60) == 0
+        assert not any(errors), errors
+    elif client == "kafka-python":
+        producer = kafka_python_producer(bootstrap, acks=1)
+        try:
+            futures = [producer.send(topic, value=v, partition=partition) for v in values]
+            for future in futures:
+                future.get(60)
+        finally:
+            producer.close(10)
+    else:
+
+        async def run() -> None:
+            async with aiokafka_producer(bootstrap, acks="all", linger_ms=2) as producer:
+                futures = [await producer.send(topic, value=v, partition=partition) for v in values]
+                await asyncio.gather(*futures)
+
+        asyncio.run(run())
+
+
+def consume_with(
+    client: str, bootstrap: str, topic: str, partition: int, count: int, timeout: float = 60
+) -> list[Record]:
+    """Read `count` records of one partition from offset 0."""
+    if client == "confluent-kafka":
+        messages = consume_all(bootstrap, topic, count, partition=partition, timeout=timeout)
+        return [(m.offset(), m.value()) for m in messages]
+    if client == "kafka-python":
+        consumer = kafka_python_consumer(bootstrap)
+        try:
+            tp = KafkaPythonTopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            return [(r.offset, r.value) for r in kafka_python_poll(consumer, count, timeout)]
+        finally:
+            consumer.close()
+
+    async def run() -> list[Record]:
+        from aiokafka import TopicPartition
+
+        async with aiokafka_consumer(bootstrap) as consumer:
+            tp = TopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            return [(r.offset, r.value) for r in await aiokafka_poll(consumer, count, timeout)]
+
+    return asyncio.run(run())
+
+
+def run_all(tasks: list[Callable[[], Any]]) -> list[Any]:
+    """Run every task on its own thread, released together; re-raise the first error."""
+    barrier = threading.Barrier(len(tasks))
+
+    def released(task: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            barrier.wait(30)
+            return task()
+
+        return run
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        futures = [pool.submit(released(task)) for task in tasks]
+        return [future.result(timeout=120) for future in futures]
+
+
+def test_many_producers_and_consumers_at_once(brook_broker, topic_name):
+    """20 producers (three client libraries) write to 4 partitions while 8 consumers read
+    them: every record lands exactly once, offsets are dense, and each producer's records
+    keep their order within the partition."""
+    bootstrap = brook_broker.bootstrap
+    partitions, producers, per_producer = 4, 20, 150
+    create_topic(bootstrap, topic_name, partitions=partitions)
+
+    def values_of(producer: int) -> list[bytes]:
+        return [b"%d:%d" % (producer, i) for i in range(per_producer)]
+
+    def partition_of(producer: int) -> int:
+        return producer % partitions
+
+    per_partition = producers * per_producer // partitions
+    producing = [
+        (
+            lambda p=p: produce_with(
+                CLIENTS[p % 3], bootstrap, topic_name, partition_of(p), values_of(p)
+            )
+        )
+        for p in range(producers)
+    ]
+    # Two readers of different kinds per partition, started with the producers.
+    readers = [(CLIENTS[(p + k) % 3], p) for p in range(partitions) for k in (0, 1)]
+    consuming = [
+        (lambda c=c, p=p: consume_with(c, bootstrap, topic_name, p, per_partition))
+        for c, p in readers
+    ]
+    results = run_all(consuming + producing)[: len(consuming)]
+
+    expected_values = {
+        p: sorted(v for q in range(producers) if partition_of(q) == p for v in values_of(q))
+        for p in range(partitions)
+    }
+    for (client, partition), records in zip(readers, results, strict=True):
+        label = f"{client} on partition {partition}"
+        assert [offset for offset, _ in records] == list(range(per_partition)), label
+        assert sorted(value for _, value in records) == expected_values[partition], label
+        for producer in range(partition, producers, partitions):
+            mine = [v for _, v in records if v.startswith(b"%d:" % producer)]
+            assert mine == values_of(producer), label
+    # Both readers of a partition saw the very same log.
+    for p in range(partitions):
+        assert results[2 * p] == results[2 * p + 1]
+
+
+def test_concurrent_create_of_one_topic_succeeds_once(brook_broker, topic_name):
+    """Ten admins race to create the same topic: one wins, the rest get
+    TOPIC_ALREADY_EXISTS, and the topic has the winner's partition count."""
+    bootstrap = brook_broker.bootstrap
+
+    def create(partitions: int) -> KafkaError | None:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        try:
+            admin.create_topics([NewTopic(topic_name, partitions, 1)])[topic_name].result(30)
+        except KafkaException as exc:
+            return exc.args[0]
+        return None
+
+    outcomes = run_all([lambda n=n: create(n) for n in range(1, 11)])
+    winners = [n + 1 for n, error in enumerate(outcomes) if error is None]
+    assert len(winners) == 1, outcomes
+    assert {e.code() for e in outcomes if e is not None} == {KafkaError.TOPIC_ALREADY_EXISTS}
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic_name, timeout=10)
+    assert len(metadata.topics[topic_name].partitions) == winners[0]
+
+
+# Long polling.
+
+LONG_WAIT_MS = 20_000  # a fetch that is not woken answers only after this
+WOKEN_WITHIN_S = 10.0  # far above a wake-up (ms), far below LONG_WAIT_MS
+
+
+def _await_record_while_parked(client: str, bootstrap: str, topic: str) -> float:
+    """Start a consumer with a long fetch wait, produce once it is parked, and return how
+    long the record took to arrive after it was produced."""
+    arrived: dict[str, float] = {}
+    ready = threading.Event()
+
+    def consume() -> list[Any]:
+        if client == "confluent-kafka":
+            from confluent_kafka import Consumer, TopicPartition
+
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": "unused",
+                    "enable.auto.commit": False,
+                    "fetch.wait.max.ms": LONG_WAIT_MS,
+                    "socket.timeout.ms": LONG_WAIT_MS + 30_000,
+                }
+            )
+            try:
+                consumer.assign([TopicPartition(topic, 0, 0)])
+                ready.set()
+                deadline = time.monotonic() + LONG_WAIT_MS / 1000 + 20
+                while time.monotonic() < deadline:
+                    message = consumer.poll(0.2)
+                    if message is not None and not message.error():
+                        arrived["at"] = time.monotonic()
+                        return [message.value()]
+                return []
+            finally:
+                consumer.close()
+        if client == "kafka-python":
+            consumer = kafka_python_consumer(
+                bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
+            )
+            try:
+                tp = KafkaPythonTopicPartition(topic, 0)
+                consumer.assign([tp])
+                consumer.seek(tp, 0)
+                ready.set()
+                records = kafka_python_poll(consumer, 1, timeout=LONG_WAIT_MS / 1000 + 20)
+                arrived["at"] = time.monotonic()
+                return [r.value for r in records]
+            finally:
+                consumer.close()
+
+        async def run() -> list[Any]:
+            from aiokafka import TopicPartition
+
+            async with aiokafka_consumer(
+                bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
+            ) as consumer:
+                tp = TopicPartition(topic, 0)
+                consumer.assign([tp])
+                consumer.seek(tp, 0)
+                ready.set()
+                records = await aiokafka_poll(consumer, 1, timeout=LONG_WAIT_MS / 1000 + 20)
+                arrived["at"] = time.monotonic()
+                return [r.value for r in records]
+
+        return asyncio.run(run())
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        received = pool.submit(consume)
+        assert ready.wait(30)
+        # Give the consumer time to connect and park its first (empty) fetch.
+        time.sleep(1.5)
+        produced_at = time.monotonic()
+        produce_with("confluent-kafka", bootstrap, topic, 0, [b"wake up"])
+        assert received.result(timeout=LONG_WAIT_MS / 1000 + 40) == [b"wake up"]
+    return arrived["at"] - produced_at
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_parked_consumer_gets_new_record_without_waiting_out_max_wait(
+    brook_broker, topic_name, client
+):
+    create_topic(brook_broker.bootstrap, topic_name)
+    delay = _await_record_while_parked(client, brook_broker.bootstrap, topic_name)
+    assert delay < WOKEN_WITHIN_S, f"record took {delay:.1f} s: the parked fetch was not woken"
+
+
+def _fetch_request(topic: str, offset: int, max_wait_ms: int, correlation_id: int) -> bytes:
+    """A Fetch v11 frame for partition 0, outside any fetch session."""
+    request = FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            FetchTopic(
+                topic=TopicName(topic),
+                partitions=(
+                    FetchPartition(
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    buffer = io.BytesIO()
+    header = RequestHeader(
+        request_api_key=1,
+        request_api_version=11,
+        correlation_id=correlation_id,
+        client_id="long-poll-test",
+    )
+    entity_writer(RequestHeader)(buffer, header)
+    entity_writer(FetchRequest)(buffer, request)
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_fetch_response(sock: socket.socket) -> tuple[int, list[bytes | None]]:
+    """(correlation id, values of the records returned for partition 0)."""
+
+    def exactly(count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            assert chunk, "broker closed the connection"
+            data += chunk
+        return data
+
+    frame = exactly(struct.unpack(">i", exactly(4))[0])
+    correlation_id = struct.unpack_from(">i", frame)[0]
+    response, _ = entity_reader(FetchResponse)(frame, 4)
+    [topic] = response.responses
+    [partition] = topic.partitions
+    assert partition.error_code.value == 0
+    return correlation_id, [record.value for record in iter_records(partition.records or b"")]
+
+
+def _parked_sockets(
+    bootstrap: str, topic: str, count: int, max_wait_ms: int
+) -> list[socket.socket]:
+    host, port = bootstrap.split(":")
+    sockets = []
+    for i in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=max_wait_ms / 1000 + 30)
+        sock.sendall(_fetch_request(topic, 0, max_wait_ms, correlation_id=100 + i))
+        sockets.append(sock)
+    return sockets
+
+
+def test_empty_fetch_is_held_for_max_wait(brook_broker, topic_name):
+    """With nothing to return and min_bytes=1, the broker holds the fetch until max_wait
+    (a lower bound, which load can only make longer), then answers empty."""
+    create_topic(brook_broker.bootstrap, topic_name)
+    started = time.monotonic()
+    [sock] = _parked_sockets(brook_broker.bootstrap, topic_name, 1, max_wait_ms=1_500)
+    with sock:
+        assert _read_fetch_response(sock) == (100, [])
+    assert time.monotonic() - started >= 1.2
+
+
+def test_one_produce_wakes_every_parked_fetch(brook_broker, topic_name):
+    """Twelve connections park a fetch on one partition; a single produce answers all of
+    them with the record, long before their max wait."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    sockets = _parked_sockets(bootstrap, topic_name, 12, max_wait_ms=LONG_WAIT_MS)
+    try:
+        time.sleep(0.5)  # let the broker read and park every request
+        produced_at = time.monotonic()
+        produce_with("kafka-python", bootstrap, topic_name, 0, [b"for everyone"])
+        answers = [_read_fetch_response(sock) for sock in sockets]
+        elapsed = time.monotonic() - produced_at
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert answers == [(100 + i, [b"for everyone"]) for i in range(12)]
+    assert elapsed < WOKEN_WITHIN_S, f"fetches answered {elapsed:.1f} s after the produce"
