@@ -104,6 +104,13 @@ class TopicManager:
             self._register(topic)
             for index in range(count):
                 log_ = logs.get(index)
+                if log_ is not None and log_.topic_id is None:
+                    # A partition dir without partition.metadata (placed by hand, or
+                    # written by a tool that keeps none): store the id now, or the topic
+                    # gets a new one at every start and clients take it for another topic.
+                    log_ = self.broker.log_manager.get_or_create_log(
+                        name, index, None, topic.topic_id
+                    )
                 if log_ is None:
                     log.warning(
                         "Topic %s has no directory for partition %d; creating it", name, index

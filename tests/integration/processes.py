@@ -156,9 +156,14 @@ def watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, i
 
 
 def read_partition(
-    bootstrap: str, topic: str, partition: int, end_offset: int, timeout: float = 30
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    end_offset: int,
+    timeout: float = 30,
+    start: int = 0,
 ) -> list[Any]:
-    """Every message of a partition from offset 0 up to `end_offset` (exclusive)."""
+    """Every message of a partition from `start` up to `end_offset` (exclusive)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -168,11 +173,11 @@ def read_partition(
             "fetch.wait.max.ms": 50,
         }
     )
-    consumer.assign([TopicPartition(topic, partition, 0)])
+    consumer.assign([TopicPartition(topic, partition, start)])
     out: list[Any] = []
     deadline = time.monotonic() + timeout
     try:
-        while (not out or out[-1].offset() < end_offset - 1) and end_offset > 0:
+        while (out[-1].offset() + 1 if out else start) < end_offset:
             assert time.monotonic() < deadline, (
                 f"{topic}-{partition}: read {len(out)} messages, expected up to {end_offset}"
             )
