@@ -5,12 +5,16 @@ Consumers use assign() with group_id=None: Brook does not serve consumer groups 
 
 from __future__ import annotations
 
+import base64
 import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 import kafka.errors as errors
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
+from kafka.protocol.consumer import OffsetSpec
 
 from brook.protocol.compression import Codec
 
@@ -39,9 +43,20 @@ def admin(brook_broker):
         client.close()
 
 
-def create(admin: KafkaAdminClient, topic: str, partitions: int = 1, **configs: str) -> None:
+def create(admin: KafkaAdminClient, topic: str, partitions: int = 1, **configs: str) -> uuid.UUID:
+    """Create a topic and return the topic id the broker gave it."""
     spec = {"num_partitions": partitions, "replication_factor": 1, "configs": configs}
-    admin.create_topics({topic: spec})
+    [created] = admin.create_topics({topic: spec})["topics"]
+    return uuid.UUID(created["topic_id"])
+
+
+def topic_id_on_disk(partition_dir: Path) -> uuid.UUID:
+    """The topic id in partition.metadata, which Kafka writes as unpadded URL-safe base64."""
+    fields = dict(
+        line.split(": ", 1)
+        for line in (partition_dir / "partition.metadata").read_text().splitlines()
+    )
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
 
 
 def send_all(
@@ -241,12 +256,84 @@ def test_offsets_for_times_out_of_order(brook_broker, admin, topic_name, index_i
             assert found is not None, target
             assert (found.offset, found.timestamp) == (offset, base + ts), target
         assert consumer.offsets_for_times({tp: base + 7_001}) == {tp: None}
+        # The special specs of ListOffsets v7/v8, through the admin client.
+        specs = {
+            OffsetSpec.MAX_TIMESTAMP: (3, base + 7_000),  # the record with the largest one
+            OffsetSpec.EARLIEST: (0, -1),
+            OffsetSpec.EARLIEST_LOCAL: (0, -1),
+            OffsetSpec.LATEST: (len(relative), -1),
+        }
+        for spec, expected in specs.items():
+            found = admin.list_partition_offsets({tp: spec})[tp]
+            assert (found.offset, found.timestamp) == expected, spec.name
         # The consumer reads back the timestamps it was given, CreateTime.
         records = read_from(bootstrap, topic_name, 0, len(relative))
         assert [r.timestamp - base for r in records] == relative
         assert {r.timestamp_type for r in records} == {0}
     finally:
         consumer.close()
+
+
+def _session_epochs(broker: Any) -> list[int]:
+    """Epochs of the broker's open fetch sessions (read on the broker's own loop)."""
+    return broker.call(lambda: [s.epoch for s in broker.broker.fetch_sessions.sessions.values()])
+
+
+def test_fetch_session_follows_assignment_changes(brook_broker, admin, topic_name):
+    """kafka-python fetches through an incremental session (KIP-227): partitions that are
+    unassigned are forgotten, new ones added, and idle partitions left out, without
+    losing or repeating a record."""
+    bootstrap = brook_broker.bootstrap
+    create(admin, topic_name, partitions=3)
+    p0, p1, p2 = (TopicPartition(topic_name, p) for p in range(3))
+    producer = kafka_python_producer(bootstrap)
+
+    def produce(partition: int, first: int, count: int) -> None:
+        futures = [
+            producer.send(topic_name, value=b"%d-%d" % (partition, i), partition=partition)
+            for i in range(first, first + count)
+        ]
+        for future in futures:
+            future.get(10)
+
+    def seen(records: list[Any]) -> dict[int, list[bytes]]:
+        out: dict[int, list[bytes]] = {}
+        for record in records:
+            out.setdefault(record.partition, []).append(record.value)
+        return out
+
+    consumer = kafka_python_consumer(bootstrap)
+    try:
+        for partition in range(3):
+            produce(partition, 0, 5)
+        consumer.assign([p0, p1])
+        consumer.seek_to_beginning(p0, p1)
+        first = seen(kafka_python_poll(consumer, 10))
+        assert first == {p: [b"%d-%d" % (p, i) for i in range(5)] for p in (0, 1)}
+        # Idle polls: incremental fetches on the open session.
+        assert kafka_python_poll(consumer, 1, timeout=1) == []
+        epochs = _session_epochs(brook_broker)
+        assert epochs and max(epochs) > 2, "kafka-python did not use an incremental session"
+
+        consumer.assign([p1, p2])  # p0 forgotten, p2 added
+        consumer.seek(p1, 5)
+        consumer.seek(p2, 0)
+        for partition in range(3):
+            produce(partition, 5, 3)
+        second = seen(kafka_python_poll(consumer, 11))
+        assert second == {
+            1: [b"1-%d" % i for i in range(5, 8)],
+            2: [b"2-%d" % i for i in range(8)],
+        }
+        # Only p2 gets new data; p1, idle, stays in the session and still works after.
+        produce(2, 8, 2)
+        assert seen(kafka_python_poll(consumer, 2)) == {2: [b"2-8", b"2-9"]}
+        produce(1, 8, 1)
+        assert seen(kafka_python_poll(consumer, 1)) == {1: [b"1-8"]}
+        assert kafka_python_poll(consumer, 1, timeout=1) == []
+    finally:
+        consumer.close()
+        producer.close(5)
 
 
 LOG_VALIDATOR_GAP = (
@@ -300,8 +387,11 @@ def test_timestamp_far_in_the_future_is_rejected(brook_broker, admin, topic_name
 
 
 def test_admin_create_delete_partitions_and_errors(brook_broker, admin, topic_name):
-    create(admin, topic_name, partitions=2)
+    topic_id = create(admin, topic_name, partitions=2)
     assert topic_name in admin.list_topics()
+    [described] = admin.describe_topics([topic_name])
+    assert described["topic_id"] == str(topic_id)
+    assert topic_id_on_disk(brook_broker.data_dir / f"{topic_name}-1") == topic_id
     with pytest.raises(errors.TopicAlreadyExistsError):
         create(admin, topic_name)
     with pytest.raises(errors.InvalidReplicationFactorError):
@@ -331,9 +421,12 @@ def test_admin_create_delete_partitions_and_errors(brook_broker, admin, topic_na
     producer = kafka_python_producer(brook_broker.bootstrap)
     assert producer.send(topic_name, value=b"p4", partition=4).get(10).offset == 0
     producer.close(5)
-    assert (brook_broker.data_dir / f"{topic_name}-4").is_dir()
+    assert topic_id_on_disk(brook_broker.data_dir / f"{topic_name}-4") == topic_id
 
-    admin.delete_topics([topic_name])
+    # DeleteTopics v6 names topics by id.
+    with pytest.raises(errors.UnknownTopicIdError):
+        admin.delete_topics([uuid.uuid4()])
+    admin.delete_topics([topic_id])
     assert topic_name not in admin.list_topics()
     assert not any(p.name.startswith(f"{topic_name}-") for p in brook_broker.data_dir.iterdir())
     with pytest.raises(errors.UnknownTopicOrPartitionError):
