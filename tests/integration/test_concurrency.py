@@ -319,8 +319,8 @@ def _fetch_request(topic: str, offset: int, max_wait_ms: int, correlation_id: in
     return struct.pack(">i", len(payload)) + payload
 
 
-def _read_fetch_response(sock: socket.socket) -> tuple[int, list[bytes | None]]:
-    """(correlation id, values of the records returned for partition 0)."""
+def _read_fetch_response(sock: socket.socket) -> tuple[int, int, list[bytes | None]]:
+    """(correlation id, error code, values of the records) for partition 0."""
 
     def exactly(count: int) -> bytes:
         data = b""
@@ -335,8 +335,8 @@ def _read_fetch_response(sock: socket.socket) -> tuple[int, list[bytes | None]]:
     response, _ = entity_reader(FetchResponse)(frame, 4)
     [topic] = response.responses
     [partition] = topic.partitions
-    assert partition.error_code.value == 0
-    return correlation_id, [record.value for record in iter_records(partition.records or b"")]
+    values = [record.value for record in iter_records(partition.records or b"")]
+    return correlation_id, partition.error_code.value, values
 
 
 def _parked_sockets(
@@ -358,7 +358,7 @@ def test_empty_fetch_is_held_for_max_wait(brook_broker, topic_name):
     started = time.monotonic()
     [sock] = _parked_sockets(brook_broker.bootstrap, topic_name, 1, max_wait_ms=1_500)
     with sock:
-        assert _read_fetch_response(sock) == (100, [])
+        assert _read_fetch_response(sock) == (100, 0, [])
     assert time.monotonic() - started >= 1.2
 
 
@@ -377,5 +377,26 @@ def test_one_produce_wakes_every_parked_fetch(brook_broker, topic_name):
     finally:
         for sock in sockets:
             sock.close()
-    assert answers == [(100 + i, [b"for everyone"]) for i in range(12)]
+    assert answers == [(100 + i, 0, [b"for everyone"]) for i in range(12)]
     assert elapsed < WOKEN_WITHIN_S, f"fetches answered {elapsed:.1f} s after the produce"
+
+
+def test_deleting_a_topic_answers_fetches_parked_on_it(brook_broker, topic_name):
+    """A fetch parked on a partition that is deleted does not sit out its max wait: it is
+    answered with UNKNOWN_TOPIC_OR_PARTITION, and the broker goes on serving."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    [sock] = _parked_sockets(bootstrap, topic_name, 1, max_wait_ms=LONG_WAIT_MS)
+    with sock:
+        time.sleep(0.5)
+        deleted_at = time.monotonic()
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics([topic_name])[topic_name].result(15)
+        assert _read_fetch_response(sock) == (100, 3, [])  # UNKNOWN_TOPIC_OR_PARTITION
+        elapsed = time.monotonic() - deleted_at
+    assert elapsed < WOKEN_WITHIN_S, f"the parked fetch was answered after {elapsed:.1f} s"
+    create_topic(bootstrap, topic_name + "-after")
+    produce_with("aiokafka", bootstrap, topic_name + "-after", 0, [b"still serving"])
+    assert consume_with("kafka-python", bootstrap, topic_name + "-after", 0, 1) == [
+        (0, b"still serving")
+    ]
