@@ -100,7 +100,8 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if len(buffer) < 4 + size:
                 return
-            frame = bytes(buffer[4 : 4 + size])
+            with memoryview(buffer) as view:
+                frame = bytes(view[4 : 4 + size])
             del buffer[: 4 + size]
             self._handle_frame(frame)
 
