@@ -550,3 +550,95 @@ def test_many_partitions_keyed(brook_broker, admin, topic_name):
         assert values == sorted(values)
     # One key, one partition (the default partitioner hashes the key).
     assert all(len({r.partition for r in records if r.key == k}) == 1 for k, _, _ in sent)
+
+
+def test_small_fetch_limits_still_deliver_everything(brook_broker, admin, topic_name):
+    """fetch_max_bytes and max_partition_fetch_bytes far below the data: each fetch
+    returns a little (at least one batch), and the consumer still gets every record of
+    every partition, in order."""
+    bootstrap = brook_broker.bootstrap
+    create(admin, topic_name, partitions=6)
+    producer = kafka_python_producer(bootstrap, linger_ms=0, batch_size=1024)
+    futures = [
+        producer.send(topic_name, value=b"%d-%03d-" % (p, i) + b"v" * 250, partition=p)
+        for i in range(40)
+        for p in range(6)
+    ]
+    for future in futures:
+        future.get(15)
+    producer.close(5)
+
+    partitions = [TopicPartition(topic_name, p) for p in range(6)]
+    consumer = kafka_python_consumer(bootstrap, fetch_max_bytes=1500, max_partition_fetch_bytes=700)
+    try:
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        records = kafka_python_poll(consumer, 240, timeout=40)
+    finally:
+        consumer.close()
+    for p in range(6):
+        mine = [r for r in records if r.partition == p]
+        assert [r.offset for r in mine] == list(range(40)), p
+        assert [r.value[: len(b"0-000-")] for r in mine] == [
+            b"%d-%03d-" % (p, i) for i in range(40)
+        ]
+
+
+def test_reads_and_time_lookups_across_many_segments(brook_broker, admin, topic_name):
+    """A partition rolled into many small segments reads back whole, and offsets and
+    timestamps resolve in whichever segment holds them."""
+    bootstrap = brook_broker.bootstrap
+    create(admin, topic_name, **{"segment.bytes": "4096", "index.interval.bytes": "512"})
+    base = int(time.time() * 1000) - 600_000
+    producer = kafka_python_producer(bootstrap, linger_ms=0)
+    for i in range(150):
+        value = b"seg-%03d-" % i + b"s" * 80
+        producer.send(topic_name, value=value, partition=0, timestamp_ms=base + i * 10).get(10)
+    producer.close(5)
+    segments = sorted((brook_broker.data_dir / f"{topic_name}-0").glob("*.log"))
+    assert len(segments) > 4
+
+    tp = TopicPartition(topic_name, 0)
+    consumer = kafka_python_consumer(bootstrap)
+    try:
+        consumer.assign([tp])
+        assert consumer.end_offsets([tp]) == {tp: 150}
+        for target in (0, 37, 149):  # in the first, a middle and the last segment
+            found = consumer.offsets_for_times({tp: base + target * 10 - 5})[tp]
+            assert (found.offset, found.timestamp) == (target, base + target * 10)
+        consumer.seek(tp, 97)
+        middle = kafka_python_poll(consumer, 53)
+        assert [r.offset for r in middle] == list(range(97, 150))
+        consumer.seek_to_beginning(tp)
+        everything = kafka_python_poll(consumer, 150)
+        assert [r.value[:8] for r in everything] == [b"seg-%03d-" % i for i in range(150)]
+    finally:
+        consumer.close()
+
+
+def test_one_huge_batch_of_small_records(brook_broker, admin, topic_name):
+    """20,000 small records in a few large zstd batches are validated, stored as sent,
+    and read back one by one."""
+    bootstrap = brook_broker.bootstrap
+    create(admin, topic_name)
+    producer = kafka_python_producer(
+        bootstrap,
+        compression_type="zstd",
+        batch_size=900_000,
+        linger_ms=500,
+        max_request_size=5_000_000,
+    )
+    try:
+        futures = [
+            producer.send(topic_name, key=b"%d" % (i % 10), value=b"r%05d" % i, partition=0)
+            for i in range(20_000)
+        ]
+        offsets = [future.get(30).offset for future in futures]
+    finally:
+        producer.close(5)
+    assert offsets == list(range(20_000))
+    batches = stored_batches(brook_broker.data_dir, topic_name)
+    assert len(batches) < 20 and {b.codec for b in batches} == {Codec.ZSTD}
+    assert sum(b.record_count for b in batches) == 20_000
+    records = read_from(bootstrap, topic_name, 0, 20_000)
+    assert [r.value for r in records] == [b"r%05d" % i for i in range(20_000)]
