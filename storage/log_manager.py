@@ -209,12 +209,13 @@ class LogManager:
             to_load.append((topic_partition, path))
 
         total = len(to_load)
-        logger.info(
-            "Loading %d partition(s) in %s after %s shutdown",
-            total,
-            log_dir,
-            "a clean" if clean_shutdown else "an unclean",
-        )
+        if total:
+            logger.info(
+                "Loading %d partition(s) in %s after %s shutdown",
+                total,
+                log_dir,
+                "a clean" if clean_shutdown else "an unclean",
+            )
         for number, (topic_partition, path) in enumerate(to_load, start=1):
             if topic_partition in self._logs:
                 raise StorageError(
