@@ -420,3 +420,34 @@ def test_many_partitions_keyed(brook_broker, topic_name):
     for partition in range(32):
         values = [int(r.value) for r in records if r.partition == partition]
         assert values == sorted(values)
+
+
+def test_small_fetch_limits_still_deliver_everything(brook_broker, topic_name):
+    """Fetch limits far below the data: every record of every partition still arrives,
+    in order, a batch or so per fetch."""
+    bootstrap = brook_broker.bootstrap
+    partitions = [TopicPartition(topic_name, p) for p in range(4)]
+
+    async def scenario() -> list[Any]:
+        await create(bootstrap, topic_name, partitions=4)
+        async with aiokafka_producer(bootstrap, max_batch_size=1024) as producer:
+            for i in range(30):
+                sends = [
+                    await producer.send(
+                        topic_name, value=b"%d-%03d-" % (p, i) + b"v" * 250, partition=p
+                    )
+                    for p in range(4)
+                ]
+                await asyncio.gather(*sends)
+        async with aiokafka_consumer(
+            bootstrap, fetch_max_bytes=1500, max_partition_fetch_bytes=700
+        ) as consumer:
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            return await aiokafka_poll(consumer, 120, timeout=40)
+
+    records = asyncio.run(scenario())
+    for p in range(4):
+        mine = [r for r in records if r.partition == p]
+        assert [r.offset for r in mine] == list(range(30)), p
+        assert [r.value[:6] for r in mine] == [b"%d-%03d-" % (p, i) for i in range(30)]
