@@ -13,7 +13,6 @@ serve every record to confluent-kafka.
 
 from __future__ import annotations
 
-import itertools
 import signal
 import struct
 import time
@@ -26,14 +25,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
-from kafka.record import MemoryRecords, MemoryRecordsBuilder
+from kafka.record import MemoryRecordsBuilder
 
 from .clients import create_topic
 from .processes import Brokers, read_partition, stop_with, watermarks
+from .segments import check_indexes, decode_segment, segments_of
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_ID = {name: number for number, name in enumerate(CODECS)}  # Kafka's attribute bits
-LOG_OVERHEAD = 12  # base offset + batch length, the part batchLength does not count
 
 
 @pytest.fixture
@@ -52,40 +51,6 @@ class Expected:
     headers: list[tuple[str, bytes | None]]
     timestamp: int
     codec: str
-
-
-# --- reading segment files with kafka-python ----------------------------------------------
-
-
-@dataclass
-class OnDisk:
-    position: int
-    batch: Any  # kafka.record.default_records.DefaultRecordBatch
-    records: list[Any]
-
-
-def decode_segment(path: Path) -> list[OnDisk]:
-    """Every batch of a .log file, decoded by kafka-python; the file must be whole batches."""
-    data = path.read_bytes()
-    out = []
-    position = 0
-    while position < len(data):
-        assert len(data) - position >= LOG_OVERHEAD, f"{path.name}: torn tail at {position}"
-        (length,) = struct.unpack_from(">i", data, position + 8)
-        size = length + LOG_OVERHEAD
-        assert position + size <= len(data), f"{path.name}: torn batch at {position}"
-        records = MemoryRecords(data[position : position + size])
-        batch = records.next_batch()
-        assert batch is not None and not records.has_next()
-        assert batch.magic == 2
-        assert batch.validate_crc(), f"{path.name}: CRC mismatch at {position}"
-        out.append(OnDisk(position, batch, list(batch)))
-        position += size
-    return out
-
-
-def segments_of(partition_dir: Path) -> list[Path]:
-    return sorted(partition_dir.glob("*.log"))
 
 
 def check_log(partition_dir: Path, expected: dict[int, Expected]) -> set[str]:
@@ -122,52 +87,6 @@ def check_log(partition_dir: Path, expected: dict[int, Expected]) -> set[str]:
             next_offset = batch.last_offset + 1
     assert seen == len(expected) and next_offset == len(expected)
     return stored_codecs
-
-
-def check_indexes(partition_dir: Path, expect_entries: bool = True) -> None:
-    """The .index and .timeindex of every segment, as DumpLogSegments verifies them, and
-    trimmed to their entries (as after a clean stop)."""
-    entries_seen = 0
-    for path in segments_of(partition_dir):
-        base_offset = int(path.stem)
-        batches = decode_segment(path)
-        by_position = {b.position: b for b in batches}
-        by_last_offset = {b.batch.last_offset: b for b in batches}
-
-        index = path.with_suffix(".index").read_bytes()
-        assert len(index) % 8 == 0, f"{path.stem}.index is not 8-byte entries"
-        offset_entries = list(struct.iter_unpack(">ii", index))
-        for (offset_a, position_a), (offset_b, position_b) in itertools.pairwise(offset_entries):
-            assert offset_a < offset_b and position_a < position_b, "index not increasing"
-        for relative, position in offset_entries:
-            # Each entry names a batch boundary, and the last offset of the batch there.
-            assert position in by_position, f"{path.stem}.index points inside a batch"
-            assert by_position[position].batch.last_offset == base_offset + relative
-
-        time_index = path.with_suffix(".timeindex").read_bytes()
-        assert len(time_index) % 12 == 0, f"{path.stem}.timeindex is not 12-byte entries"
-        time_entries = list(struct.iter_unpack(">qi", time_index))
-        for (ts_a, offset_a), (ts_b, offset_b) in itertools.pairwise(time_entries):
-            assert ts_a < ts_b and offset_a <= offset_b, "time index not increasing"
-        for timestamp, relative in time_entries:
-            # The batch ending at the entry's offset holds the entry's timestamp, which is
-            # the largest up to there.
-            holder = by_last_offset.get(base_offset + relative)
-            assert holder is not None, f"{path.stem}.timeindex offset is not a batch's last"
-            assert max(r.timestamp for r in holder.records) == timestamp
-            assert timestamp == max(
-                b.batch.max_timestamp
-                for b in batches
-                if b.batch.last_offset <= holder.batch.last_offset
-            )
-        if batches:
-            # Closed segments end with their largest timestamp (Kafka appends it on roll
-            # and close), so retention and ListOffsets -3 need no scan.
-            assert time_entries, f"{path.stem}.timeindex is empty"
-            assert time_entries[-1][0] == max(b.batch.max_timestamp for b in batches)
-        entries_seen += len(offset_entries)
-    if expect_entries:
-        assert entries_seen > 0, "no offset index entries at all: interval too large?"
 
 
 # --- forward: clients -> Brook -> files ---------------------------------------------------
@@ -402,3 +321,68 @@ def test_segments_built_by_kafka_python_are_discovered_and_served(brokers, data_
     values = [m.value() for m in read_partition(broker.bootstrap, topic, 0, total + 5)]
     assert values[total:] == [b"appended-%d" % i for i in range(5)]
     assert broker.stop() == 0
+
+
+# --- damaged indexes --------------------------------------------------------------------
+
+
+def _drop_indexes(log_file: Path) -> None:
+    log_file.with_suffix(".index").unlink()
+    log_file.with_suffix(".timeindex").unlink()
+
+
+def _torn_time_index(log_file: Path) -> None:
+    with open(log_file.with_suffix(".timeindex"), "ab") as handle:
+        handle.write(b"\x00\x01\x02\x03\x04")  # no longer whole 12-byte entries
+
+
+def _index_past_the_end(log_file: Path) -> None:
+    # A well-formed entry whose position lies beyond the end of the .log.
+    size = log_file.stat().st_size
+    log_file.with_suffix(".index").write_bytes(struct.pack(">ii", 1, size + 4096))
+
+
+def test_damaged_or_missing_indexes_are_rebuilt(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(
+        broker.bootstrap,
+        topic_name,
+        1,
+        {"segment.bytes": "4096", "index.interval.bytes": "300"},
+    )
+    base_ts = int(time.time() * 1000) - 600_000
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.size": 1024})
+    for i in range(300):
+        producer.produce(topic_name, value=b"r%03d-" % i * 8, partition=0, timestamp=base_ts + i)
+        if i % 10 == 9:
+            assert producer.flush(10) == 0  # many small batches
+    assert stop_with(broker, signal.SIGTERM) == 0
+
+    partition_dir = broker.data_dir / f"{topic_name}-0"
+    segments = segments_of(partition_dir)
+    assert len(segments) >= 4
+    _drop_indexes(segments[0])
+    _torn_time_index(segments[1])
+    _index_past_the_end(segments[2])
+    segments[-1].with_suffix(".timeindex").unlink()
+
+    broker = brokers.restart(broker)
+    assert "Could not find the index files" in broker.log_text()
+    # Reads from the start and by timestamp go through every segment's indexes.
+    values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 0, 300)]
+    assert values == [b"r%03d-" % i * 8 for i in range(300)]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "times"})
+    try:
+        for segment in segments:
+            first = int(segment.stem)
+            wanted = [TopicPartition(topic_name, 0, base_ts + first + 1)]
+            assert consumer.offsets_for_times(wanted, 10)[0].offset == first + 1
+    finally:
+        consumer.close()
+    assert watermarks(broker.bootstrap, topic_name, 1) == [(0, 300)]
+    text = broker.log_text()
+    assert "not a multiple of the entry size" in text and "past the end" in text
+    assert stop_with(broker, signal.SIGTERM) == 0
+    # Like Kafka, Brook checks an index when it first uses it: every one was used, so
+    # every one is whole again after the stop.
+    check_indexes(partition_dir)
