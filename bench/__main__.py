@@ -69,6 +69,8 @@ def _stop_on_sigterm() -> None:
     """Turn SIGTERM into an exception so the `finally` blocks stop the brokers we started."""
 
     def handler(signum: int, _frame: object) -> None:
+        # One SIGTERM starts the cleanup; a repeated one must not interrupt it half-way.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)

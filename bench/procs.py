@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -165,21 +165,30 @@ class BrokerProcess:
         children: list[psutil.Process] = []
         with contextlib.suppress(psutil.Error):
             children = psutil.Process(proc.pid).children(recursive=True)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
+        try:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout_s)
+            # Children we saw before the stop that outlived their parent are ours too.
+            for child in children:
+                with contextlib.suppress(psutil.Error):
+                    child.terminate()
+            _, still_alive = psutil.wait_procs(children, timeout=timeout_s)
+        except BaseException:
+            # Ctrl-C or SIGTERM while we wait for a graceful stop: the broker must not outlive
+            # us (nor see its data dir deleted under it), so kill everything now, then go on
+            # with the interruption.
+            if proc.poll() is None:
                 proc.kill()
+            _kill_now(children)
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout_s)
-        # Children we saw before the stop that outlived their parent are ours to clean up too.
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.terminate()
-        _, still_alive = psutil.wait_procs(children, timeout=timeout_s)
-        for child in still_alive:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+            raise
+        _kill_now(still_alive)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -187,6 +196,12 @@ class BrokerProcess:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+def _kill_now(procs: Iterable[psutil.Process]) -> None:
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def scrubbed_env(drop_prefixes: Sequence[str], drop_names: Sequence[str] = ()) -> dict[str, str]:
