@@ -38,6 +38,9 @@ class Broker:
         self.topics: TopicManager
         self.cluster_id = ""
         self.started = asyncio.Event()
+        self.stopping = False
+        # Fetches parked in long polls; woken at shutdown so they answer at once.
+        self.parked_fetches: set[asyncio.Future[None]] = set()
         load_all()
 
     @property
@@ -99,6 +102,10 @@ class Broker:
             server.close()
         for task in self.background:
             task.cancel()
+        self.stopping = True
+        for waiter in list(self.parked_fetches):
+            if not waiter.done():
+                waiter.set_result(None)
         in_flight = [task for conn in self.connections for task in conn.tasks]
         if in_flight:
             await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)

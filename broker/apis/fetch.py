@@ -102,10 +102,15 @@ async def _wait_then_respond(
         for partition in partitions:
             if partition is not None:
                 partition.add_waiter(waiter)
+        ctx.broker.parked_fetches.add(waiter)
         try:
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
             break
+        finally:
+            ctx.broker.parked_fetches.discard(waiter)
+        if ctx.broker.stopping:
+            break  # answer with what there is, so the shutdown does not wait out max_wait
         reads = _read_all(ctx, targets, request.max_bytes, committed)
         if _satisfied(reads, request.min_bytes):
             return _respond(ctx, reads, session, incremental)
@@ -150,7 +155,7 @@ def _targets(ctx: RequestContext, request: Any, session: FetchSession | None) ->
             partition.partition,
             partition.fetch_offset,
             partition.partition_max_bytes,
-            partition.current_leader_epoch,
+            getattr(partition, "current_leader_epoch", -1),  # from v9
         )
         for topic in request.topics
         for partition in topic.partitions

@@ -17,6 +17,7 @@ import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -161,11 +162,36 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return False
 
 
-FETCH_V4_TO_V8_BUG = (
-    "broker/apis/fetch.py _targets reads FetchPartition.current_leader_epoch, which exists"
-    " only from Fetch v9: every Fetch v4-v8 fails with AttributeError and the connection"
-    " is closed"
-)
+def _park_fetch_then_produce(
+    broker: Any, sock: socket.socket, topic: str, fetch_version: int, max_wait_ms: int
+) -> type:
+    """Send a long-polling fetch of the empty partition 0 (correlation id 1), then on the
+    same connection a produce of three records to partition 1 (correlation id 2), and
+    return once the broker has read both: the produce is then in the log, and neither
+    is answered (the fetch waits for data, the produce's response for the fetch's)."""
+    fetch, fetch_response_type = _fetch(fetch_version, topic, max_wait_ms)
+    produce = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(
+                    PartitionProduceData(
+                        index=1, records=_record_batch([b"in-flight-%d" % i for i in range(3)])
+                    ),
+                ),
+            ),
+        ),
+    )
+    sock.sendall(fetch + _frame(0, 7, 2, produce))
+    deadline = time.monotonic() + 10
+    while watermarks(broker.bootstrap, topic, 2)[1] != (0, 3):
+        assert not _closed_by_peer(sock), "the broker closed the connection"
+        assert time.monotonic() < deadline, "the produce was not applied"
+        time.sleep(0.02)
+    return fetch_response_type
 
 
 @pytest.mark.parametrize(
@@ -173,11 +199,7 @@ FETCH_V4_TO_V8_BUG = (
     [
         (signal.SIGTERM, 11),
         (signal.SIGINT, 11),
-        pytest.param(
-            signal.SIGTERM,
-            4,
-            marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=FETCH_V4_TO_V8_BUG),
-        ),
+        (signal.SIGTERM, 4),
     ],
     ids=["SIGTERM", "SIGINT", "SIGTERM-fetch-v4"],
 )
@@ -188,33 +210,9 @@ def test_signal_stops_cleanly_after_answering_requests_in_flight(
     create_topic(broker.bootstrap, topic_name, 2)
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=15)
     try:
-        # A long-polling fetch on the empty partition 0, then on the same connection a
-        # produce to partition 1: its response must wait behind the fetch's.
-        fetch, fetch_response_type = _fetch(fetch_version, topic_name, max_wait_ms=2000)
-        produce = ProduceRequest(
-            transactional_id=None,
-            acks=1,
-            timeout=datetime.timedelta(seconds=10),
-            topic_data=(
-                TopicProduceData(
-                    name=topic_name,
-                    partition_data=(
-                        PartitionProduceData(
-                            index=1, records=_record_batch([b"in-flight-%d" % i for i in range(3)])
-                        ),
-                    ),
-                ),
-            ),
+        fetch_response_type = _park_fetch_then_produce(
+            broker, sock, topic_name, fetch_version, max_wait_ms=2000
         )
-        sock.sendall(fetch + _frame(0, 7, 2, produce))
-        # Once the produce is in the log, the broker has read both requests; neither
-        # is answered yet (the fetch waits for data, the produce for the fetch).
-        deadline = time.monotonic() + 10
-        while watermarks(broker.bootstrap, topic_name, 2)[1] != (0, 3):
-            assert not _closed_by_peer(sock), "the broker closed the connection"
-            assert time.monotonic() < deadline, "the produce was not applied"
-            time.sleep(0.02)
-
         assert broker.process is not None
         broker.process.send_signal(signum)
 
@@ -258,6 +256,26 @@ def test_signal_stops_cleanly_after_answering_requests_in_flight(
     values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 1, 3)]
     assert values == [b"in-flight-%d" % i for i in range(3)]
     assert stop_with(broker, signum) == 0
+
+
+def test_stop_answers_a_fetch_parked_beyond_the_grace_at_once(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, 2)
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=15)
+    try:
+        _park_fetch_then_produce(broker, sock, topic_name, 11, max_wait_ms=60_000)
+        assert broker.process is not None
+        broker.process.send_signal(signal.SIGTERM)
+        sock.settimeout(3)
+        try:
+            answers = [_read_frame(sock), _read_frame(sock)]
+        except TimeoutError:
+            answers = []
+        assert len(answers) == 2 and None not in answers, "in-flight requests not answered"
+        assert [struct.unpack(">i", answer[:4])[0] for answer in answers] == [1, 2]
+    finally:
+        sock.close()
+    assert broker.process.wait(15) == 0
 
 
 # --- start-up failures ------------------------------------------------------------------
