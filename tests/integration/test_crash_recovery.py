@@ -330,3 +330,34 @@ def test_damaged_tail_is_truncated_after_unclean_shutdown(
     assert values == expected + [b"new-%d" % i for i in range(7)]
     assert broker.stop() == 0
     check_indexes(log_file.parent, expect_entries=False)
+
+
+def test_recovery_starts_at_the_checkpointed_recovery_point(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, 1, {"segment.bytes": "4096"})
+    first = [(None, b"before-%03d-" % i * 4) for i in range(300)]
+    produce(broker.bootstrap, topic_name, first, **{"batch.size": 1024})
+    # A clean stop flushes everything and checkpoints the recovery point at 300.
+    assert broker.stop() == 0
+    broker = brokers.restart(broker)
+    second = [(None, b"after-%03d-" % i * 4) for i in range(100)]
+    produce(broker.bootstrap, topic_name, second, **{"batch.size": 1024})
+    broker.kill()
+
+    partition_dir = broker.data_dir / f"{topic_name}-0"
+    bases = sorted(int(path.stem) for path in partition_dir.glob("*.log"))
+    unflushed = [base for i, base in enumerate(bases) if i + 1 == len(bases) or bases[i + 1] > 300]
+    assert len(bases) > len(unflushed) > 1, "the test meant flushed and unflushed segments"
+    broker = brokers.restart(broker)
+    text = broker.log_text()
+    # Only the segments from the one holding the recovery point on are re-validated.
+    assert re.search(
+        rf"Recovering {len(unflushed)} unflushed segment\(s\) of {topic_name}-0 from"
+        r" recovery point 300\b",
+        text,
+    ), text
+    progress = [m.groups() for m in PROGRESS_LINE.finditer(text)]
+    assert [int(p[0]) for p in progress] == list(range(1, len(unflushed) + 1))
+    values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 0, 400)]
+    assert values == [value for _, value in first + second]
+    assert broker.stop() == 0
