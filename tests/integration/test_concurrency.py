@@ -19,7 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from aiokafka import TopicPartition as AioTopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
@@ -48,7 +50,9 @@ Record = tuple[int, bytes]  # (offset, value)
 # Producing and consuming one partition with each client, blocking (for threads).
 
 
-def produce_with(client: str, bootstrap: str, topic: str, partition: int, values: list[bytes]):
+def produce_with(
+    client: str, bootstrap: str, topic: str, partition: int, values: list[bytes]
+) -> None:
     """Send values in order to one partition and wait until all are acknowledged."""
     if client == "confluent-kafka":
         errors: list[Any] = []
@@ -96,10 +100,8 @@ def consume_with(
             consumer.close()
 
     async def run() -> list[Record]:
-        from aiokafka import TopicPartition
-
         async with aiokafka_consumer(bootstrap) as consumer:
-            tp = TopicPartition(topic, partition)
+            tp = AioTopicPartition(topic, partition)
             consumer.assign([tp])
             consumer.seek(tp, 0)
             return [(r.offset, r.value) for r in await aiokafka_poll(consumer, count, timeout)]
@@ -197,67 +199,77 @@ LONG_WAIT_MS = 20_000  # a fetch that is not woken answers only after this
 WOKEN_WITHIN_S = 10.0  # far above a wake-up (ms), far below LONG_WAIT_MS
 
 
-def _await_record_while_parked(client: str, bootstrap: str, topic: str) -> float:
+PARKED_TIMEOUT_S = LONG_WAIT_MS / 1000 + 20  # how long a parked consumer keeps polling
+
+
+def _first_record_confluent(bootstrap: str, topic: str, ready: threading.Event) -> bytes | None:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": LONG_WAIT_MS,
+            "socket.timeout.ms": LONG_WAIT_MS + 30_000,
+        }
+    )
+    try:
+        consumer.assign([ConfluentTopicPartition(topic, 0, 0)])
+        ready.set()
+        deadline = time.monotonic() + PARKED_TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                return message.value()
+        return None
+    finally:
+        consumer.close()
+
+
+def _first_record_kafka_python(bootstrap: str, topic: str, ready: threading.Event) -> bytes | None:
+    consumer = kafka_python_consumer(
+        bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
+    )
+    try:
+        tp = KafkaPythonTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        ready.set()
+        records = kafka_python_poll(consumer, 1, timeout=PARKED_TIMEOUT_S)
+        return records[0].value if records else None
+    finally:
+        consumer.close()
+
+
+def _first_record_aiokafka(bootstrap: str, topic: str, ready: threading.Event) -> bytes | None:
+    async def run() -> bytes | None:
+        async with aiokafka_consumer(
+            bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
+        ) as consumer:
+            tp = AioTopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            ready.set()
+            records = await aiokafka_poll(consumer, 1, timeout=PARKED_TIMEOUT_S)
+            return records[0].value if records else None
+
+    return asyncio.run(run())
+
+
+FIRST_RECORD = {
+    "confluent-kafka": _first_record_confluent,
+    "kafka-python": _first_record_kafka_python,
+    "aiokafka": _first_record_aiokafka,
+}
+
+
+def _delay_of_record_produced_while_parked(client: str, bootstrap: str, topic: str) -> float:
     """Start a consumer with a long fetch wait, produce once it is parked, and return how
-    long the record took to arrive after it was produced."""
-    arrived: dict[str, float] = {}
+    long after the produce the record reached the consumer."""
     ready = threading.Event()
 
-    def consume() -> list[Any]:
-        if client == "confluent-kafka":
-            from confluent_kafka import Consumer, TopicPartition
-
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": "unused",
-                    "enable.auto.commit": False,
-                    "fetch.wait.max.ms": LONG_WAIT_MS,
-                    "socket.timeout.ms": LONG_WAIT_MS + 30_000,
-                }
-            )
-            try:
-                consumer.assign([TopicPartition(topic, 0, 0)])
-                ready.set()
-                deadline = time.monotonic() + LONG_WAIT_MS / 1000 + 20
-                while time.monotonic() < deadline:
-                    message = consumer.poll(0.2)
-                    if message is not None and not message.error():
-                        arrived["at"] = time.monotonic()
-                        return [message.value()]
-                return []
-            finally:
-                consumer.close()
-        if client == "kafka-python":
-            consumer = kafka_python_consumer(
-                bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
-            )
-            try:
-                tp = KafkaPythonTopicPartition(topic, 0)
-                consumer.assign([tp])
-                consumer.seek(tp, 0)
-                ready.set()
-                records = kafka_python_poll(consumer, 1, timeout=LONG_WAIT_MS / 1000 + 20)
-                arrived["at"] = time.monotonic()
-                return [r.value for r in records]
-            finally:
-                consumer.close()
-
-        async def run() -> list[Any]:
-            from aiokafka import TopicPartition
-
-            async with aiokafka_consumer(
-                bootstrap, fetch_max_wait_ms=LONG_WAIT_MS, request_timeout_ms=LONG_WAIT_MS + 30_000
-            ) as consumer:
-                tp = TopicPartition(topic, 0)
-                consumer.assign([tp])
-                consumer.seek(tp, 0)
-                ready.set()
-                records = await aiokafka_poll(consumer, 1, timeout=LONG_WAIT_MS / 1000 + 20)
-                arrived["at"] = time.monotonic()
-                return [r.value for r in records]
-
-        return asyncio.run(run())
+    def consume() -> tuple[bytes | None, float]:
+        value = FIRST_RECORD[client](bootstrap, topic, ready)
+        return value, time.monotonic()
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         received = pool.submit(consume)
@@ -266,8 +278,9 @@ def _await_record_while_parked(client: str, bootstrap: str, topic: str) -> float
         time.sleep(1.5)
         produced_at = time.monotonic()
         produce_with("confluent-kafka", bootstrap, topic, 0, [b"wake up"])
-        assert received.result(timeout=LONG_WAIT_MS / 1000 + 40) == [b"wake up"]
-    return arrived["at"] - produced_at
+        value, arrived_at = received.result(timeout=PARKED_TIMEOUT_S + 20)
+    assert value == b"wake up"
+    return arrived_at - produced_at
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -275,7 +288,7 @@ def test_parked_consumer_gets_new_record_without_waiting_out_max_wait(
     brook_broker, topic_name, client
 ):
     create_topic(brook_broker.bootstrap, topic_name)
-    delay = _await_record_while_parked(client, brook_broker.bootstrap, topic_name)
+    delay = _delay_of_record_produced_while_parked(client, brook_broker.bootstrap, topic_name)
     assert delay < WOKEN_WITHIN_S, f"record took {delay:.1f} s: the parked fetch was not woken"
 
 
