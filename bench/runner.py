@@ -69,14 +69,14 @@ def plan_for(
     base = {"100B": 2_000_000, "1KiB": 500_000}
     counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
     return Plan(
-        counts,
-        repeat,
-        partitions,
-        startup_runs,
-        latency_rate,
-        latency_seconds,
-        100,
-        phase_timeout_s,
+        counts=counts,
+        repeat=repeat,
+        partitions=partitions,
+        startup_runs=startup_runs,
+        latency_rate=latency_rate,
+        latency_seconds=latency_seconds,
+        latency_size=100,
+        phase_timeout_s=phase_timeout_s,
     )
 
 
