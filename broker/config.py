@@ -242,6 +242,27 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "Replicas that must have an acks=all write.",
             at_least=1,
         ),
+        _key(
+            "log.message.timestamp.before.max.ms",
+            "long",
+            LONG_MAX,
+            "How far in the past a CreateTime timestamp may be (KIP-937).",
+            at_least=0,
+        ),
+        _key(
+            "log.message.timestamp.after.max.ms",
+            "long",
+            3600000,
+            "How far in the future a CreateTime timestamp may be (KIP-937).",
+            at_least=0,
+        ),
+        _key(
+            "log.message.timestamp.difference.max.ms",
+            "long",
+            LONG_MAX,
+            "Deprecated: both timestamp bounds, used where the two keys above are unset.",
+            at_least=0,
+        ),
     ]
 }
 
@@ -304,8 +325,11 @@ def _env_name(key: str) -> str:
 class BrokerConfig:
     """The validated broker configuration. Read values with `config["key"]`."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = ()) -> None:
         self._values = dict(values)
+        # Keys given by the operator, as opposed to defaults: deprecated keys apply only
+        # where their successors were not given.
+        self.explicit = frozenset(explicit)
         self.listeners = [Listener.parse(item, "listeners") for item in self["listeners"]]
         advertised = self["advertised.listeners"]
         self.advertised_listeners = (
@@ -337,6 +361,7 @@ class BrokerConfig:
             ),
         ]
         values = {name: key.default for name, key in BROKER_CONFIGS.items()}
+        explicit: set[str] = set()
         for source, layer in layers:
             for name, raw in layer.items():
                 # The operator set a variable, not a key: name the variable.
@@ -352,7 +377,8 @@ class BrokerConfig:
                     values[name] = key.parse(raw)
                 except ConfigError as exc:
                     raise ConfigError(f"{exc} (from {origin})") from None
-        return cls(values)
+                explicit.add(name)
+        return cls(values, explicit)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

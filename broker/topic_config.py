@@ -47,6 +47,27 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
             "CreateTime or LogAppendTime.",
             choices=("CreateTime", "LogAppendTime"),
         ),
+        ConfigKey(
+            "message.timestamp.before.max.ms",
+            "long",
+            LONG_MAX,
+            "How far in the past a CreateTime timestamp may be.",
+            at_least=0,
+        ),
+        ConfigKey(
+            "message.timestamp.after.max.ms",
+            "long",
+            3600000,
+            "How far in the future a CreateTime timestamp may be.",
+            at_least=0,
+        ),
+        ConfigKey(
+            "message.timestamp.difference.max.ms",
+            "long",
+            LONG_MAX,
+            "Deprecated: both bounds, where the two keys above are unset.",
+            at_least=0,
+        ),
         ConfigKey("min.compaction.lag.ms", "long", 0, "Minimum age before compaction.", at_least=0),
         ConfigKey("min.insync.replicas", "int", 1, "Replicas needed for acks=all.", at_least=1),
         ConfigKey("retention.bytes", "long", -1, "Retention by size per partition."),
@@ -106,7 +127,23 @@ def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -
         values["retention.ms"] = broker.retention_ms
     if "flush.ms" not in overrides:
         values["flush.ms"] = broker.flush_interval_ms
+    for bound in ("before", "after"):
+        values[f"message.timestamp.{bound}.max.ms"] = _timestamp_bound(broker, overrides, bound)
     return values
+
+
+def _timestamp_bound(broker: BrokerConfig, overrides: Mapping[str, Any], bound: str) -> int:
+    """KIP-937's bound, falling back to the deprecated difference key where the new key
+    was not given, first at the topic level, then at the broker level."""
+    levels: list[tuple[Any, str, Any]] = [
+        (overrides, "message", overrides.keys()),
+        (broker, "log.message", broker.explicit),
+    ]
+    for source, prefix, given in levels:
+        for key in (f"{prefix}.timestamp.{bound}.max.ms", f"{prefix}.timestamp.difference.max.ms"):
+            if key in given:
+                return source[key]
+    return broker[f"log.message.timestamp.{bound}.max.ms"]
 
 
 def log_config_for(broker: BrokerConfig, overrides: Mapping[str, Any]) -> LogConfig:

@@ -19,19 +19,12 @@ from kafka.protocol.consumer import OffsetSpec
 from brook.protocol.compression import Codec
 
 from .clients import (
+    CODECS,
     kafka_python_consumer,
     kafka_python_poll,
     kafka_python_producer,
     stored_batches,
 )
-
-CODECS = {
-    "none": Codec.NONE,
-    "gzip": Codec.GZIP,
-    "snappy": Codec.SNAPPY,
-    "lz4": Codec.LZ4,
-    "zstd": Codec.ZSTD,
-}
 
 
 @pytest.fixture
@@ -336,13 +329,6 @@ def test_fetch_session_follows_assignment_changes(brook_broker, admin, topic_nam
         producer.close(5)
 
 
-LOG_VALIDATOR_GAP = (
-    "broker/apis/produce.py does not validate or rewrite timestamps yet (Kafka's LogValidator):"
-    " reported, file owned by another engineer"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=LOG_VALIDATOR_GAP)
 def test_log_append_time_topic(brook_broker, admin, topic_name):
     """With LogAppendTime the broker stamps the batch and reports the stamp to the producer."""
     bootstrap = brook_broker.bootstrap
@@ -362,7 +348,6 @@ def test_log_append_time_topic(brook_broker, admin, topic_name):
     assert future.get(5).timestamp == record.timestamp
 
 
-@pytest.mark.xfail(strict=True, reason=LOG_VALIDATOR_GAP)
 def test_timestamp_far_in_the_future_is_rejected(brook_broker, admin, topic_name):
     """KIP-937: message.timestamp.after.max.ms defaults to one hour; a later timestamp
     fails the whole batch with INVALID_TIMESTAMP and nothing is stored."""
