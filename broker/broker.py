@@ -81,6 +81,7 @@ class Broker:
             self.bound.append(Listener(listener.name, listener.host, port))
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
+        self.background.append(asyncio.create_task(self._retention_loop()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
         log.info(
@@ -120,6 +121,16 @@ class Broker:
         while True:
             await asyncio.sleep(CHECKPOINT_INTERVAL_S)
             self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
+
+    async def _retention_loop(self) -> None:
+        """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
+        thread for deletion does every log.retention.check.interval.ms."""
+        interval_s = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            deleted = self.log_manager.delete_old_segments(now_ms())
+            if deleted:
+                log.info("Retention deleted %d segment(s)", deleted)
 
     async def _flush_loop(self) -> None:
         interval_ms = self.config["log.flush.scheduler.interval.ms"]

@@ -24,6 +24,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     OFFSET_FOR_LEADER_EPOCH = 23
     CREATE_PARTITIONS = 37
 
@@ -51,6 +52,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ApiKey.DELETE_RECORDS: VersionRange(0, 2),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
 }

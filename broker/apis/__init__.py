@@ -40,6 +40,7 @@ def load_all() -> dict[int, Handler]:
         api_versions,
         create_partitions,
         create_topics,
+        delete_records,
         delete_topics,
         fetch,
         list_offsets,
