@@ -13,7 +13,17 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
+from brook.protocol.compression import Codec
 from brook.protocol.record_batch import BatchHeader, split_batches
+
+# Client codec names and the codec ids they are stored under.
+CODECS = {
+    "none": Codec.NONE,
+    "gzip": Codec.GZIP,
+    "snappy": Codec.SNAPPY,
+    "lz4": Codec.LZ4,
+    "zstd": Codec.ZSTD,
+}
 
 
 def create_topic(

@@ -20,15 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 
 from brook.protocol.compression import Codec
 
-from .clients import aiokafka_consumer, aiokafka_poll, aiokafka_producer, stored_batches
-
-CODECS = {
-    "none": Codec.NONE,
-    "gzip": Codec.GZIP,
-    "snappy": Codec.SNAPPY,
-    "lz4": Codec.LZ4,
-    "zstd": Codec.ZSTD,
-}
+from .clients import CODECS, aiokafka_consumer, aiokafka_poll, aiokafka_producer, stored_batches
 
 
 @asynccontextmanager

@@ -17,20 +17,12 @@ from confluent_kafka.admin import AdminClient
 
 from brook.protocol.compression import Codec
 
-from .clients import create_topic, kafka_python_producer, stored_batches
+from .clients import CODECS, create_topic, kafka_python_producer, stored_batches
 
 KCAT = shutil.which("kcat")
 pytestmark = pytest.mark.skipif(
     KCAT is None, reason="kcat is not installed (./test.sh installs Debian's kcat with apt-get)"
 )
-
-CODECS = {
-    "none": Codec.NONE,
-    "gzip": Codec.GZIP,
-    "snappy": Codec.SNAPPY,
-    "lz4": Codec.LZ4,
-    "zstd": Codec.ZSTD,
-}
 
 
 def kcat(
