@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 from aiokafka import errors as aioerrors
-from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 
 from brook.protocol.compression import Codec
 
@@ -443,3 +443,57 @@ def test_small_fetch_limits_still_deliver_everything(brook_broker, topic_name):
         mine = [r for r in records if r.partition == p]
         assert [r.offset for r in mine] == list(range(30)), p
         assert [r.value[:6] for r in mine] == [b"%d-%03d-" % (p, i) for i in range(30)]
+
+
+def test_log_append_time_and_timestamp_bounds(brook_broker, topic_name):
+    """Through Produce v8 and older: a LogAppendTime topic stamps the batch and reports the
+    stamp in the response; a CreateTime more than an hour ahead is INVALID_TIMESTAMP."""
+    bootstrap = brook_broker.bootstrap
+    stamped = topic_name + "-append"
+
+    async def scenario() -> None:
+        await create(bootstrap, stamped, **{"message.timestamp.type": "LogAppendTime"})
+        await create(bootstrap, topic_name)
+        now = int(time.time() * 1000)
+        async with aiokafka_producer(bootstrap) as producer:
+            metadata = await producer.send_and_wait(
+                stamped, value=b"old", partition=0, timestamp_ms=now - 3_600_000
+            )
+            with pytest.raises(aioerrors.InvalidTimestampError):
+                await producer.send_and_wait(
+                    topic_name, value=b"late", partition=0, timestamp_ms=now + 2 * 3_600_000
+                )
+        [record] = await read_from(bootstrap, stamped, 0, 1)
+        assert record.timestamp_type == 1
+        assert now <= record.timestamp <= int(time.time() * 1000)
+        assert metadata.timestamp == record.timestamp
+        tp = TopicPartition(topic_name, 0)
+        async with aiokafka_consumer(bootstrap) as consumer:
+            assert await consumer.end_offsets([tp]) == {tp: 0}
+
+    asyncio.run(scenario())
+
+
+def test_delete_records_moves_the_log_start(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    tp = TopicPartition(topic_name, 0)
+
+    async def scenario() -> None:
+        await create(bootstrap, topic_name)
+        async with aiokafka_producer(bootstrap) as producer:
+            for i in range(10):
+                await producer.send_and_wait(topic_name, value=b"d%d" % i, partition=0)
+        async with admin_client(bootstrap) as admin:
+            low = await admin.delete_records({tp: RecordsToDelete(before_offset=6)})
+        assert low == {tp: 6}
+        async with aiokafka_consumer(bootstrap, auto_offset_reset="none") as consumer:
+            consumer.assign([tp])
+            assert await consumer.beginning_offsets([tp]) == {tp: 6}
+            consumer.seek(tp, 6)
+            records = await aiokafka_poll(consumer, 4)
+            assert [r.value for r in records] == [b"d%d" % i for i in range(6, 10)]
+            consumer.seek(tp, 2)  # deleted: out of range
+            with pytest.raises(aioerrors.OffsetOutOfRangeError):
+                await aiokafka_poll(consumer, 1, timeout=15)
+
+    asyncio.run(scenario())

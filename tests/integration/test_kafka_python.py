@@ -627,3 +627,36 @@ def test_one_huge_batch_of_small_records(brook_broker, admin, topic_name):
     assert sum(b.record_count for b in batches) == 20_000
     records = read_from(bootstrap, topic_name, 0, 20_000)
     assert [r.value for r in records] == [b"r%05d" % i for i in range(20_000)]
+
+
+def test_delete_records_moves_the_log_start(brook_broker, admin, topic_name):
+    """DeleteRecords: the low watermark moves, reads below it are out of range, and
+    -1 means "up to the high watermark"."""
+    bootstrap = brook_broker.bootstrap
+    create(admin, topic_name)
+    send_all(bootstrap, topic_name, [(None, b"d%d" % i) for i in range(10)])
+    tp = TopicPartition(topic_name, 0)
+
+    assert admin.delete_records({tp: 4})[tp]["low_watermark"] == 4
+    # Asking for less than what is already gone changes nothing.
+    assert admin.delete_records({tp: 2})[tp]["low_watermark"] == 4
+    with pytest.raises(errors.OffsetOutOfRangeError):
+        admin.delete_records({tp: 11})
+
+    consumer = kafka_python_consumer(bootstrap, auto_offset_reset="earliest")
+    try:
+        consumer.assign([tp])
+        assert consumer.beginning_offsets([tp]) == {tp: 4}
+        consumer.seek(tp, 1)  # below the log start: reset to the earliest, which is 4
+        assert [r.value for r in kafka_python_poll(consumer, 6)] == [
+            b"d%d" % i for i in range(4, 10)
+        ]
+    finally:
+        consumer.close()
+
+    assert admin.delete_records({tp: -1})[tp]["low_watermark"] == 10
+    consumer = kafka_python_consumer(bootstrap)
+    try:
+        assert consumer.beginning_offsets([tp]) == consumer.end_offsets([tp]) == {tp: 10}
+    finally:
+        consumer.close()
