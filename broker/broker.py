@@ -19,6 +19,7 @@ log = logging.getLogger("brook.broker")
 
 CHECKPOINT_INTERVAL_S = 60.0
 SHUTDOWN_GRACE_S = 5.0
+PURGE_INTERVAL_MS = 1000
 
 
 def now_ms() -> int:
@@ -125,12 +126,19 @@ class Broker:
     async def _retention_loop(self) -> None:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
         thread for deletion does every log.retention.check.interval.ms."""
-        interval_s = self.config["log.retention.check.interval.ms"] / 1000
+        interval_ms = self.config["log.retention.check.interval.ms"]
+        next_check = now_ms() + interval_ms
         while True:
-            await asyncio.sleep(interval_s)
-            deleted = self.log_manager.delete_old_segments(now_ms())
-            if deleted:
-                log.info("Retention deleted %d segment(s)", deleted)
+            # Wake at least every second to remove files whose file.delete.delay.ms
+            # has passed; retention itself runs on its own interval.
+            await asyncio.sleep(min(interval_ms, PURGE_INTERVAL_MS) / 1000)
+            now = now_ms()
+            if now >= next_check:
+                deleted = self.log_manager.delete_old_segments(now)
+                if deleted:
+                    log.info("Retention deleted %d segment(s)", deleted)
+                next_check = now + interval_ms
+            self.log_manager.purge_deleted_segments(now)
 
     async def _flush_loop(self) -> None:
         interval_ms = self.config["log.flush.scheduler.interval.ms"]

@@ -112,6 +112,9 @@ class Log:
         # Set by roll(): everything below this offset should be fsynced soon (Kafka
         # schedules that flush right after a roll; here flush_if_due() performs it).
         self._pending_flush_offset: int | None = None
+        # Segments renamed `.deleted`, removed once file.delete.delay.ms has passed so
+        # that a reader holding them open can finish (Kafka's asynchronous delete).
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
 
     # --- opening ----------------------------------------------------------------------
@@ -729,7 +732,24 @@ class Log:
         # the next start removes, instead of a segment with half its files.
         segment.close_handlers()
         segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
-        segment.delete()
+        delay = self._config.file_delete_delay_ms
+        if delay <= 0:
+            segment.delete()
+        else:
+            self._pending_deletes.append((_now_ms() + delay, segment))
+
+    def purge_deleted_segments(self, now_ms: int | None = None) -> int:
+        """Remove the `.deleted` files whose file.delete.delay.ms has passed."""
+        if not self._pending_deletes:
+            return 0
+        now_ms = _now_ms() if now_ms is None else now_ms
+        due = [segment for deadline, segment in self._pending_deletes if deadline <= now_ms]
+        self._pending_deletes = [
+            (deadline, segment) for deadline, segment in self._pending_deletes if deadline > now_ms
+        ]
+        for segment in due:
+            segment.delete()
+        return len(due)
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -364,6 +364,11 @@ class LogManager:
                 logger.exception("Error applying retention to log %s", log.name)
         return deleted
 
+    def purge_deleted_segments(self, now_ms: int | None = None) -> int:
+        """Remove `.deleted` segment files whose file.delete.delay.ms has passed."""
+        now_ms = _now_ms() if now_ms is None else now_ms
+        return sum(log.purge_deleted_segments(now_ms) for log in self._logs.values())
+
     # --- shutdown ---------------------------------------------------------------------
 
     def shutdown(self) -> None:

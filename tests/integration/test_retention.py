@@ -1,0 +1,118 @@
+"""Retention by time and size deletes whole segments past their limits, and nothing else.
+
+Short intervals instead of long sleeps: the retention check runs every 200 ms here, and
+old records are made old by their CreateTime timestamps, as Kafka judges time
+retention by the largest record timestamp in a segment.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from .clients import consume_all, create_topic
+
+CHECK_EVERY_MS = 200
+pytestmark = pytest.mark.brook_config(log_retention_check_interval_ms=CHECK_EVERY_MS)
+
+
+def _produce_batches(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for value in values:  # one batch each, so segment.bytes rolls between them
+        producer.produce(topic, value=value, partition=0, timestamp=timestamp_ms)
+        producer.flush(10)
+
+
+def _segments(data_dir: Path, topic: str, suffix: str = ".log") -> list[int]:
+    return sorted(
+        int(path.name.split(".")[0])
+        for path in (data_dir / f"{topic}-0").iterdir()
+        if path.name.endswith(suffix)
+    )
+
+
+def _wait_until(condition, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def _earliest(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "retention"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[0]
+    finally:
+        consumer.close()
+
+
+def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(
+    brook_broker, topic_name
+):
+    bootstrap = brook_broker.bootstrap
+    create_topic(
+        bootstrap,
+        topic_name,
+        config={"segment.bytes": "1000", "retention.ms": "60000", "file.delete.delay.ms": "0"},
+    )
+    old = int(time.time() * 1000) - 10 * 60_000
+    _produce_batches(bootstrap, topic_name, [b"old-%d" % i + b"." * 400 for i in range(6)], old)
+    now = int(time.time() * 1000)
+    _produce_batches(bootstrap, topic_name, [b"new-%d" % i + b"." * 400 for i in range(3)], now)
+    _wait_until(lambda: _earliest(bootstrap, topic_name) == 6)
+    remaining = consume_all(bootstrap, topic_name, 3, offset=-2)
+    assert [m.value()[:5] for m in remaining] == [b"new-0", b"new-1", b"new-2"]
+    assert _segments(brook_broker.data_dir, topic_name)[0] == 6
+    assert not _segments(brook_broker.data_dir, topic_name, ".deleted")
+
+
+def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(
+        bootstrap,
+        topic_name,
+        config={"segment.bytes": "1000", "retention.bytes": "2500", "file.delete.delay.ms": "0"},
+    )
+    now = int(time.time() * 1000)
+    _produce_batches(bootstrap, topic_name, [b"%02d" % i + b"." * 500 for i in range(12)], now)
+    data_dir = brook_broker.data_dir
+
+    def total_size() -> int:
+        return sum(path.stat().st_size for path in (data_dir / f"{topic_name}-0").glob("*.log"))
+
+    _wait_until(lambda: total_size() <= 2500 + 1000)
+    start = _earliest(bootstrap, topic_name)
+    assert 0 < start < 12
+    values = consume_all(bootstrap, topic_name, 12 - start, offset=-2)
+    assert [int(m.value()[:2]) for m in values] == list(range(start, 12))
+
+
+def test_deleted_segments_wait_for_file_delete_delay(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(
+        bootstrap,
+        topic_name,
+        config={"segment.bytes": "1000", "retention.ms": "60000", "file.delete.delay.ms": "1500"},
+    )
+    old = int(time.time() * 1000) - 10 * 60_000
+    _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(3)], old)
+    _produce_batches(bootstrap, topic_name, [b"fresh"], int(time.time() * 1000))
+    data_dir = brook_broker.data_dir
+    # The fresh record shares the third segment, whose newest timestamp keeps it.
+    _wait_until(lambda: _earliest(bootstrap, topic_name) == 2)
+    # Renamed at once, removed only after the delay.
+    assert _segments(data_dir, topic_name, ".log.deleted") != []
+    _wait_until(lambda: _segments(data_dir, topic_name, ".deleted") == [])
+
+
+def test_retention_minus_one_keeps_everything(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config={"segment.bytes": "1000", "retention.ms": "-1"})
+    ancient = 1_000_000_000_000  # 2001
+    _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(4)], ancient)
+    time.sleep(CHECK_EVERY_MS * 3 / 1000)
+    assert _earliest(bootstrap, topic_name) == 0
+    assert len(_segments(brook_broker.data_dir, topic_name)) >= 4
