@@ -94,7 +94,13 @@ def test_out_of_range_and_log_start(
     assert log.maybe_increment_log_start_offset(cut)
     assert log.log_start_offset == cut
     assert log.segments[0].base_offset == segments[2].base_offset
-    assert not (partition_dir / segments[0].log.path.name).exists()
+    first_log = partition_dir / f"{segments[0].base_offset:020d}.log"
+    assert not first_log.exists()
+    # Renamed at once; removed when file.delete.delay.ms has passed.
+    deleted = first_log.with_name(first_log.name + ".deleted")
+    assert deleted.exists()
+    assert log.purge_deleted_segments(now_ms=2**62) >= 1
+    assert not deleted.exists()
     with pytest.raises(OffsetOutOfRangeError):
         log.read(cut - 1, 100)
     assert split_batches(log.read(cut, 100).records)[0].base_offset == cut
