@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from brook.storage.log_manager import LogManager
@@ -27,8 +28,11 @@ def now_ms() -> int:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, clock: Callable[[], int] = now_ms) -> None:
         self.config = config
+        # Wall-clock milliseconds for record semantics (timestamp validation,
+        # LogAppendTime); tests pass their own clock to probe exact bounds.
+        self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
         self.servers: list[asyncio.base_events.Server] = []

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,13 @@ def broker_overrides(
 class BrokerThread:
     """A broker on its own event loop in a daemon thread of this process."""
 
-    def __init__(self, data_dir: Path, overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: Mapping[str, Any] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.clock = clock
         self.port = free_port()
         self.data_dir = data_dir
         self.config = BrokerConfig.build({}, {}, broker_overrides(self.port, data_dir, overrides))
@@ -91,7 +97,7 @@ class BrokerThread:
         async def main() -> None:
             self.loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            self.broker = Broker(self.config)
+            self.broker = Broker(self.config, self.clock) if self.clock else Broker(self.config)
             try:
                 await self.broker.start()
             except BaseException as exc:

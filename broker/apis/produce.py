@@ -14,7 +14,6 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..broker import now_ms
 from ..log_validator import validate_records
 from ..request_context import RequestContext
 from ..topics import Topic
@@ -92,7 +91,7 @@ def _append(
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset)
     try:
-        now = now_ms()
+        now = ctx.broker.clock()
         validated = validate_records(records, topic.effective_config, now)
         info = partition.append_as_leader(validated.buffer, validated.batches, now)
     except KafkaError as exc:
