@@ -13,6 +13,8 @@ from pathlib import Path
 from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
+from .tools import configs as configs_tool
+from .tools import dump_log, topics
 
 log = logging.getLogger("brook.cli")
 
@@ -53,11 +55,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="how much the broker logs (default INFO, or $BROOK_LOG_LEVEL)",
     )
     commands.add_parser("configs-list", help="list every broker config key with its default")
+    # The operator's tools: each module adds its subcommand and the function that runs it.
+    for tool in (topics, configs_tool, dump_log):
+        tool.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "run"):
+        sys.exit(args.run(args))
     if args.command == "configs-list":
         for name, key in sorted(BROKER_CONFIGS.items()):
             print(f"{name}={'' if key.default is None else key.default}  # {key.doc}")

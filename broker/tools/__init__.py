@@ -1,0 +1,6 @@
+"""The operator's command-line tools behind `brook topics`, `brook configs` and `brook dump-log`.
+
+Each tool is one module with `add_parser(subcommands)` and `run(args) -> exit code`;
+broker/cli.py only registers them. The tools that talk to a broker use confluent-kafka's
+AdminClient, so they work against any Kafka-compatible broker, not only Brook.
+"""

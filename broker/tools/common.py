@@ -1,0 +1,185 @@
+"""What the networked tools share: the AdminClient, argument parsing helpers, errors.
+
+Every failure a user can cause (an unreachable broker, an unknown topic, a bad option)
+ends as one `ToolError` line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import socket
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from brook.storage.checkpoints import parse_java_properties
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_S = 30.0
+# Kafka's own internal topics (Topic.isInternal): hidden by --exclude-internal.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class ToolError(Exception):
+    """A failure to report as one line; the tool exits with `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        required=True,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the broker(s) to connect to (required)",
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="a properties file of client configs (librdkafka names, e.g."
+        " security.protocol, sasl.mechanism) passed to the admin client",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for the broker (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def run_tool(name: str, action: Callable[[], int]) -> int:
+    """Run a tool's action, turning a ToolError into one line on stderr."""
+    try:
+        return action()
+    except ToolError as exc:
+        print(f"brook {name}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    servers = []
+    for item in bootstrap.split(","):
+        item = item.strip()
+        # Accept what librdkafka accepts: host:port, optionally with a PLAINTEXT:// prefix.
+        item = re.sub(r"^[A-Za-z_]+://", "", item)
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ToolError(f"--bootstrap-server {item!r} is not HOST:PORT", exit_code=2)
+        servers.append((host.strip("[]"), int(port)))
+    return servers
+
+
+def check_reachable(bootstrap: str, timeout: float) -> None:
+    """Fail fast, with the reason, when no bootstrap server accepts a TCP connection.
+
+    librdkafka would otherwise retry quietly until the timeout and report only
+    "transport failure"; an operator wants to know at once that nothing listens there.
+    """
+    reasons = []
+    for host, port in _split_bootstrap(bootstrap):
+        try:
+            with socket.create_connection((host, port), timeout=min(timeout, 5.0)):
+                return
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise ToolError(f"cannot connect to the broker ({'; '.join(reasons)})")
+
+
+def admin_client(args: argparse.Namespace) -> AdminClient:
+    from confluent_kafka.admin import AdminClient
+
+    check_reachable(args.bootstrap_server, args.timeout)
+    config: dict[str, Any] = {}
+    if args.command_config is not None:
+        try:
+            config.update(parse_java_properties(args.command_config.read_text("utf-8")))
+        except OSError as exc:
+            raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
+    config["bootstrap.servers"] = args.bootstrap_server
+    # librdkafka logs connection trouble to stderr on its own; the tool reports the
+    # failure itself, once, so keep the client quiet.
+    config.setdefault("log_level", 0)
+    try:
+        return AdminClient(config)
+    except Exception as exc:  # confluent-kafka raises KafkaException for a bad config
+        raise ToolError(f"invalid client configuration: {describe_error(exc)}") from None
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an exception raised by confluent-kafka (or anything else)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    if isinstance(error, KafkaError):
+        text = error.str()
+        name = error.name()
+        # librdkafka prefixes its fallback texts with "Broker: "; the error name says it better.
+        text = text.removeprefix("Broker: ")
+        return f"{text} ({name})" if name and name not in text else text
+    return str(error) or type(error).__name__
+
+
+def error_name(exc: BaseException) -> str | None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return error.name() if isinstance(error, KafkaError) else None
+
+
+def wait(future: Future[T], timeout: float, what: str) -> T:
+    """A future's result, or a ToolError naming what failed."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    try:
+        return future.result(timeout)
+    except FutureTimeout:
+        raise ToolError(f"{what}: no answer from the broker within {timeout:g} s") from None
+
+
+def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:
+    """`k=v` items (each may hold several, comma-separated, with `[a,b]` for list values)."""
+    configs: dict[str, str] = {}
+    for item in items:
+        for pair in split_config_list(item):
+            name, sep, value = pair.partition("=")
+            if not sep or not name.strip():
+                raise ToolError(f"{option} {pair!r} is not KEY=VALUE", exit_code=2)
+            value = value.strip()
+            # kafka-configs.sh writes list values in brackets so that their commas
+            # are not taken as separators: cleanup.policy=[compact,delete].
+            if value.startswith("[") and value.endswith("]"):
+                value = value[1:-1]
+            configs[name.strip()] = value
+    return configs
+
+
+def split_config_list(text: str) -> list[str]:
+    """Split on commas outside square brackets: `a=1,b=[x,y]` -> ['a=1', 'b=[x,y]']."""
+    parts: list[str] = []
+    depth = 0
+    current = []
+    for char in text:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(depth - 1, 0)
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts if part.strip()]

@@ -1,0 +1,326 @@
+"""`brook configs`: describe and alter topic and broker configs, like kafka-configs.sh.
+
+    brook configs --bootstrap-server HOST:PORT --describe --entity-type topics --entity-name T
+    Dynamic configs for topic T are:
+      retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}
+
+Describing goes through DescribeConfigs; altering through IncrementalAlterConfigs (SET
+for --add-config, DELETE for --delete-config), which changes only the keys named and
+leaves the others as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brook.storage.checkpoints import parse_java_properties
+
+from .common import (
+    ToolError,
+    add_connection_arguments,
+    admin_client,
+    describe_error,
+    error_name,
+    parse_key_values,
+    run_tool,
+    split_config_list,
+    wait,
+)
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient, ConfigEntry
+
+ENTITY_TYPES = ("topics", "brokers")
+
+EPILOG = """\
+examples (HOST is e.g. localhost:9092):
+  brook configs --bootstrap-server HOST --describe --entity-type topics --entity-name orders
+  brook configs --bootstrap-server HOST --describe --topic orders --all
+  brook configs --bootstrap-server HOST --alter --entity-type topics --entity-name orders \\
+      --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
+  brook configs --bootstrap-server HOST --alter --topic orders --delete-config retention.ms
+  brook configs --bootstrap-server HOST --describe --entity-type brokers --entity-name 0
+  brook configs --bootstrap-server HOST --alter --entity-type brokers --entity-default \\
+      --add-config log.retention.ms=3600000
+
+--describe lists only the configs set on the entity itself (a topic's overrides, a
+broker's dynamic configs); --all lists every config with its value and source.
+Without --entity-name, --describe covers every topic (or every broker).
+"""
+
+
+@dataclass(frozen=True)
+class Entity:
+    kind: str  # "topic" or "broker"
+    name: str  # "" for the cluster-wide broker default
+
+    def title(self) -> str:
+        if self.kind == "broker" and not self.name:
+            return "the default broker config of the cluster"
+        return f"{self.kind} {self.name}"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "configs",
+        help="describe or alter topic and broker configs (like kafka-configs.sh)",
+        description="Describe or alter the configs of topics and brokers on any"
+        " Kafka-compatible broker.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "action_word",
+        nargs="?",
+        choices=("describe", "alter"),
+        metavar="ACTION",
+        help="describe or alter (or use --describe / --alter)",
+    )
+    actions = parser.add_mutually_exclusive_group()
+    actions.add_argument(
+        "--describe",
+        dest="action_flag",
+        action="store_const",
+        const="describe",
+        help="show configs",
+    )
+    actions.add_argument(
+        "--alter",
+        dest="action_flag",
+        action="store_const",
+        const="alter",
+        help="change configs with --add-config and/or --delete-config",
+    )
+    add_connection_arguments(parser)
+    parser.add_argument("--entity-type", choices=ENTITY_TYPES, help="topics or brokers")
+    parser.add_argument("--entity-name", metavar="NAME", help="a topic name or a broker id")
+    parser.add_argument(
+        "--entity-default",
+        action="store_true",
+        help="the cluster-wide default of --entity-type brokers",
+    )
+    parser.add_argument(
+        "--topic", metavar="NAME", help="short for --entity-type topics --entity-name NAME"
+    )
+    parser.add_argument(
+        "--broker", metavar="ID", help="short for --entity-type brokers --entity-name ID"
+    )
+    parser.add_argument(
+        "--broker-defaults",
+        action="store_true",
+        help="short for --entity-type brokers --entity-default",
+    )
+    parser.add_argument(
+        "--add-config",
+        action="append",
+        default=[],
+        metavar="K=V[,K2=V2]",
+        help="configs to set; a list value goes in brackets: cleanup.policy=[compact,delete]",
+    )
+    parser.add_argument(
+        "--add-config-file", type=Path, metavar="FILE", help="a properties file of configs to set"
+    )
+    parser.add_argument(
+        "--delete-config",
+        action="append",
+        default=[],
+        metavar="K[,K2]",
+        help="configs to remove, going back to the default",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="--describe every config, defaults included"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_tool("configs", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.action_word and args.action_flag and args.action_word != args.action_flag:
+        raise ToolError(f"give one action, not {args.action_word} and --{args.action_flag}", 2)
+    action = args.action_flag or args.action_word
+    if action is None:
+        raise ToolError("give one action: --describe or --alter", 2)
+    kind, name = _entity(args)
+    if action == "alter":
+        sets, deletes = _changes(args)
+        if name is None:
+            raise ToolError("--alter needs --entity-name (or --entity-default for brokers)", 2)
+        admin = admin_client(args)
+        return _alter(admin, Entity(kind, name), sets, deletes, args.timeout)
+    if args.add_config or args.delete_config or args.add_config_file:
+        raise ToolError("--add-config and --delete-config are only for --alter", 2)
+    admin = admin_client(args)
+    entities = [Entity(kind, name)] if name is not None else _all_entities(admin, kind, args)
+    for entity in entities:
+        _describe(admin, entity, args)
+    return 0
+
+
+def _entity(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(kind, name) from --entity-type/--entity-name/--entity-default or the shortcuts."""
+    chosen = []
+    if args.entity_type is not None:
+        kind = "topic" if args.entity_type == "topics" else "broker"
+        if args.entity_default:
+            if kind != "broker":
+                raise ToolError("--entity-default is only for --entity-type brokers", 2)
+            if args.entity_name is not None:
+                raise ToolError("give --entity-name or --entity-default, not both", 2)
+            chosen.append((kind, ""))
+        else:
+            chosen.append((kind, args.entity_name))
+    elif args.entity_name is not None or args.entity_default:
+        raise ToolError("--entity-name and --entity-default need --entity-type", 2)
+    if args.topic is not None:
+        chosen.append(("topic", args.topic))
+    if args.broker is not None:
+        chosen.append(("broker", args.broker))
+    if args.broker_defaults:
+        chosen.append(("broker", ""))
+    if not chosen:
+        raise ToolError("name what to configure: --entity-type topics|brokers (or --topic)", 2)
+    if len(chosen) > 1:
+        raise ToolError("name one entity: --entity-type/--entity-name, --topic or --broker", 2)
+    kind, name = chosen[0]
+    if kind == "broker" and name and not name.isdigit():
+        raise ToolError(f"broker {name!r} is not a broker id (an integer)", 2)
+    return kind, name
+
+
+def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    sets = parse_key_values(args.add_config, "--add-config")
+    if args.add_config_file is not None:
+        try:
+            sets.update(parse_java_properties(args.add_config_file.read_text("utf-8")))
+        except OSError as exc:
+            raise ToolError(f"cannot read --add-config-file: {exc}", 2) from None
+    deletes = [name for item in args.delete_config for name in split_config_list(item)]
+    if not sets and not deletes:
+        raise ToolError("--alter needs --add-config, --add-config-file or --delete-config", 2)
+    both = sorted(set(sets) & set(deletes))
+    if both:
+        raise ToolError(f"{', '.join(both)} is both added and deleted", 2)
+    return sets, deletes
+
+
+def _resource(entity: Entity) -> Any:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    kind = ResourceType.TOPIC if entity.kind == "topic" else ResourceType.BROKER
+    return ConfigResource(kind, entity.name)
+
+
+def _all_entities(admin: AdminClient, kind: str, args: argparse.Namespace) -> list[Entity]:
+    try:
+        metadata = admin.list_topics(timeout=args.timeout)
+    except Exception as exc:
+        raise ToolError(f"cannot read the cluster's metadata: {describe_error(exc)}") from None
+    if kind == "topic":
+        return [Entity("topic", name) for name in sorted(metadata.topics)]
+    brokers = [Entity("broker", str(broker)) for broker in sorted(metadata.brokers)]
+    return [*brokers, Entity("broker", "")]
+
+
+def _describe(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import ConfigSource
+
+    resource = _resource(entity)
+    try:
+        futures = admin.describe_configs(
+            [resource], request_timeout=args.timeout, include_synonyms=True
+        )
+        entries = wait(next(iter(futures.values())), args.timeout + 5, "describing configs")
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise ToolError(
+            f"cannot describe the configs of {entity.title()}: {_explain(exc)}"
+        ) from None
+    if args.all:
+        shown = list(entries.values())
+        heading = f"All configs for {entity.title()} are:"
+    else:
+        # Only what was set on this entity itself, as kafka-configs.sh shows it.
+        wanted = {
+            "topic": ConfigSource.DYNAMIC_TOPIC_CONFIG,
+            "broker": ConfigSource.DYNAMIC_BROKER_CONFIG
+            if entity.name
+            else ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        }[entity.kind]
+        shown = [entry for entry in entries.values() if _source(entry) == wanted.value]
+        if entity.kind == "broker" and not entity.name:
+            heading = "Default configs for brokers in the cluster are:"
+        else:
+            heading = f"Dynamic configs for {entity.title()} are:"
+    print(heading)
+    for entry in sorted(shown, key=lambda e: e.name):
+        print(f"  {_entry_line(entry)}")
+
+
+def _source(entry: ConfigEntry) -> int:
+    source = entry.source
+    return source.value if hasattr(source, "value") else int(source)
+
+
+def _source_name(entry: ConfigEntry) -> str:
+    from confluent_kafka.admin import ConfigSource
+
+    try:
+        return ConfigSource(_source(entry)).name
+    except ValueError:
+        return "UNKNOWN_CONFIG"
+
+
+def _value(entry: ConfigEntry) -> str:
+    # A sensitive value never leaves the broker; Kafka's tool prints null for it.
+    return "null" if entry.is_sensitive or entry.value is None else entry.value
+
+
+def _entry_line(entry: ConfigEntry) -> str:
+    synonyms = ", ".join(
+        f"{_source_name(synonym)}:{name}={_value(synonym)}"
+        for name, synonym in (entry.synonyms or {}).items()
+    )
+    return (
+        f"{entry.name}={_value(entry)} sensitive={str(bool(entry.is_sensitive)).lower()}"
+        f" synonyms={{{synonyms}}}"
+    )
+
+
+def _alter(
+    admin: AdminClient, entity: Entity, sets: dict[str, str], deletes: list[str], timeout: float
+) -> int:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    changes = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in sets.items()
+    ] + [
+        ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE) for name in deletes
+    ]
+    resource = _resource(entity)
+    resource = ConfigResource(resource.restype, resource.name, incremental_configs=changes)
+    try:
+        futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
+        wait(next(iter(futures.values())), timeout + 5, "altering configs")
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise ToolError(f"cannot alter the configs of {entity.title()}: {_explain(exc)}") from None
+    if entity.kind == "broker" and not entity.name:
+        print("Completed updating default config for brokers in the cluster.")
+    else:
+        print(f"Completed updating config for {entity.title()}.")
+    return 0
+
+
+def _explain(exc: BaseException) -> str:
+    if error_name(exc) == "_UNSUPPORTED_FEATURE":
+        return f"the broker does not serve this API ({describe_error(exc)})"
+    return describe_error(exc)

@@ -1,0 +1,476 @@
+"""`brook dump-log`: print and check a partition's files, like Kafka's DumpLogSegments.
+
+No broker is needed: the files are read directly, read-only, whether Brook or Apache
+Kafka wrote them (the format is the same). Output lines use DumpLogSegments' field
+names so they read as operators expect:
+
+    Dumping /data/orders-0/00000000000000000000.log
+    Log starting offset: 0
+    baseOffset: 0 lastOffset: 2 count: 3 ... position: 0 CreateTime: 1700000000000 size: 95 ...
+    | offset: 0 CreateTime: 1700000000000 keySize: 2 valueSize: 5 ... key: k1 payload: hello
+
+Index files are checked against their segment: every offset-index entry must sit at
+the start of the batch whose last offset it names, every time-index entry must name
+a batch whose max timestamp is the entry's and the largest so far, and entries must
+increase. A failed check, a torn or corrupt batch, or an unreadable file makes the exit
+code 1 (Kafka's tool reports these but exits 0; a script wants to know).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brook.protocol.compression import Codec
+from brook.protocol.errors import KafkaError
+from brook.protocol.record_batch import (
+    DELETE_HORIZON_BIT,
+    BatchHeader,
+    Record,
+    compute_crc,
+    decode_records,
+)
+
+from .log_files import (
+    Batch,
+    Damage,
+    FileFormatError,
+    base_offset_of,
+    read_batches,
+    read_leader_epochs,
+    read_offset_index,
+    read_producer_snapshot,
+    read_time_index,
+    read_txn_index,
+)
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+INDEX_SUFFIXES = (".index", ".timeindex")
+CODEC_NAMES = {codec.value: codec.name.lower() for codec in Codec}
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
+
+EPILOG = """\
+files: .log segments, .index, .timeindex, .txnindex, .snapshot (producer state) and
+leader-epoch-checkpoint; a directory stands for every such file in it.
+
+examples:
+  brook dump-log /var/lib/brook/orders-0/00000000000000000000.log
+  brook dump-log --print-data-log /var/lib/kafka/orders-0
+  brook dump-log --verify-index-only /var/lib/brook/orders-0
+
+exit code 0 when every file reads and every check passes, 1 otherwise.
+"""
+
+
+@dataclass
+class Options:
+    deep: bool
+    print_data: bool
+    verify_only: bool
+    sanity_only: bool
+
+
+@dataclass
+class SegmentScan:
+    """What the index checks need from a segment: each batch's place and facts."""
+
+    size: int = 0
+    positions: list[int] = field(default_factory=list)
+    base_offsets: list[int] = field(default_factory=list)
+    last_offsets: list[int] = field(default_factory=list)
+    max_timestamps: list[int] = field(default_factory=list)
+    damage: Damage | None = None
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "dump-log",
+        help="print and check segment, index and snapshot files (like DumpLogSegments)",
+        description="Print the batches and records of segment files and the entries of index,\n"
+        "snapshot and leader-epoch files, and check indexes against their segments.\n"
+        "The files are read directly, read-only (no broker needed), whether Brook or\n"
+        "Apache Kafka wrote them.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="*", type=Path, metavar="FILE", help="files or directories")
+    parser.add_argument(
+        "--files",
+        metavar="FILE[,FILE...]",
+        help="comma-separated files, as DumpLogSegments takes them",
+    )
+    parser.add_argument(
+        "--deep-iteration",
+        action="store_true",
+        help="print every record of every batch (offset, timestamp, sizes, header keys)",
+    )
+    parser.add_argument(
+        "--print-data-log",
+        action="store_true",
+        help="print every record with its key, payload and headers (implies --deep-iteration)",
+    )
+    parser.add_argument(
+        "--verify-index-only",
+        action="store_true",
+        help="check index files against their segments; print only what is wrong",
+    )
+    parser.add_argument(
+        "--index-sanity-check",
+        action="store_true",
+        help="check index files; print one line per index: passed, or what is wrong",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = list(args.paths)
+    if args.files:
+        paths += [Path(item) for item in args.files.split(",") if item.strip()]
+    if not paths:
+        print("brook dump-log: error: give at least one file or directory", file=sys.stderr)
+        return 2
+    options = Options(
+        deep=args.deep_iteration or args.print_data_log,
+        print_data=args.print_data_log,
+        verify_only=args.verify_index_only,
+        sanity_only=args.index_sanity_check,
+    )
+    ok = True
+    try:
+        for path in _expand(paths):
+            ok &= _dump_one(path, options)
+    except BrokenPipeError:
+        # `brook dump-log ... | head`: stop quietly, as other Unix tools do.
+        sys.stderr.close()
+        return 0
+    return 0 if ok else 1
+
+
+def _expand(paths: Iterable[Path]) -> Iterable[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.iterdir() if p.is_file() and _known(p))
+        else:
+            yield path
+
+
+def _known(path: Path) -> bool:
+    return path.suffix in SUFFIXES or path.name == LEADER_EPOCH_CHECKPOINT
+
+
+def _fail(path: Path, message: str) -> bool:
+    sys.stdout.flush()
+    print(f"brook dump-log: error: {path}: {message}", file=sys.stderr)
+    return False
+
+
+def _dump_one(path: Path, options: Options) -> bool:
+    if not path.exists():
+        return _fail(path, "no such file or directory")
+    if not _known(path):
+        return _fail(
+            path,
+            "unknown file type (expected .log, .index, .timeindex, .txnindex, .snapshot"
+            " or leader-epoch-checkpoint)",
+        )
+    checking = options.verify_only or options.sanity_only
+    if checking and path.suffix not in INDEX_SUFFIXES:
+        return True  # the checks are about indexes; other files are read for them
+    if not checking:
+        print(f"Dumping {path}")
+    try:
+        if path.suffix == ".log":
+            return _dump_log(path, options)
+        if path.suffix == ".index":
+            return _dump_offset_index(path, options)
+        if path.suffix == ".timeindex":
+            return _dump_time_index(path, options)
+        if path.suffix == ".txnindex":
+            return _dump_txn_index(path)
+        if path.suffix == ".snapshot":
+            return _dump_snapshot(path)
+        return _dump_leader_epochs(path)
+    except FileFormatError as exc:
+        return _fail(path, str(exc))
+    except OSError as exc:
+        return _fail(path, exc.strerror or str(exc))
+
+
+# --- segments -----------------------------------------------------------------------------
+
+
+def _dump_log(path: Path, options: Options) -> bool:
+    base_offset = base_offset_of(path)
+    if base_offset is not None:
+        print(f"Log starting offset: {base_offset}")
+    ok = True
+    last_offset: int | None = None
+    for item in read_batches(path):
+        if isinstance(item, Damage):
+            print(
+                f"Found {item.invalid_bytes} invalid bytes at position {item.position}"
+                f" of {path.name}: {item.reason}"
+            )
+            return False
+        header = item.header
+        valid = compute_crc(item.data, header) == header.crc
+        print(_batch_line(item, valid))
+        ok &= valid
+        if last_offset is not None and header.base_offset <= last_offset:
+            print(
+                f"Offsets go backwards: the batch at position {item.position} starts at"
+                f" {header.base_offset}, after a batch that ended at {last_offset}"
+            )
+            ok = False
+        last_offset = header.last_offset
+        if options.deep and valid:
+            ok &= _dump_records(item, options)
+    return ok
+
+
+def _timestamp_type(header: BatchHeader) -> str:
+    return "LogAppendTime" if header.is_log_append_time else "CreateTime"
+
+
+def _batch_line(batch: Batch, valid: bool) -> str:
+    header = batch.header
+    delete_horizon = (
+        str(header.base_timestamp) if header.attributes & DELETE_HORIZON_BIT else "none"
+    )
+    codec = CODEC_NAMES.get(header.codec, f"unknown({header.codec})")
+    return (
+        f"baseOffset: {header.base_offset} lastOffset: {header.last_offset}"
+        f" count: {header.record_count} baseSequence: {header.base_sequence}"
+        f" lastSequence: {header.last_sequence} producerId: {header.producer_id}"
+        f" producerEpoch: {header.producer_epoch}"
+        f" partitionLeaderEpoch: {header.partition_leader_epoch}"
+        f" isTransactional: {_bool(header.is_transactional)}"
+        f" isControl: {_bool(header.is_control)} deleteHorizonMs: {delete_horizon}"
+        f" position: {batch.position} {_timestamp_type(header)}: {header.max_timestamp}"
+        f" size: {header.size} magic: {header.magic} compresscodec: {codec}"
+        f" crc: {header.crc} isvalid: {_bool(valid)}"
+    )
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _dump_records(batch: Batch, options: Options) -> bool:
+    header = batch.header
+    try:
+        records = decode_records(batch.data, header)
+    except KafkaError as exc:
+        print(f"| the records of the batch at position {batch.position} do not decode: {exc}")
+        return False
+    for record in records:
+        print(_record_line(header, record, options))
+    return True
+
+
+def _record_line(header: BatchHeader, record: Record, options: Options) -> str:
+    timestamp = header.max_timestamp if header.is_log_append_time else record.timestamp
+    sequence = -1
+    if header.base_sequence >= 0:
+        sequence = (header.base_sequence + record.offset - header.base_offset) % (1 << 31)
+    header_keys = ", ".join(name for name, _ in record.headers)
+    line = (
+        f"| offset: {record.offset} {_timestamp_type(header)}: {timestamp}"
+        f" keySize: {_size(record.key)} valueSize: {_size(record.value)}"
+        f" sequence: {sequence} headerKeys: [{header_keys}]"
+    )
+    if header.is_control:
+        return f"{line} {_control_text(record)}"
+    if options.print_data:
+        headers = ", ".join(f"{name}={_text(value)}" for name, value in record.headers)
+        line += f" key: {_text(record.key)} payload: {_text(record.value)} headers: [{headers}]"
+    return line
+
+
+def _size(data: bytes | None) -> int:
+    return -1 if data is None else len(data)
+
+
+def _text(data: bytes | None) -> str:
+    # Kafka prints keys and payloads as UTF-8; bytes that are not are escaped, so
+    # binary data stays visible and one record stays on one line.
+    if data is None:
+        return "null"
+    text = data.decode("utf-8", "backslashreplace")
+    return text.replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _control_text(record: Record) -> str:
+    """A control record: key (version int16, type int16), value (version, coordinator epoch)."""
+    key, value = record.key or b"", record.value or b""
+    if len(key) < 4:
+        return "controlRecord: (key too short)"
+    kind = int.from_bytes(key[2:4], "big", signed=True)
+    name = CONTROL_TYPES.get(kind)
+    if name is None:
+        return f"controlType: {kind}"
+    epoch = int.from_bytes(value[2:6], "big", signed=True) if len(value) >= 6 else -1
+    return f"endTxnMarker: {name} coordinatorEpoch: {epoch}"
+
+
+def _scan_segment(log_path: Path) -> SegmentScan:
+    scan = SegmentScan(size=log_path.stat().st_size)
+    for item in read_batches(log_path):
+        if isinstance(item, Damage):
+            scan.damage = item
+            break
+        header = item.header
+        scan.positions.append(item.position)
+        scan.base_offsets.append(header.base_offset)
+        scan.last_offsets.append(header.last_offset)
+        scan.max_timestamps.append(header.max_timestamp)
+    return scan
+
+
+# --- indexes ------------------------------------------------------------------------------
+
+
+def _segment_for(index_path: Path) -> tuple[int, SegmentScan | None]:
+    base_offset = base_offset_of(index_path)
+    if base_offset is None:
+        raise FileFormatError(
+            "an index file is named by its segment's base offset (20 digits); this name"
+            " is not, so its relative offsets cannot be resolved"
+        )
+    log_path = index_path.with_suffix(".log")
+    if not log_path.is_file():
+        return base_offset, None
+    return base_offset, _scan_segment(log_path)
+
+
+def _report(path: Path, problems: list[str], options: Options, scan: SegmentScan | None) -> bool:
+    if scan is None:
+        print(f"{path}: no segment {path.with_suffix('.log').name} beside it; entries not checked")
+    elif scan.damage is not None:
+        problems.append(
+            f"the segment is damaged at position {scan.damage.position}"
+            f" ({scan.damage.reason}); entries past it cannot be checked"
+        )
+    if problems:
+        print(f"Mismatches in {path}:")
+        for problem in problems:
+            print(f"  {problem}")
+        return False
+    if options.sanity_only:
+        print(f"{path} passed sanity check.")
+    return True
+
+
+def _dump_offset_index(path: Path, options: Options) -> bool:
+    base_offset, scan = _segment_for(path)
+    entries = read_offset_index(path)
+    listing = not (options.verify_only or options.sanity_only)
+    problems: list[str] = []
+    batch_at = dict(zip(scan.positions, scan.last_offsets, strict=True)) if scan else {}
+    previous: tuple[int, int] | None = None
+    for number, (relative, position) in enumerate(entries):
+        offset = base_offset + relative
+        if listing:
+            print(f"offset: {offset} position: {position}")
+        where = f"entry {number} (offset {offset}, position {position})"
+        if previous is not None and (relative <= previous[0] or position <= previous[1]):
+            problems.append(
+                f"{where} does not increase on the entry before it"
+                f" (offset {base_offset + previous[0]}, position {previous[1]})"
+            )
+        previous = (relative, position)
+        if scan is None:
+            continue
+        if position >= scan.size:
+            problems.append(f"{where} points past the end of the segment ({scan.size} bytes)")
+        elif position not in batch_at:
+            if scan.damage is None or position < scan.damage.position:
+                problems.append(f"{where} points inside a batch, not at the start of one")
+        elif batch_at[position] != offset:
+            problems.append(
+                f"{where}: index offset {offset}, but the batch there ends at log offset"
+                f" {batch_at[position]}"
+            )
+    return _report(path, problems, options, scan)
+
+
+def _dump_time_index(path: Path, options: Options) -> bool:
+    base_offset, scan = _segment_for(path)
+    entries = read_time_index(path)
+    listing = not (options.verify_only or options.sanity_only)
+    problems: list[str] = []
+    running_max: list[int] = []
+    if scan is not None:
+        largest = -1
+        for timestamp in scan.max_timestamps:
+            largest = max(largest, timestamp)
+            running_max.append(largest)
+    previous: tuple[int, int] | None = None
+    for number, (timestamp, relative) in enumerate(entries):
+        offset = base_offset + relative
+        if listing:
+            print(f"timestamp: {timestamp} offset: {offset}")
+        where = f"entry {number} (timestamp {timestamp}, offset {offset})"
+        if previous is not None and (timestamp <= previous[0] or relative < previous[1]):
+            problems.append(
+                f"{where} is out of order after timestamp {previous[0]},"
+                f" offset {base_offset + previous[1]}"
+            )
+        previous = (timestamp, relative)
+        if scan is None:
+            continue
+        # The batch holding the entry's offset (Kafka indexes a batch's last offset;
+        # older Kafka versions may name a record inside it).
+        slot = bisect.bisect_right(scan.base_offsets, offset) - 1
+        if slot < 0 or scan.last_offsets[slot] < offset:
+            if scan.damage is None:
+                problems.append(f"{where}: no batch in the segment holds offset {offset}")
+            continue
+        if scan.max_timestamps[slot] != timestamp:
+            problems.append(
+                f"{where}: timestamp mismatch, the batch holding offset {offset} has max"
+                f" timestamp {scan.max_timestamps[slot]}"
+            )
+        elif running_max[slot] != timestamp:
+            problems.append(
+                f"{where}: an earlier batch has the larger timestamp {running_max[slot]}"
+            )
+    return _report(path, problems, options, scan)
+
+
+def _dump_txn_index(path: Path) -> bool:
+    for entry in read_txn_index(path):
+        print(
+            f"version: {entry.version} producerId: {entry.producer_id}"
+            f" firstOffset: {entry.first_offset} lastOffset: {entry.last_offset}"
+            f" lastStableOffset: {entry.last_stable_offset}"
+        )
+    return True
+
+
+# --- producer state and leader epochs -----------------------------------------------------
+
+
+def _dump_snapshot(path: Path) -> bool:
+    for entry in read_producer_snapshot(path):
+        first_txn = entry.current_txn_first_offset
+        print(
+            f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch}"
+            f" coordinatorEpoch: {entry.coordinator_epoch}"
+            f" currentTxnFirstOffset: {first_txn if first_txn >= 0 else 'none'}"
+            f" lastTimestamp: {entry.timestamp} lastSequence: {entry.last_sequence}"
+            f" lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta}"
+        )
+    return True
+
+
+def _dump_leader_epochs(path: Path) -> bool:
+    for entry in read_leader_epochs(path):
+        print(f"epoch: {entry.epoch} startOffset: {entry.start_offset}")
+    return True
