@@ -7,6 +7,7 @@ ends as one `ToolError` line on stderr and a non-zero exit code, never a traceba
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import socket
 import sys
@@ -63,10 +64,22 @@ def run_tool(name: str, action: Callable[[], int]) -> int:
     try:
         return action()
     except ToolError as exc:
+        sys.stdout.flush()
         print(f"brook {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        return stdout_closed()
     except KeyboardInterrupt:
         return 130
+
+
+def stdout_closed() -> int:
+    """The reader of our output went away (`brook ... | head`): stop quietly, as Unix
+    tools do. stdout is pointed at /dev/null so the flush at exit cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:

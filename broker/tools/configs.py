@@ -43,12 +43,13 @@ examples (HOST is e.g. localhost:9092):
       --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
   brook configs --bootstrap-server HOST --alter --topic orders --delete-config retention.ms
   brook configs --bootstrap-server HOST --describe --entity-type brokers --entity-name 0
-  brook configs --bootstrap-server HOST --alter --entity-type brokers --entity-default \\
-      --add-config log.retention.ms=3600000
+  brook configs --bootstrap-server HOST --alter --broker 0 --add-config log.retention.ms=3600000
 
 --describe lists only the configs set on the entity itself (a topic's overrides, a
 broker's dynamic configs); --all lists every config with its value and source.
-Without --entity-name, --describe covers every topic (or every broker).
+Without --entity-name, --describe covers every topic (or every broker, and the
+cluster-wide broker defaults). The cluster-wide default can be described but not
+altered (librdkafka cannot address it); alter each broker instead.
 """
 
 
@@ -100,7 +101,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--entity-default",
         action="store_true",
-        help="the cluster-wide default of --entity-type brokers",
+        help="the cluster-wide default of --entity-type brokers (--describe only)",
     )
     parser.add_argument(
         "--topic", metavar="NAME", help="short for --entity-type topics --entity-name NAME"
@@ -150,13 +151,26 @@ def _run(args: argparse.Namespace) -> int:
     if action == "alter":
         sets, deletes = _changes(args)
         if name is None:
-            raise ToolError("--alter needs --entity-name (or --entity-default for brokers)", 2)
+            raise ToolError("--alter needs --entity-name", 2)
+        if kind == "broker" and not name:
+            # IncrementalAlterConfigs names the cluster default with an empty broker
+            # name, and librdkafka refuses to send an empty resource name.
+            raise ToolError(
+                "altering the cluster-wide broker default is not supported through"
+                " librdkafka; alter each broker with --entity-name ID",
+                2,
+            )
         admin = admin_client(args)
         return _alter(admin, Entity(kind, name), sets, deletes, args.timeout)
     if args.add_config or args.delete_config or args.add_config_file:
         raise ToolError("--add-config and --delete-config are only for --alter", 2)
     admin = admin_client(args)
-    entities = [Entity(kind, name)] if name is not None else _all_entities(admin, kind, args)
+    if name is not None:
+        entities = [Entity(kind, name)]
+    else:
+        entities = _all_entities(admin, kind, args)
+        if kind == "broker":
+            entities.append(Entity("broker", ""))  # and the cluster-wide defaults
     for entity in entities:
         _describe(admin, entity, args)
     return 0
@@ -223,43 +237,63 @@ def _all_entities(admin: AdminClient, kind: str, args: argparse.Namespace) -> li
         raise ToolError(f"cannot read the cluster's metadata: {describe_error(exc)}") from None
     if kind == "topic":
         return [Entity("topic", name) for name in sorted(metadata.topics)]
-    brokers = [Entity("broker", str(broker)) for broker in sorted(metadata.brokers)]
-    return [*brokers, Entity("broker", "")]
+    return [Entity("broker", str(broker)) for broker in sorted(metadata.brokers)]
 
 
-def _describe(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> None:
-    from confluent_kafka.admin import ConfigSource
-
-    resource = _resource(entity)
+def _fetch(admin: AdminClient, entity: Entity, timeout: float) -> dict[str, ConfigEntry]:
     try:
-        futures = admin.describe_configs(
-            [resource], request_timeout=args.timeout, include_synonyms=True
-        )
-        entries = wait(next(iter(futures.values())), args.timeout + 5, "describing configs")
+        futures = admin.describe_configs([_resource(entity)], request_timeout=timeout)
+        return wait(next(iter(futures.values())), timeout + 5, "describing configs")
     except ToolError:
         raise
     except Exception as exc:
         raise ToolError(
             f"cannot describe the configs of {entity.title()}: {_explain(exc)}"
         ) from None
+
+
+def _describe(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import ConfigSource
+
+    if entity.kind == "broker" and not entity.name:
+        _describe_broker_defaults(admin, args)
+        return
+    entries = _fetch(admin, entity, args.timeout)
     if args.all:
         shown = list(entries.values())
-        heading = f"All configs for {entity.title()} are:"
+        print(f"All configs for {entity.title()} are:")
     else:
         # Only what was set on this entity itself, as kafka-configs.sh shows it.
-        wanted = {
-            "topic": ConfigSource.DYNAMIC_TOPIC_CONFIG,
-            "broker": ConfigSource.DYNAMIC_BROKER_CONFIG
-            if entity.name
-            else ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
-        }[entity.kind]
+        wanted = (
+            ConfigSource.DYNAMIC_TOPIC_CONFIG
+            if entity.kind == "topic"
+            else ConfigSource.DYNAMIC_BROKER_CONFIG
+        )
         shown = [entry for entry in entries.values() if _source(entry) == wanted.value]
-        if entity.kind == "broker" and not entity.name:
-            heading = "Default configs for brokers in the cluster are:"
-        else:
-            heading = f"Dynamic configs for {entity.title()} are:"
-    print(heading)
+        print(f"Dynamic configs for {entity.title()} are:")
     for entry in sorted(shown, key=lambda e: e.name):
+        print(f"  {_entry_line(entry)}")
+
+
+def _describe_broker_defaults(admin: AdminClient, args: argparse.Namespace) -> None:
+    """The cluster-wide dynamic broker defaults, read through one live broker.
+
+    The protocol names them with an empty broker name, which librdkafka refuses to
+    send; every broker reports them too, as its entries' (or their synonyms') source
+    DYNAMIC_DEFAULT_BROKER_CONFIG.
+    """
+    from confluent_kafka.admin import ConfigSource
+
+    brokers = _all_entities(admin, "broker", args)
+    wanted = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    defaults: dict[str, ConfigEntry] = {}
+    if brokers:
+        for entry in _fetch(admin, brokers[0], args.timeout).values():
+            for candidate in [entry, *(entry.synonyms or {}).values()]:
+                if _source(candidate) == wanted:
+                    defaults.setdefault(candidate.name, candidate)
+    print("Default configs for brokers in the cluster are:")
+    for entry in sorted(defaults.values(), key=lambda e: e.name):
         print(f"  {_entry_line(entry)}")
 
 

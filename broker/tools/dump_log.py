@@ -36,6 +36,7 @@ from brook.protocol.record_batch import (
     decode_records,
 )
 
+from .common import stdout_closed
 from .log_files import (
     Batch,
     Damage,
@@ -146,9 +147,7 @@ def run(args: argparse.Namespace) -> int:
         for path in _expand(paths):
             ok &= _dump_one(path, options)
     except BrokenPipeError:
-        # `brook dump-log ... | head`: stop quietly, as other Unix tools do.
-        sys.stderr.close()
-        return 0
+        return stdout_closed()
     return 0 if ok else 1
 
 
