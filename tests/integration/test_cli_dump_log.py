@@ -253,6 +253,14 @@ def test_dump_of_a_segment_kafka_python_built(tmp_path):
             f" headers: [{header_text}]"
         )
 
+    # --files, comma-separated, as DumpLogSegments takes them.
+    both = brook("dump-log", "--files", f"{log},{log.with_suffix('.timeindex')}")
+    assert both.returncode == 0, both
+    assert [line for line in both.lines if line.startswith("Dumping ")] == [
+        f"Dumping {log}",
+        f"Dumping {log.with_suffix('.timeindex')}",
+    ]
+
     index = brook("dump-log", str(log.with_suffix(".index")))
     assert index.returncode == 0, index
     assert index.lines[1:] == [f"offset: {b.last_offset} position: {b.position}" for b in built[1:]]

@@ -227,3 +227,14 @@ def test_unreachable_broker():
     assert_one_line_error(ran, "cannot connect to the broker", "refused", code=1)
     ran = brook("topics", "--bootstrap-server", "nonsense", "--list")
     assert_one_line_error(ran, "is not HOST:PORT", code=2)
+
+
+def test_command_config_reaches_the_client(brook_broker, tmp_path):
+    good = tmp_path / "client.properties"
+    good.write_text("# as for kafka-topics.sh --command-config\nclient.id=brook-tools\n")
+    ran = topics(brook_broker, "--list", "--command-config", str(good))
+    assert (ran.returncode, ran.stderr) == (0, ""), ran
+    bad = tmp_path / "bad.properties"
+    bad.write_text("no.such.client.property=1\n")
+    ran = topics(brook_broker, "--list", "--command-config", str(bad))
+    assert_one_line_error(ran, "invalid client configuration", "no.such.client.property", code=1)
