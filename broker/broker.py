@@ -13,6 +13,7 @@ from brook.storage.log_manager import LogManager
 from .apis import load_all
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
 from .topics import TopicManager
 
@@ -29,7 +30,8 @@ def now_ms() -> int:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Callable[[], int] = now_ms) -> None:
-        self.config = config
+        self.config = config  # static, then with the dynamic configs from start() on
+        self.dynamic_config = DynamicBrokerConfig(config)
         # Wall-clock milliseconds for record semantics (timestamp validation,
         # LogAppendTime); tests pass their own clock to probe exact bounds.
         self.clock = clock
@@ -61,6 +63,7 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        self.config = self.dynamic_config.load()
         self.topics = TopicManager(self)
         self.log_manager = LogManager(
             self.config.log_dirs,

@@ -66,8 +66,10 @@ class ConfigKey:
             try:
                 value = _PARSERS[self.type](raw)
             except ValueError as exc:
+                # Kafka's wording for a number that does not parse.
+                rule = f"Not a number of type {self.type.upper()}" if self.type in _BOUNDS else exc
                 raise ConfigError(
-                    f"Invalid value {raw!r} for configuration {self.name}: {exc}"
+                    f"Invalid value {raw!r} for configuration {self.name}: {rule}"
                 ) from None
         else:
             value = raw
@@ -262,6 +264,42 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             LONG_MAX,
             "Deprecated: both timestamp bounds, used where the two keys above are unset.",
             at_least=0,
+        ),
+        # The broker defaults of topic keys that have no other broker setting; Kafka
+        # names them so, and DescribeConfigs lists them as the topic keys' synonyms.
+        _key(
+            "log.cleanup.policy",
+            "list",
+            ["delete"],
+            "Cleanup policy of topics that set none: delete and/or compact.",
+            choices=("compact", "delete"),
+        ),
+        _key(
+            "log.cleaner.delete.retention.ms",
+            "long",
+            86400000,
+            "How long tombstones are kept in compacted topics (ms).",
+            at_least=0,
+        ),
+        _key(
+            "log.cleaner.min.compaction.lag.ms",
+            "long",
+            0,
+            "Minimum age of a record before it may be compacted (ms).",
+            at_least=0,
+        ),
+        _key(
+            "log.segment.delete.delay.ms",
+            "long",
+            60000,
+            "How long a deleted segment waits as .deleted before its files go (ms).",
+            at_least=0,
+        ),
+        _key(
+            "unclean.leader.election.enable",
+            "boolean",
+            False,
+            "Allow a replica outside the ISR to become leader.",
         ),
     ]
 }

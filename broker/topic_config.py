@@ -84,17 +84,30 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
     ]
 }
 
-# Topic key -> the broker key whose value is its default.
+# Topic key -> the broker key whose value is its default (Kafka's primary synonym, the
+# one DescribeConfigs lists). segment.ms, retention.ms, flush.ms and the timestamp
+# bounds have further synonyms or fallbacks, resolved in effective_topic_config.
 BROKER_SYNONYMS = {
+    "cleanup.policy": "log.cleanup.policy",
     "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
     "index.interval.bytes": "log.index.interval.bytes",
     "max.message.bytes": "message.max.bytes",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
     "message.timestamp.type": "log.message.timestamp.type",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "min.insync.replicas": "min.insync.replicas",
     "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
     "segment.bytes": "log.segment.bytes",
     "segment.index.bytes": "log.index.size.max.bytes",
+    "segment.ms": "log.roll.ms",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 
 

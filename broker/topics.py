@@ -242,6 +242,24 @@ class TopicManager:
             self._add_partition(topic, index, None)
         log.info("Topic %s now has %d partitions", name, new_total)
 
+    def set_configs(self, name: str, configs: dict[str, Any]) -> None:
+        """Replace a topic's overrides (validated by the caller); its logs follow at once."""
+        topic = self.topics[name]
+        topic.configs = configs
+        self._apply_configs(topic)
+        self._write_configs()
+
+    def refresh_configs(self) -> None:
+        """Re-derive every topic's config after the broker's dynamic defaults changed."""
+        for topic in self.topics.values():
+            self._apply_configs(topic)
+
+    def _apply_configs(self, topic: Topic) -> None:
+        topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
+        log_config = log_config_for(self.broker.config, topic.configs)
+        for partition in topic.partitions:
+            partition.log.update_config(log_config)
+
     def _register(self, topic: Topic) -> None:
         topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
         self.topics[topic.name] = topic

@@ -37,12 +37,15 @@ def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
 def load_all() -> dict[int, Handler]:
     """Import every API module so that each registers itself, and check the table."""
     from . import (  # noqa: F401
+        alter_configs,
         api_versions,
         create_partitions,
         create_topics,
         delete_records,
         delete_topics,
+        describe_configs,
         fetch,
+        incremental_alter_configs,
         list_offsets,
         metadata,
         offset_for_leader_epoch,

@@ -20,6 +20,7 @@ from brook.protocol.errors import (
     KafkaError,
 )
 
+from ..config_describe import ConfigDescriber
 from ..config_values import config_to_string
 from ..request_context import RequestContext
 from ..topic_config import TOPIC_CONFIGS, effective_topic_config
@@ -27,8 +28,6 @@ from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.create_topics")
 
-DYNAMIC_TOPIC_CONFIG = 1
-DEFAULT_CONFIG = 5
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -91,6 +90,7 @@ def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: 
             request_topic.name, num_partitions, replication_factor, configs
         ).topic_id
     effective = effective_topic_config(ctx.broker.config, parsed)
+    describer = ConfigDescriber(ctx.broker.dynamic_config)
     described = (
         tuple(
             build(
@@ -98,7 +98,7 @@ def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: 
                 name=name,
                 value=config_to_string(value),
                 read_only=False,
-                config_source=DYNAMIC_TOPIC_CONFIG if name in parsed else DEFAULT_CONFIG,
+                config_source=describer.created_topic_source(name, parsed),
                 is_sensitive=False,
             )
             for name, value in sorted(effective.items())

@@ -1,0 +1,112 @@
+"""DescribeConfigs (key 32), v1-v4: topic and broker configs with source and synonyms.
+
+A topic lists every topic key Brook knows; broker "<id>" (this broker only) every
+broker key with the value in force; broker "" only the keys set as cluster-wide
+dynamic defaults, as Kafka does. Synonyms come only with include_synonyms, and the
+documentation (v3+) only with include_documentation. An unknown topic gets
+UNKNOWN_TOPIC_OR_PARTITION; another broker's id gets INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+
+from ..config_describe import ConfigDescriber, ConfigEntry, only
+from ..request_context import RequestContext
+from ..topics import validate_topic_name
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.describe_configs")
+
+TOPIC = 2
+BROKER = 4
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS)
+def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    describer = ConfigDescriber(ctx.broker.dynamic_config)
+    with_documentation = getattr(request, "include_documentation", False)
+    results = []
+    for resource in request.resources:
+        try:
+            entries = only(_describe(ctx, describer, resource), resource.configuration_keys)
+            error, message = ErrorCode.none, None
+        except KafkaError as exc:
+            log.info(
+                "DescribeConfigs of %s %r from %s failed: %s",
+                resource.resource_type,
+                resource.resource_name,
+                ctx.peer,
+                exc.message or exc.error_code.name,
+            )
+            entries, error, message = [], exc.error_code, exc.message or None
+        results.append(
+            build(
+                types.DescribeConfigsResult,
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=tuple(
+                    _entry(types, entry, request.include_synonyms, with_documentation)
+                    for entry in entries
+                ),
+            )
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _describe(ctx: RequestContext, describer: ConfigDescriber, resource: Any) -> list[ConfigEntry]:
+    name = resource.resource_name
+    if resource.resource_type == TOPIC:
+        validate_topic_name(name)
+        topic = ctx.broker.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError()  # Kafka sends no message here
+        return describer.topic(topic.configs, topic.effective_config)
+    if resource.resource_type == BROKER:
+        if not name:
+            return describer.cluster_default()
+        try:
+            broker_id = int(name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+        if broker_id != ctx.broker.broker_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {ctx.broker.broker_id} or empty string,"
+                f" but received {name}"
+            )
+        return describer.broker()
+    raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
+
+
+def _entry(types: Any, entry: ConfigEntry, with_synonyms: bool, with_documentation: bool) -> Any:
+    synonyms = (
+        tuple(
+            build(types.DescribeConfigsSynonym, name=s.name, value=s.value, source=s.source)
+            for s in entry.synonyms
+        )
+        if with_synonyms
+        else ()
+    )
+    return build(
+        types.DescribeConfigsResourceResult,
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=entry.source,
+        is_sensitive=entry.is_sensitive,
+        synonyms=synonyms,
+        config_type=entry.config_type,
+        documentation=entry.documentation if with_documentation else None,
+    )

@@ -1,0 +1,80 @@
+"""IncrementalAlterConfigs (key 44), v0-v1: SET, DELETE, APPEND, SUBTRACT per key.
+
+For topics and dynamic broker configs (broker "" is the cluster-wide default, "<id>"
+this broker). The checks and their errors are those of config_changes; a resource
+named twice in one request fails with INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+
+from ..config_changes import ConfigChange, alter_resource
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.alter_configs")
+
+
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
+    return alter_all(
+        ctx,
+        request,
+        lambda resource: [
+            ConfigChange(c.name, c.value, c.config_operation) for c in resource.configs
+        ],
+        incremental=True,
+    )
+
+
+def alter_all(
+    ctx: RequestContext,
+    request: Any,
+    changes_of: Callable[[Any], Sequence[ConfigChange]],
+    incremental: bool,
+) -> Any:
+    """Both alter APIs: one result per resource, in request order."""
+    types = schema_module(ctx.response_type)
+    seen = [(r.resource_type, r.resource_name) for r in request.resources]
+    responses = []
+    for resource in request.resources:
+        api = "IncrementalAlterConfigs" if incremental else "AlterConfigs"
+        try:
+            if seen.count((resource.resource_type, resource.resource_name)) > 1:
+                raise InvalidRequestError("Each resource must appear at most once.")
+            alter_resource(
+                ctx.broker,
+                resource.resource_type,
+                resource.resource_name,
+                changes_of(resource),
+                request.validate_only,
+                incremental,
+            )
+            error, message = ErrorCode.none, None
+        except KafkaError as exc:
+            log.info(
+                "%s of %s %r from %s failed: %s: %s",
+                api,
+                resource.resource_type,
+                resource.resource_name,
+                ctx.peer,
+                exc.error_code.name.upper(),
+                exc.message,
+            )
+            error, message = exc.error_code, exc.message or None
+        responses.append(
+            build(
+                types.AlterConfigsResourceResponse,
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=tuple(responses))

@@ -1,0 +1,175 @@
+"""Dynamic broker configs (Kafka's KIP-226): changed by AlterConfigs, kept across restarts.
+
+Two layers sit over the static configuration (defaults < file < environment <
+--override): the cluster-wide defaults (broker resource "") and this broker's own
+(resource "<broker.id>"), the latter winning, as in Kafka. Both keep the strings they
+were given, as Kafka's metadata does, in brook-broker-configs.json in the first log
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from brook.protocol.errors import InvalidRequestError
+
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
+
+log = logging.getLogger("brook.dynamic_config")
+
+DYNAMIC_CONFIGS_FILE = "brook-broker-configs.json"
+
+# The keys Brook knows that Kafka lets AlterConfigs change on a running broker: the
+# primary broker synonym of each topic config (Kafka's DynamicLogConfig). Their other
+# synonyms (log.retention.hours/minutes, log.roll.hours, log.flush.scheduler.interval.ms)
+# are static in Kafka, and so here. `listeners` is dynamic in Kafka but Brook does not
+# rebind its sockets, so it stays static.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {
+        "compression.type",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleanup.policy",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.index.interval.bytes",
+        "log.index.size.max.bytes",
+        "log.message.timestamp.after.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.timestamp.type",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "log.roll.ms",
+        "log.segment.bytes",
+        "log.segment.delete.delay.ms",
+        "message.max.bytes",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+    }
+)
+
+
+class DynamicBrokerConfig:
+    """The static config, the two dynamic layers, and the config in force from them."""
+
+    def __init__(self, static: BrokerConfig) -> None:
+        self.static = static
+        self.path: Path = static.log_dirs[0] / DYNAMIC_CONFIGS_FILE
+        self.cluster_default: dict[str, str] = {}
+        self.per_broker: dict[str, str] = {}
+        self.current = static
+
+    def layer(self, per_broker: bool) -> dict[str, str]:
+        return self.per_broker if per_broker else self.cluster_default
+
+    # --- start-up -----------------------------------------------------------------------
+
+    def load(self) -> BrokerConfig:
+        """Read the stored layers and return the config in force."""
+        try:
+            stored = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            stored = {}
+        own = stored.get("brokers", {}).get(str(self.static.broker_id), {})
+        # A value stored by another version that no longer validates is dropped with a
+        # warning rather than keeping the broker down, as Kafka does.
+        self.cluster_default = self._usable(stored.get("cluster_default", {}), "cluster default")
+        self.per_broker = self._usable(own, f"broker {self.static.broker_id}")
+        self.current = self._merge(self.cluster_default, self.per_broker)
+        if self.cluster_default or self.per_broker:
+            log.info(
+                "Dynamic broker configs: cluster default %s, broker %d %s",
+                self.cluster_default,
+                self.static.broker_id,
+                self.per_broker,
+            )
+        return self.current
+
+    def _usable(self, values: Mapping[str, str], where: str) -> dict[str, str]:
+        usable = {}
+        for name, value in values.items():
+            try:
+                self._check_values({name: value})
+            except InvalidRequestError as exc:
+                log.warning("Ignoring stored dynamic config of %s: %s", where, exc.message)
+                continue
+            usable[name] = value
+        return usable
+
+    # --- changes ------------------------------------------------------------------------
+
+    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+        """Check a new set of one layer's configs as Kafka's broker does.
+
+        Kafka reports these failures as INVALID_REQUEST, not INVALID_CONFIG (KAFKA-13609).
+        Keys Kafka does not know pass: Kafka keeps them for plugins.
+        """
+        self._check_values(props)
+        if per_broker:
+            self._merge(self.cluster_default, props)
+        else:
+            self._merge(props, self.per_broker)
+
+    def _check_values(self, props: Mapping[str, str]) -> None:
+        static_only = sorted(
+            name for name in props if name in BROKER_CONFIGS and name not in DYNAMIC_BROKER_CONFIGS
+        )
+        if static_only:
+            raise InvalidRequestError(
+                f"Cannot update these configs dynamically: [{', '.join(static_only)}]"
+            )
+        for name, value in props.items():
+            if name in BROKER_CONFIGS:
+                try:
+                    BROKER_CONFIGS[name].parse(value)
+                except ConfigError as exc:
+                    raise InvalidRequestError(str(exc)) from None
+
+    def replace(self, props: Mapping[str, str], per_broker: bool) -> BrokerConfig:
+        """Make `props` the whole of one layer, store it, and return the config in force."""
+        self.validate(props, per_broker)
+        layer = self.layer(per_broker)
+        layer.clear()
+        layer.update(props)
+        self._store()
+        self.current = self._merge(self.cluster_default, self.per_broker)
+        log.info(
+            "Dynamic configs of %s are now %s",
+            f"broker {self.static.broker_id}" if per_broker else "the cluster default",
+            dict(layer),
+        )
+        return self.current
+
+    def _merge(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> Any:
+        values = dict(self.static.items())
+        explicit = set(self.static.explicit)
+        for layer in (cluster_default, per_broker):
+            for name, raw in layer.items():
+                key = BROKER_CONFIGS.get(name)
+                if key is None:
+                    continue  # a plugin's key: stored and described, used by nothing
+                values[name] = key.parse(raw)
+                explicit.add(name)
+        try:
+            return BrokerConfig(values, explicit)
+        except ConfigError as exc:
+            raise InvalidRequestError(str(exc)) from None
+
+    def _store(self) -> None:
+        try:
+            stored = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            stored = {}
+        stored["cluster_default"] = self.cluster_default
+        brokers = stored.setdefault("brokers", {})
+        brokers[str(self.static.broker_id)] = self.per_broker
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(stored, indent=1, sort_keys=True))
+        os.replace(temporary, self.path)
