@@ -356,7 +356,7 @@ def test_recovery_starts_at_the_checkpointed_recovery_point(brokers, topic_name)
         r" recovery point 300\b",
         text,
     ), text
-    progress = [m.groups() for m in PROGRESS_LINE.finditer(text)]
+    progress = [m.groups() for m in PROGRESS_LINE.finditer(text) if m[3] == f"{topic_name}-0"]
     assert [int(p[0]) for p in progress] == list(range(1, len(unflushed) + 1))
     values = [m.value() for m in read_partition(broker.bootstrap, topic_name, 0, 400)]
     assert values == [value for _, value in first + second]

@@ -119,17 +119,19 @@ def _record_batch(values: list[bytes]) -> bytes:
     return bytes(builder.buffer())
 
 
-def _checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """Kafka's offset checkpoint file: version 0, a count, then `topic partition offset`."""
+def _checkpoint(path: Path, topic: str) -> dict[tuple[str, int], int]:
+    """Kafka's offset checkpoint file (version 0, a count, then `topic partition offset`
+    lines): the entries of `topic`, after checking the whole file's format. (Other
+    topics may be there: a consumer's group lookup creates __consumer_offsets.)"""
     lines = path.read_text().splitlines()
     assert lines[0] == "0", f"{path.name}: version line {lines[0]!r}"
     count = int(lines[1])
     assert len(lines) == 2 + count, f"{path.name}: {count} entries promised, {lines[2:]}"
     entries = {}
     for line in lines[2:]:
-        topic, partition, offset = line.split(" ")
-        entries[(topic, int(partition))] = int(offset)
-    return entries
+        name, partition, offset = line.split(" ")
+        entries[(name, int(partition))] = int(offset)
+    return {key: offset for key, offset in entries.items() if key[0] == topic}
 
 
 def _fetch(version: int, topic: str, max_wait_ms: int) -> tuple[bytes, type]:
@@ -237,13 +239,13 @@ def test_signal_stops_cleanly_after_answering_requests_in_flight(
 
     data_dir = broker.data_dir
     assert (data_dir / ".kafka_cleanshutdown").exists()
-    assert _checkpoint(data_dir / "recovery-point-offset-checkpoint") == {
+    assert _checkpoint(data_dir / "recovery-point-offset-checkpoint", topic_name) == {
         (topic_name, 0): 0,
         (topic_name, 1): 3,
     }
     # Kafka lists a partition here only when its log start is above its first segment.
-    assert _checkpoint(data_dir / "log-start-offset-checkpoint") == {}
-    assert _checkpoint(data_dir / "replication-offset-checkpoint") == {
+    assert _checkpoint(data_dir / "log-start-offset-checkpoint", topic_name) == {}
+    assert _checkpoint(data_dir / "replication-offset-checkpoint", topic_name) == {
         (topic_name, 0): 0,
         (topic_name, 1): 3,
     }
