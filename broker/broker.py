@@ -15,6 +15,8 @@ from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
+from .groups.coordinator import GroupCoordinator
+from .groups.offsets_store import OffsetsStore
 from .topics import TopicManager
 
 log = logging.getLogger("brook.broker")
@@ -75,6 +77,8 @@ class Broker:
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
         self.topics.load()
+        self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
+        self.groups.load()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             server = await loop.create_server(
@@ -90,6 +94,7 @@ class Broker:
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
+        self.background.append(asyncio.create_task(self._offsets_expiry_loop()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
         log.info(
@@ -146,6 +151,12 @@ class Broker:
                     log.info("Retention deleted %d segment(s)", deleted)
                 next_check = now + interval_ms
             self.log_manager.purge_deleted_segments(now)
+
+    async def _offsets_expiry_loop(self) -> None:
+        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.groups.expire_offsets()
 
     async def _flush_loop(self) -> None:
         interval_ms = self.config["log.flush.scheduler.interval.ms"]

@@ -19,6 +19,7 @@ from brook.protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
+    InvalidRequestError,
     InvalidTopicError,
     TopicDeletionDisabledError,
     TopicExistsError,
@@ -153,10 +154,21 @@ class TopicManager:
     # --- changes ------------------------------------------------------------------------
 
     def check_create(
-        self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, Any]
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        internal: bool = False,
     ) -> tuple[int, int, dict[str, Any]]:
-        """Validate a topic creation; returns the resolved partitions, RF and configs."""
+        """Validate a topic creation; returns the resolved partitions, RF and configs.
+
+        Internal topics are created by their coordinators only (`internal`), never by
+        a client's CreateTopics or auto-creation, as in Kafka.
+        """
         validate_topic_name(name)
+        if name in INTERNAL_TOPICS and not internal and name not in self.topics:
+            raise InvalidRequestError(f"Creation of internal topic {name} is prohibited.")
         if name in self.topics:
             raise TopicExistsError(f"Topic '{name}' already exists.")
         collision = next(
@@ -193,9 +205,10 @@ class TopicManager:
         num_partitions: int = -1,
         replication_factor: int = -1,
         configs: dict[str, Any] | None = None,
+        internal: bool = False,
     ) -> Topic:
         num_partitions, _, parsed = self.check_create(
-            name, num_partitions, replication_factor, configs or {}
+            name, num_partitions, replication_factor, configs or {}, internal
         )
         topic = Topic(name, uuid.uuid4(), parsed)
         self._register(topic)

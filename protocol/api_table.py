@@ -21,6 +21,15 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -29,7 +38,9 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,15 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.FETCH: VersionRange(4, 16),
     ApiKey.LIST_OFFSETS: VersionRange(1, 8),
     ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
+    ApiKey.OFFSET_FETCH: VersionRange(1, 9),
+    ApiKey.FIND_COORDINATOR: VersionRange(0, 5),
+    ApiKey.JOIN_GROUP: VersionRange(0, 9),
+    ApiKey.HEARTBEAT: VersionRange(0, 4),
+    ApiKey.LEAVE_GROUP: VersionRange(0, 5),
+    ApiKey.SYNC_GROUP: VersionRange(0, 5),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ApiKey.DELETE_TOPICS: VersionRange(1, 6),
@@ -60,7 +80,9 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
+    ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
+    ApiKey.OFFSET_DELETE: VersionRange(0, 0),
 }
 
 

@@ -1,0 +1,29 @@
+"""DeleteGroups (key 42), v0-v2: delete empty groups and their committed offsets.
+
+A group with members is NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND. Deletion
+writes tombstones to __consumer_offsets, so it survives a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.DELETE_GROUPS)
+def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    results = tuple(
+        build(
+            types.DeletableGroupResult,
+            group_id=group_id,
+            error_code=ErrorCode(ctx.broker.groups.delete_group(group_id)),
+        )
+        for group_id in request.groups_names
+    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, results=results)

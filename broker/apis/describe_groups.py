@@ -1,0 +1,67 @@
+"""DescribeGroups (key 15), v0-v5: state, protocol and members of groups.
+
+An unknown group is described as Dead with no members, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..groups.group import GroupState
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+NO_OPERATIONS = -(2**31)
+
+
+@handles(ApiKey.DESCRIBE_GROUPS)
+def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    described = []
+    for group_id in request.groups:
+        group = ctx.broker.groups.groups.get(group_id)
+        if group is None:
+            described.append(
+                build(
+                    types.DescribedGroup,
+                    error_code=ErrorCode.none,
+                    group_id=group_id,
+                    group_state=GroupState.DEAD.value,
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        stable = group.is_(GroupState.STABLE)
+        protocol = group.protocol_name or ""
+        members = tuple(
+            build(
+                types.DescribedGroupMember,
+                member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+                client_id=member.client_id,
+                client_host=member.client_host,
+                # Kafka shows metadata and assignments only once the group is stable.
+                member_metadata=member.metadata_for(protocol) if stable else b"",
+                member_assignment=member.assignment if stable else b"",
+            )
+            for member in group.members.values()
+        )
+        described.append(
+            build(
+                types.DescribedGroup,
+                error_code=ErrorCode.none,
+                group_id=group_id,
+                group_state=group.state.value,
+                protocol_type=group.protocol_type or "",
+                protocol_data=protocol if stable else "",
+                members=members,
+                authorized_operations=NO_OPERATIONS,
+            )
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(described))

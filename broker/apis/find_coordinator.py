@@ -1,0 +1,79 @@
+"""FindCoordinator (key 10), v0-v5: which broker coordinates a group.
+
+A single broker coordinates every group. The first request for a group creates the
+`__consumer_offsets` topic, as Kafka does. Batched keys arrive from v4. Transaction
+coordinators (key type 1) come with transactions; until then they are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.find_coordinator")
+
+GROUP_KEY_TYPE = 0
+
+
+@handles(ApiKey.FIND_COORDINATOR)
+def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    if ctx.api_version >= 4:
+        coordinators = tuple(
+            build(types.Coordinator, key=key, **_locate(ctx, key, key_type))
+            for key in request.coordinator_keys
+        )
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, coordinators=coordinators)
+    return build(
+        ctx.response_type, throttle_time=NO_THROTTLE, **_locate(ctx, request.key, key_type)
+    )
+
+
+def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    broker = ctx.broker
+    listener = broker.advertised[0]
+    found = {
+        "node_id": broker.broker_id,
+        "host": listener.host,
+        "port": listener.port,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+    }
+    if key_type != GROUP_KEY_TYPE:
+        return {
+            **found,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": ErrorCode.invalid_request,
+            "error_message": "Transaction coordinators are not supported yet",
+        }
+    if not key:
+        return {
+            **found,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": ErrorCode.invalid_group_id,
+            "error_message": None,
+        }
+    try:
+        broker.groups.store.ensure_topic()
+    except KafkaError as exc:
+        log.warning("Cannot create __consumer_offsets: %s", exc.message)
+        return {
+            **found,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": ErrorCode.coordinator_not_available,
+            "error_message": exc.message,
+        }
+    return found

@@ -1,0 +1,71 @@
+"""JoinGroup (key 11), v0-v9: members join a group and wait for the rebalance.
+
+v4+ clients get MEMBER_ID_REQUIRED with a member id on their first join (KIP-394);
+v5+ carry group.instance.id for static membership (KIP-345). The response waits until
+every member has rejoined or the rebalance timeout passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..groups.group import JoinResult
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.JOIN_GROUP)
+def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+    session_timeout_ms = int(request.session_timeout.total_seconds() * 1000)
+    rebalance = getattr(request, "rebalance_timeout", None)  # v1+; v0 uses the session timeout
+    rebalance_timeout_ms = (
+        int(rebalance.total_seconds() * 1000) if rebalance is not None else session_timeout_ms
+    )
+    result = ctx.broker.groups.join(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        instance_id=getattr(request, "group_instance_id", None),
+        client_id=ctx.client_id or "",
+        client_host="/" + ctx.peer.rsplit(":", 1)[0],
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=session_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=[(protocol.name, protocol.metadata) for protocol in request.protocols],
+        require_known_member_id=ctx.api_version >= 4,
+    )
+    if isinstance(result, JoinResult):
+        return _response(ctx, result)
+    return _await_response(ctx, result)
+
+
+async def _await_response(ctx: RequestContext, waiter: Any) -> Any:
+    return _response(ctx, await waiter)
+
+
+def _response(ctx: RequestContext, result: JoinResult) -> Any:
+    types = schema_module(ctx.response_type)
+    members = tuple(
+        build(
+            types.JoinGroupResponseMember,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            metadata=metadata,
+        )
+        for member_id, instance_id, metadata in result.members
+    )
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(result.error),
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        # Before v7 the protocol name is not nullable.
+        protocol_name=result.protocol_name if ctx.api_version >= 7 else result.protocol_name or "",
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=members,
+    )

@@ -1,0 +1,37 @@
+"""LeaveGroup (key 13), v0-v5: members leave; from v3 several at once, by instance id too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.LEAVE_GROUP)
+def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    error, results = ctx.broker.groups.leave(request.group_id, leaving)
+    if ctx.api_version < 3:
+        # One member: its error is the response's error.
+        error = results[0][2] if results else error
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=ErrorCode(error))
+    types = schema_module(ctx.response_type)
+    members = tuple(
+        build(
+            types.MemberResponse,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            error_code=ErrorCode(member_error),
+        )
+        for member_id, instance_id, member_error in results
+    )
+    return build(
+        ctx.response_type, throttle_time=NO_THROTTLE, error_code=ErrorCode(error), members=members
+    )

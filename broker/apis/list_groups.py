@@ -1,0 +1,40 @@
+"""ListGroups (key 16), v0-v5: the groups this broker coordinates, filtered by state (v4+)
+and type (v5+; every classic group is of type "classic")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.LIST_GROUPS)
+def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    states = {state.lower() for state in getattr(request, "states_filter", ()) or ()}
+    kinds = {kind.lower() for kind in getattr(request, "types_filter", ()) or ()}
+    listed = []
+    for group in ctx.broker.groups.groups.values():
+        if states and group.state.value.lower() not in states:
+            continue
+        if kinds and "classic" not in kinds:
+            continue
+        listed.append(
+            build(
+                types.ListedGroup,
+                group_id=group.group_id,
+                protocol_type=group.protocol_type or "",
+                group_state=group.state.value,
+                group_type="classic",
+            )
+        )
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        groups=tuple(listed),
+    )

@@ -1,0 +1,81 @@
+"""OffsetCommit (key 8), v2-v9: store a group's consumed positions in __consumer_offsets.
+
+Members of a managed group commit with their generation and member id; a client that
+manages its own partitions commits with generation -1 into an empty group. Each
+partition fails on its own for an unknown topic or metadata over
+offset.metadata.max.bytes; a group-level error applies to every partition.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..groups.group import CommittedOffset
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.offset_commit")
+
+
+@handles(ApiKey.OFFSET_COMMIT)
+def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    now = broker.clock()
+    retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
+    retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
+    max_metadata = broker.config["offset.metadata.max.bytes"]
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    accepted: dict[tuple[str, int], CommittedOffset] = {}
+    for topic in request.topics:
+        known = broker.topics.get(topic.name)
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            metadata = partition.committed_metadata or ""
+            if known is None or not 0 <= partition.partition_index < len(known.partitions):
+                errors[key] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode()) > max_metadata:
+                errors[key] = ErrorCode.offset_metadata_too_large
+            else:
+                accepted[key] = CommittedOffset(
+                    offset=partition.committed_offset,
+                    leader_epoch=getattr(partition, "committed_leader_epoch", -1),
+                    metadata=metadata,
+                    commit_timestamp=now,
+                    expire_timestamp=now + retention_ms if retention_ms > 0 else -1,
+                )
+    group_error = broker.groups.commit_offsets(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        accepted,
+    )
+    if group_error:
+        log.info(
+            "OffsetCommit of group %s from %s refused: %s",
+            request.group_id,
+            ctx.peer,
+            ErrorCode(group_error).name.upper(),
+        )
+        errors.update({key: ErrorCode(group_error) for key in accepted})
+    types = schema_module(ctx.response_type)
+    topics = tuple(
+        build(
+            types.OffsetCommitResponseTopic,
+            name=topic.name,
+            partitions=tuple(
+                build(
+                    types.OffsetCommitResponsePartition,
+                    partition_index=p.partition_index,
+                    error_code=errors.get((topic.name, p.partition_index), ErrorCode.none),
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics)

@@ -1,0 +1,44 @@
+"""OffsetDelete (key 47), v0: delete a group's committed offsets for some partitions.
+
+Refused with GROUP_SUBSCRIBED_TO_TOPIC for topics the group's live members still
+subscribe to, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.OFFSET_DELETE)
+def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
+    error, errors = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    topics = (
+        tuple(
+            build(
+                types.OffsetDeleteResponseTopic,
+                name=topic.name,
+                partitions=tuple(
+                    build(
+                        types.OffsetDeleteResponsePartition,
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode(errors.get((topic.name, p.partition_index), 0)),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        )
+        if not error
+        else ()
+    )
+    return build(
+        ctx.response_type, throttle_time=NO_THROTTLE, error_code=ErrorCode(error), topics=topics
+    )

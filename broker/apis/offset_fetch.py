@@ -1,0 +1,82 @@
+"""OffsetFetch (key 9), v1-v9: a group's committed positions; several groups from v8.
+
+A partition without a commit answers offset -1. `topics` null (v2+) asks for every
+partition the group has committed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+@handles(ApiKey.OFFSET_FETCH)
+def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    if ctx.api_version >= 8:
+        groups = tuple(
+            build(
+                types.OffsetFetchResponseGroup,
+                group_id=group.group_id,
+                topics=_topics(
+                    ctx,
+                    types,
+                    "OffsetFetchResponseTopics",
+                    "OffsetFetchResponsePartitions",
+                    group.group_id,
+                    _requested(group.topics, "partition_indexes"),
+                ),
+                error_code=ErrorCode.none,
+            )
+            for group in request.groups
+        )
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=groups)
+    topics = _topics(
+        ctx,
+        types,
+        "OffsetFetchResponseTopic",
+        "OffsetFetchResponsePartition",
+        request.group_id,
+        _requested(request.topics, "partition_indexes"),
+    )
+    return build(
+        ctx.response_type, throttle_time=NO_THROTTLE, topics=topics, error_code=ErrorCode.none
+    )
+
+
+def _requested(topics: Any, field: str) -> list[tuple[str, int]] | None:
+    if topics is None:
+        return None
+    return [(topic.name, index) for topic in topics for index in getattr(topic, field)]
+
+
+def _topics(
+    ctx: RequestContext,
+    types: Any,
+    topic_type: str,
+    partition_type: str,
+    group_id: str,
+    requested: list[tuple[str, int]] | None,
+) -> tuple[Any, ...]:
+    found = ctx.broker.groups.fetch_offsets(group_id, requested)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), committed in found.items():
+        by_topic.setdefault(topic, []).append(
+            build(
+                getattr(types, partition_type),
+                partition_index=index,
+                committed_offset=committed.offset if committed else -1,
+                committed_leader_epoch=committed.leader_epoch if committed else -1,
+                metadata=committed.metadata if committed else "",
+                error_code=ErrorCode.none,
+            )
+        )
+    return tuple(
+        build(getattr(types, topic_type), name=topic, partitions=tuple(partitions))
+        for topic, partitions in by_topic.items()
+    )
