@@ -10,9 +10,12 @@ from __future__ import annotations
 import io
 import socket
 import struct
+import sys
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
+
+from brook.protocol.api_table import SERVED, ApiKey
 
 
 class RawClient:
@@ -70,3 +73,20 @@ class RawClient:
                 raise ConnectionError("broker closed the connection")
             data += chunk
         return data
+
+
+def make(entity_type: type, **fields: Any) -> Any:
+    """An entity of one version from a superset of fields (those it lacks are dropped)."""
+    known = entity_type.__dataclass_fields__
+    return entity_type(**{name: value for name, value in fields.items() if name in known})
+
+
+def nested(request_type: type, name: str) -> type:
+    """A nested entity type of the same API version as `request_type`."""
+    return getattr(sys.modules[request_type.__module__], name)
+
+
+def versions(api: ApiKey) -> list[int]:
+    """Every version of an API that Brook serves."""
+    served = SERVED[api]
+    return list(range(served.min_version, served.max_version + 1))

@@ -5,35 +5,21 @@ resource "", another broker's id, duplicate keys, null values, key restriction).
 
 from __future__ import annotations
 
-import sys
+import datetime
 from typing import Any
 
 import pytest
 from kio.index import load_request_schema
 
-from brook.protocol.api_table import SERVED, ApiKey
+from brook.protocol.api_table import ApiKey
 
 from .clients import create_topic
-from .raw_client import RawClient
+from .raw_client import RawClient, make, nested, versions
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 1, 2, 3, 4, 5
 NONE, UNKNOWN_TOPIC, INVALID_TOPIC, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 17, 40, 42
-
-
-def make(entity_type: type, **fields: Any) -> Any:
-    known = entity_type.__dataclass_fields__
-    return entity_type(**{name: value for name, value in fields.items() if name in known})
-
-
-def nested(request_type: type, name: str) -> type:
-    return getattr(sys.modules[request_type.__module__], name)
-
-
-def versions(api: ApiKey) -> list[int]:
-    served = SERVED[api]
-    return list(range(served.min_version, served.max_version + 1))
 
 
 def describe(
@@ -362,3 +348,36 @@ def test_validate_only_alters_nothing(brook_broker, topic_name):
     assert entries(topic)["retention.ms"].value == "100000"
     assert entries(topic)["segment.ms"].config_source == DEFAULT
     assert entries(cluster) == {}
+
+
+@pytest.mark.brook_config(log_retention_hours=24)
+def test_create_topics_reports_config_sources_as_kafka(brook_broker, topic_name):
+    request_type = load_request_schema(ApiKey.CREATE_TOPICS, 7)
+    topic_type = nested(request_type, "CreatableTopic")
+    config_type = nested(request_type, "CreatableTopicConfig")
+    assert incremental(
+        brook_broker.port, [(BROKER, "", [("log.segment.bytes", SET, "900000")])]
+    ) == [(NONE, None)]
+    request = make(
+        request_type,
+        topics=(
+            make(
+                topic_type,
+                name=topic_name,
+                num_partitions=1,
+                replication_factor=1,
+                assignments=(),
+                configs=(make(config_type, name="retention.bytes", value="5000"),),
+            ),
+        ),
+        timeout=datetime.timedelta(seconds=10),
+        validate_only=False,
+    )
+    with RawClient(brook_broker.port) as client:
+        [created] = client.request(request).topics
+    sources = {config.name: (config.value, config.config_source) for config in created.configs}
+    assert sources["retention.bytes"] == ("5000", DYNAMIC_TOPIC)
+    # Kafka's controller looks through every synonym: log.retention.hours counts.
+    assert sources["retention.ms"] == ("86400000", STATIC)
+    assert sources["segment.bytes"] == ("900000", DYNAMIC_DEFAULT)
+    assert sources["max.message.bytes"] == ("1048588", DEFAULT)

@@ -7,7 +7,6 @@ with the answers Kafka gives (errors included).
 from __future__ import annotations
 
 import datetime
-import sys
 import uuid
 from typing import Any
 
@@ -15,28 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from kio.index import load_request_schema
 
-from brook.protocol.api_table import SERVED, ApiKey
+from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import create_topic
-from .raw_client import RawClient
+from .raw_client import RawClient, make, nested, versions
 
 NOW_MS = int(datetime.datetime.now().timestamp() * 1000)
-
-
-def make(entity_type: type, **fields: Any) -> Any:
-    """An entity of one version from a superset of fields (those it lacks are dropped)."""
-    known = entity_type.__dataclass_fields__
-    return entity_type(**{name: value for name, value in fields.items() if name in known})
-
-
-def nested(request_type: type, name: str) -> type:
-    return getattr(sys.modules[request_type.__module__], name)
-
-
-def versions(api: ApiKey) -> list[int]:
-    served = SERVED[api]
-    return list(range(served.min_version, served.max_version + 1))
 
 
 @pytest.fixture
