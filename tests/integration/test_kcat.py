@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from brook.protocol.compression import Codec
-
 from .clients import CODECS, create_topic, kafka_python_producer, stored_batches
 
 KCAT = shutil.which("kcat")
@@ -63,11 +61,8 @@ def test_produce_keys_headers_and_codec(brook_broker, topic_name, codec):
     assert {r["tstype"] for r in records} == {"create"}
     # compression.type=producer: the batches stay in kcat's codec on disk.
     stored = {b.codec for b in stored_batches(brook_broker.data_dir, topic_name)}
-    if codec == "lz4" and stored == {Codec.NONE}:
-        # librdkafka turns lz4 on only when the broker advertises FindCoordinator (its
-        # proxy for "Kafka >= 0.8.2"), and sends uncompressed otherwise. Brook does not
-        # serve FindCoordinator until consumer groups land; then this passes.
-        pytest.xfail("librdkafka sends lz4 uncompressed while FindCoordinator is missing")
+    # librdkafka turns lz4 on only when the broker advertises FindCoordinator (its proxy
+    # for "Kafka >= 0.8.2"): lz4 stored as lz4 shows that Brook advertises it.
     assert stored == {CODECS[codec]}
 
 
