@@ -51,13 +51,18 @@ class RawClient:
         return self.correlation_id
 
     def receive(self, response_type: type) -> Any:
+        return self.receive_with_id(response_type)[1]
+
+    def receive_with_id(self, response_type: type) -> tuple[int, Any]:
+        """The correlation id and body of the next response on the connection."""
         size = struct.unpack(">i", self._recv_exactly(4))[0]
         data = self._recv_exactly(size)
+        (correlation_id,) = struct.unpack_from(">i", data, 0)
         offset = 4
         if response_type.__header_schema__.__flexible__:
             offset += 1  # empty tagged fields of response header v1
         response, _ = entity_reader(response_type)(data, offset)
-        return response
+        return correlation_id, response
 
     def request(self, request: Any) -> Any:
         from kio.index import load_response_from_request
