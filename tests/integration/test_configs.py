@@ -346,9 +346,12 @@ def test_segment_bytes_applies_to_the_next_roll(brook_broker, topic_name):
 
 
 @pytest.mark.brook_config(log_retention_check_interval_ms=200)
-def test_retention_ms_applies_at_the_next_check(brook_broker, topic_name):
+@pytest.mark.parametrize("level", ["topic", "broker"])
+def test_retention_ms_applies_at_the_next_check(brook_broker, topic_name, level):
     bootstrap = brook_broker.bootstrap
-    create_topic(bootstrap, topic_name, config={"segment.bytes": "1000"})
+    create_topic(
+        bootstrap, topic_name, config={"segment.bytes": "1000", "file.delete.delay.ms": "0"}
+    )
     hour_ago = int(time.time() * 1000) - 3_600_000
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for _ in range(6):
@@ -356,12 +359,10 @@ def test_retention_ms_applies_at_the_next_check(brook_broker, topic_name):
         producer.flush(10)
     time.sleep(0.5)  # two retention checks: a week's retention keeps everything
     assert _earliest(bootstrap, topic_name) == 0
-    incremental(
-        bootstrap,
-        ResourceType.TOPIC,
-        topic_name,
-        [("retention.ms", SET, "60000"), ("file.delete.delay.ms", SET, "0")],
-    )
+    if level == "topic":
+        incremental(bootstrap, ResourceType.TOPIC, topic_name, [("retention.ms", SET, "60000")])
+    else:
+        incremental(bootstrap, ResourceType.BROKER, "0", [("log.retention.ms", SET, "60000")])
     deadline = time.monotonic() + 15
     while _earliest(bootstrap, topic_name) == 0:
         assert time.monotonic() < deadline, "retention.ms did not apply"
