@@ -21,9 +21,10 @@ from .topics import TopicManager
 
 log = logging.getLogger("brook.broker")
 
-CHECKPOINT_INTERVAL_S = 60.0
 SHUTDOWN_GRACE_S = 5.0
 PURGE_INTERVAL_MS = 1000
+# At least this often the flusher looks for rolled segments to sync.
+FLUSH_CHECK_MS = 1000
 
 
 def now_ms() -> int:
@@ -131,8 +132,9 @@ class Broker:
         log.info("Broker %d stopped cleanly", self.broker_id)
 
     async def _checkpoint_loop(self) -> None:
+        interval_s = max(self.config["log.flush.offset.checkpoint.interval.ms"], 10) / 1000
         while True:
-            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            await asyncio.sleep(interval_s)
             self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
 
     async def _retention_loop(self) -> None:
@@ -159,9 +161,11 @@ class Broker:
             self.groups.expire_offsets()
 
     async def _flush_loop(self) -> None:
-        interval_ms = self.config["log.flush.scheduler.interval.ms"]
-        if interval_ms >= 2**62:
-            return
+        """fsync what flush.messages/flush.ms ask for, and the segments left behind by a
+        roll (as Kafka schedules after each roll), which moves the recovery point on and
+        keeps recovery after a crash short. The fsyncs run on the event loop: they touch
+        only closed segments or what the operator asked to be synced."""
+        interval_ms = min(self.config["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MS)
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
             self.log_manager.flush_dirty_logs(now_ms())

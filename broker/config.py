@@ -266,6 +266,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
         ),
         _key(
+            "log.flush.offset.checkpoint.interval.ms",
+            "int",
+            60000,
+            "How often recovery points and log start offsets are checkpointed.",
+            at_least=0,
+        ),
+        _key(
             "group.initial.rebalance.delay.ms",
             "int",
             0,
