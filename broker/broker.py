@@ -33,7 +33,9 @@ def now_ms() -> int:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Callable[[], int] = now_ms) -> None:
-        self.config = config  # static, then with the dynamic configs from start() on
+        # Static, then from start() on with the dynamic configs. AlterConfigs replaces it,
+        # so read broker.config where a value is needed rather than keeping it.
+        self.config = config
         self.dynamic_config = DynamicBrokerConfig(config)
         # Wall-clock milliseconds for record semantics (timestamp validation,
         # LogAppendTime); tests pass their own clock to probe exact bounds.
