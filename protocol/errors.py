@@ -76,6 +76,12 @@ class TopicDeletionDisabledError(KafkaError):
     error_code = ErrorCode.topic_deletion_disabled
 
 
+class NotEnoughReplicasError(KafkaError):
+    """NOT_ENOUGH_REPLICAS: acks=all with fewer in-sync replicas than min.insync.replicas."""
+
+    error_code = ErrorCode.not_enough_replicas
+
+
 class InvalidTimestampError(KafkaError):
     error_code = ErrorCode.invalid_timestamp
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode, KafkaError, NotEnoughReplicasError
 
 from ..log_validator import validate_records
 from ..request_context import RequestContext
@@ -20,6 +20,7 @@ from ..topics import Topic
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.produce")
+ACKS_ALL = -1
 
 
 @dataclass(slots=True)
@@ -47,11 +48,11 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
         topic = ctx.broker.topics.get(topic_data.name)
         partition_results = []
         for partition_data in topic_data.partition_data:
-            if acks not in (0, 1, -1):
+            if acks not in (0, 1, ACKS_ALL):
                 result = PartitionResult(ErrorCode.invalid_required_acks)
             else:
                 result = _append(
-                    ctx, topic, topic_data.name, partition_data.index, partition_data.records
+                    ctx, topic, topic_data.name, partition_data.index, partition_data.records, acks
                 )
             failed = failed or result.error is not ErrorCode.none
             partition_results.append(
@@ -83,7 +84,12 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
 
 
 def _append(
-    ctx: RequestContext, topic: Topic | None, name: str, index: int, records: bytes | None
+    ctx: RequestContext,
+    topic: Topic | None,
+    name: str,
+    index: int,
+    records: bytes | None,
+    acks: int,
 ) -> PartitionResult:
     if topic is None or not 0 <= index < len(topic.partitions):
         return PartitionResult(ErrorCode.unknown_topic_or_partition)
@@ -91,6 +97,13 @@ def _append(
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset)
     try:
+        min_insync = topic.effective_config["min.insync.replicas"]
+        if acks == ACKS_ALL and len(partition.isr) < min_insync:
+            # Kafka refuses before writing when the ISR is too small for acks=all.
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {set(partition.isr)} is insufficient to satisfy"
+                f" the min.isr requirement of {min_insync} for partition {name}-{index}"
+            )
         now = ctx.broker.clock()
         validated = validate_records(records, topic.effective_config, now)
         info = partition.append_as_leader(validated.buffer, validated.batches, now)

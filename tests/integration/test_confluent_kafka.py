@@ -133,3 +133,21 @@ def test_admin_create_delete_and_partitions(brook_broker, topic_name):
     admin.delete_topics([topic_name])[topic_name].result(10)
     assert topic_name not in admin.list_topics(timeout=10).topics
     assert not any(p.name.startswith(f"{topic_name}-") for p in data_dir.iterdir())
+
+
+def test_acks_all_needs_min_insync_replicas(brook_broker, topic_name):
+    """One broker is an ISR of one: min.insync.replicas=2 refuses acks=all, not acks=1."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config={"min.insync.replicas": "2"})
+    errors = []
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "message.timeout.ms": 5000}
+    )
+    producer.produce(
+        topic_name, value=b"needs two", partition=0, on_delivery=lambda err, msg: errors.append(err)
+    )
+    producer.flush(15)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
+    produce(bootstrap, topic_name, [(None, b"one is enough")], acks="1")
+    assert [m.value() for m in consume_all(bootstrap, topic_name, 1)] == [b"one is enough"]

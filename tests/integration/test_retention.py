@@ -116,3 +116,12 @@ def test_retention_minus_one_keeps_everything(brook_broker, topic_name):
     time.sleep(CHECK_EVERY_MS * 3 / 1000)
     assert _earliest(bootstrap, topic_name) == 0
     assert len(_segments(brook_broker.data_dir, topic_name)) >= 4
+
+
+def test_segment_ms_rolls_by_age(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config={"segment.ms": "300"})
+    _produce_batches(bootstrap, topic_name, [b"first"], int(time.time() * 1000))
+    time.sleep(0.5)
+    _produce_batches(bootstrap, topic_name, [b"second"], int(time.time() * 1000))
+    assert _segments(brook_broker.data_dir, topic_name) == [0, 1]
