@@ -49,7 +49,8 @@ examples (HOST is e.g. localhost:9092):
 broker's dynamic configs); --all lists every config with its value and source.
 Without --entity-name, --describe covers every topic (or every broker, and the
 cluster-wide broker defaults). The cluster-wide default can be described but not
-altered (librdkafka cannot address it); alter each broker instead.
+altered (librdkafka cannot address it); alter each broker instead. A default that the
+broker also overrides itself is not listed among the defaults.
 """
 
 
@@ -280,7 +281,9 @@ def _describe_broker_defaults(admin: AdminClient, args: argparse.Namespace) -> N
 
     The protocol names them with an empty broker name, which librdkafka refuses to
     send; every broker reports them too, as its entries' (or their synonyms') source
-    DYNAMIC_DEFAULT_BROKER_CONFIG.
+    DYNAMIC_DEFAULT_BROKER_CONFIG. confluent-kafka keeps one synonym per name, though,
+    so the cluster default of a key that the broker also sets itself is hidden behind
+    the broker's own value and is not listed.
     """
     from confluent_kafka.admin import ConfigSource
 
