@@ -35,6 +35,7 @@ def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         protocol_type=request.protocol_type,
         protocols=[(protocol.name, protocol.metadata) for protocol in request.protocols],
         require_known_member_id=ctx.api_version >= 4,
+        supports_skip_assignment=ctx.api_version >= 9,
     )
     if isinstance(result, JoinResult):
         return _response(ctx, result)

@@ -30,6 +30,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     max_metadata = broker.config["offset.metadata.max.bytes"]
     errors: dict[tuple[str, int], ErrorCode] = {}
     accepted: dict[tuple[str, int], CommittedOffset] = {}
+    known_partitions = []
     for topic in request.topics:
         known = broker.topics.get(topic.name)
         for partition in topic.partitions:
@@ -37,7 +38,9 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             metadata = partition.committed_metadata or ""
             if known is None or not 0 <= partition.partition_index < len(known.partitions):
                 errors[key] = ErrorCode.unknown_topic_or_partition
-            elif len(metadata.encode()) > max_metadata:
+                continue
+            known_partitions.append(key)
+            if _java_length(metadata) > max_metadata:
                 errors[key] = ErrorCode.offset_metadata_too_large
             else:
                 accepted[key] = CommittedOffset(
@@ -47,21 +50,26 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                     commit_timestamp=now,
                     expire_timestamp=now + retention_ms if retention_ms > 0 else -1,
                 )
-    group_error = broker.groups.commit_offsets(
-        request.group_id,
-        request.generation_id_or_member_epoch,
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-        accepted,
-    )
-    if group_error:
-        log.info(
-            "OffsetCommit of group %s from %s refused: %s",
+    # Kafka drops unknown topics before the coordinator sees the request: with none
+    # left, the group is neither checked nor created.
+    if known_partitions:
+        group_error = broker.groups.commit_offsets(
             request.group_id,
-            ctx.peer,
-            ErrorCode(group_error).name.upper(),
+            request.generation_id_or_member_epoch,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            accepted,
+            ctx.api_version,
         )
-        errors.update({key: ErrorCode(group_error) for key in accepted})
+        if group_error:
+            log.info(
+                "OffsetCommit of group %s from %s refused: %s",
+                request.group_id,
+                ctx.peer,
+                ErrorCode(group_error).name.upper(),
+            )
+            # The group's answer comes before any partition's own.
+            errors.update({key: ErrorCode(group_error) for key in known_partitions})
     types = schema_module(ctx.response_type)
     topics = tuple(
         build(
@@ -79,3 +87,8 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         for topic in request.topics
     )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics)
+
+
+def _java_length(text: str) -> int:
+    """Kafka bounds metadata by Java's String.length(): UTF-16 code units, not bytes."""
+    return len(text.encode("utf-16-le")) // 2

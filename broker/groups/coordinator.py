@@ -66,6 +66,7 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
+        supports_skip_assignment: bool = True,
     ) -> JoinResult | Awaitable[JoinResult]:
         if not group_id:
             return JoinResult(ErrorCode.invalid_group_id.value, member_id=member_id)
@@ -76,9 +77,18 @@ class GroupCoordinator:
         ):
             return JoinResult(ErrorCode.invalid_session_timeout.value, member_id=member_id)
         group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return JoinResult(ErrorCode.unknown_member_id.value, member_id=member_id)
+            group = self.groups[group_id] = Group(group_id, self.clock())
+        if not self._accepts_joining_member(group, member_id):
+            group.pending_members.discard(member_id)
+            return JoinResult(ErrorCode.group_max_size_reached.value)
+        if group.is_(GroupState.DEAD):
+            return JoinResult(ErrorCode.coordinator_not_available.value, member_id=member_id)
+        if not group.supports(protocol_type, protocols):
+            return JoinResult(ErrorCode.inconsistent_group_protocol.value, member_id=member_id)
         if not member_id:
-            if group is None:
-                group = self.groups[group_id] = Group(group_id, self.clock())
             return self._join_new_member(
                 group,
                 instance_id,
@@ -89,9 +99,8 @@ class GroupCoordinator:
                 protocol_type,
                 protocols,
                 require_known_member_id,
+                supports_skip_assignment,
             )
-        if group is None:
-            return JoinResult(ErrorCode.unknown_member_id.value, member_id=member_id)
         if member_id in group.pending_members:
             member = Member(
                 member_id,
@@ -103,8 +112,6 @@ class GroupCoordinator:
                 protocol_type,
                 protocols,
             )
-            if not group.supports(protocol_type, protocols):
-                return JoinResult(ErrorCode.inconsistent_group_protocol.value, member_id=member_id)
             return self._add_and_rebalance(group, member, f"{member_id} joined")
         return self._join_known_member(
             group,
@@ -112,9 +119,21 @@ class GroupCoordinator:
             instance_id,
             rebalance_timeout_ms,
             session_timeout_ms,
-            protocol_type,
             protocols,
         )
+
+    def _accepts_joining_member(self, group: Group, member_id: str) -> bool:
+        """Kafka's group.max.size rule. While the group rebalances it counts the members
+        that have rejoined, so that members rejoining last are the ones left out when the
+        limit was lowered; otherwise it counts the members."""
+        max_size = self.config["group.max.size"]
+        member = group.members.get(member_id)
+        if group.is_(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            awaiting = sum(1 for m in group.members.values() if m.join_waiter is not None)
+            return (member is not None and member.join_waiter is not None) or awaiting < max_size
+        return member is not None or len(group.members) < max_size
 
     def _join_new_member(
         self,
@@ -127,17 +146,18 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
+        supports_skip_assignment: bool,
     ) -> JoinResult | Awaitable[JoinResult]:
-        if group.is_(GroupState.DEAD):
-            return JoinResult(ErrorCode.coordinator_not_available.value)
-        if len(group.members) + len(group.pending_members) >= self.config["group.max.size"]:
-            return JoinResult(ErrorCode.group_max_size_reached.value)
-        if not group.supports(protocol_type, protocols):
-            return JoinResult(ErrorCode.inconsistent_group_protocol.value)
         member_id = new_member_id(client_id)
         if instance_id is not None and instance_id in group.static_members:
             return self._rejoin_static_member(
-                group, instance_id, member_id, protocols, rebalance_timeout_ms, session_timeout_ms
+                group,
+                instance_id,
+                member_id,
+                protocols,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                supports_skip_assignment,
             )
         if instance_id is None and require_known_member_id:
             # KIP-394: the member must come back with this id, so that a client that
@@ -165,32 +185,54 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
+        supports_skip_assignment: bool,
     ) -> JoinResult | Awaitable[JoinResult]:
         old_id = group.static_members[instance_id]
         old = group.members[old_id]
+        previous_leader = group.leader_id
+        # The old incarnation may still wait on the group: it is fenced at once.
         if old.join_waiter is not None and not old.join_waiter.done():
             old.join_waiter.set_result(
                 JoinResult(ErrorCode.fenced_instance_id.value, member_id=old_id)
             )
-            old.join_waiter = None
+        old.join_waiter = None
         if old.sync_waiter is not None and not old.sync_waiter.done():
             old.sync_waiter.set_result((ErrorCode.fenced_instance_id.value, b""))
-            old.sync_waiter = None
-        unchanged = old.matches(protocols)
+        old.sync_waiter = None
         member = group.replace_static_member(instance_id, member_id)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.protocols = protocols
+        self._schedule_session_expiry(group, member)
         log.info(
             "Static member %s of group %s rejoined as %s", instance_id, group.group_id, member_id
         )
-        if group.is_(GroupState.STABLE) and unchanged:
-            # KIP-345: a static member restarting with the same subscription gets its
-            # old assignment back at SyncGroup; the group does not rebalance.
-            self._schedule_session_expiry(group, member)
-            return self._join_result(group, member, include_members=False)
+        if group.is_(GroupState.STABLE):
+            if group.select_protocol() == group.protocol_name:
+                # KIP-345: a restart that does not change the group's protocol keeps the
+                # generation and the assignment; only the new member id is recorded.
+                self.store.write_group(group)
+                is_leader = member_id == group.leader_id
+                if supports_skip_assignment:
+                    # KIP-814: the leader gets the members (to know the group) but is told
+                    # not to assign again.
+                    return self._join_result(
+                        group, member, include_members=is_leader, skip_assignment=is_leader
+                    )
+                # Older clients cannot skip the assignment, so they are not told they
+                # lead: the old leader id is returned and the client only syncs.
+                result = self._join_result(group, member, include_members=False)
+                result.leader_id = previous_leader or ""
+                return result
+            waiter = self._park_join(member)
+            self._prepare_rebalance(group, f"static member {instance_id} changed protocols")
+            return waiter
         waiter = self._park_join(member)
-        self._prepare_rebalance(group, f"static member {instance_id} rejoined")
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            # The leader may already be assigning to the old member id: start over.
+            self._prepare_rebalance(group, f"static member {instance_id} rejoined")
+        else:
+            self._maybe_complete_join(group)
         return waiter
 
     def _join_known_member(
@@ -200,34 +242,29 @@ class GroupCoordinator:
         instance_id: str | None,
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        protocol_type: str,
         protocols: list[tuple[str, bytes]],
     ) -> JoinResult | Awaitable[JoinResult]:
-        if instance_id is not None and group.static_members.get(instance_id) != member_id:
-            return JoinResult(ErrorCode.fenced_instance_id.value, member_id=member_id)
-        member = group.members.get(member_id)
-        if member is None or group.is_(GroupState.EMPTY, GroupState.DEAD):
-            return JoinResult(ErrorCode.unknown_member_id.value, member_id=member_id)
-        if not group.supports(protocol_type, protocols):
-            return JoinResult(ErrorCode.inconsistent_group_protocol.value, member_id=member_id)
-        unchanged = member.matches(protocols)
+        error = self._validate_member(group, member_id, instance_id)
+        if error:
+            return JoinResult(error, member_id=member_id)
+        member = group.members[member_id]
+        is_leader = member_id == group.leader_id
+        if group.is_(GroupState.COMPLETING_REBALANCE) and member.matches(protocols):
+            # The member missed its join response: answer with the current generation.
+            return self._join_result(group, member, include_members=is_leader)
+        if group.is_(GroupState.STABLE) and not is_leader and member.matches(protocols):
+            # A follower rejoining without change just learns the current generation.
+            return self._join_result(group, member, include_members=False)
+        # New metadata, or the leader rejoining (it may have seen topics change that its
+        # subscription does not show): rebalance.
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.protocols = protocols
-        if (
-            group.is_(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
-            and unchanged
-            and (group.is_(GroupState.COMPLETING_REBALANCE) or member_id != group.leader_id)
-        ):
-            # The member missed the join response, or a follower rejoins without
-            # change: answer with the current generation.
-            self._schedule_session_expiry(group, member)
-            return self._join_result(group, member, include_members=member_id == group.leader_id)
         waiter = self._park_join(member)
-        if not group.is_(GroupState.PREPARING_REBALANCE):
-            self._prepare_rebalance(group, f"{member_id} rejoined with new metadata")
-        else:
+        if group.is_(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"{member_id} rejoined")
         return waiter
 
     def _add_and_rebalance(
@@ -252,7 +289,9 @@ class GroupCoordinator:
         member.join_waiter = self.loop.create_future()
         return member.join_waiter
 
-    def _join_result(self, group: Group, member: Member, include_members: bool) -> JoinResult:
+    def _join_result(
+        self, group: Group, member: Member, include_members: bool, skip_assignment: bool = False
+    ) -> JoinResult:
         members = []
         if include_members and group.protocol_name is not None:
             members = [
@@ -267,6 +306,7 @@ class GroupCoordinator:
             leader_id=group.leader_id or "",
             member_id=member.member_id,
             members=members,
+            skip_assignment=skip_assignment,
         )
 
     # --- rebalancing ------------------------------------------------------------------
@@ -448,24 +488,23 @@ class GroupCoordinator:
             ]
         left = []
         for member_id, instance_id in members:
-            if instance_id is not None:
+            if not member_id and instance_id is not None:
+                # An admin removes a static member by its instance id alone.
                 known = group.static_members.get(instance_id)
-                if known is None:
-                    results.append((member_id, instance_id, ErrorCode.unknown_member_id.value))
-                    continue
-                if member_id and member_id != known:
-                    results.append((member_id, instance_id, ErrorCode.fenced_instance_id.value))
-                    continue
-                member_id = known
-            if member_id in group.pending_members:
+                error = 0 if known is not None else ErrorCode.unknown_member_id.value
+                target = known
+            elif member_id in group.pending_members:
                 group.pending_members.discard(member_id)
                 results.append((member_id, instance_id, 0))
+                self._maybe_complete_join(group)  # the join may have waited for it
                 continue
-            if member_id not in group.members:
-                results.append((member_id, instance_id, ErrorCode.unknown_member_id.value))
-                continue
-            left.append(member_id)
-            results.append((member_id, instance_id, 0))
+            else:
+                error = self._validate_member(group, member_id, instance_id)
+                target = member_id
+            # The response names the member as the request did.
+            results.append((member_id, instance_id, error))
+            if not error and target is not None:
+                left.append(target)
         for member_id in left:
             self._remove_member(group, member_id, "left the group")
         return 0, results
@@ -473,14 +512,29 @@ class GroupCoordinator:
     def _check_member(
         self, group: Group | None, member_id: str, instance_id: str | None, generation_id: int
     ) -> int:
+        """Kafka's checks of a member's Heartbeat, SyncGroup and OffsetCommit."""
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.unknown_member_id.value
-        if instance_id is not None and group.static_members.get(instance_id) != member_id:
-            return ErrorCode.fenced_instance_id.value
-        if member_id not in group.members:
-            return ErrorCode.unknown_member_id.value
+        error = self._validate_member(group, member_id, instance_id)
+        if error:
+            return error
         if generation_id != group.generation_id:
             return ErrorCode.illegal_generation.value
+        return 0
+
+    @staticmethod
+    def _validate_member(group: Group, member_id: str, instance_id: str | None) -> int:
+        """A static member's instance id must map to its member id: an instance id the
+        group does not know is an unknown member, one mapped to another member id is a
+        fenced (older) incarnation."""
+        if instance_id is not None:
+            known = group.static_members.get(instance_id)
+            if known is None:
+                return ErrorCode.unknown_member_id.value
+            if known != member_id:
+                return ErrorCode.fenced_instance_id.value
+        if member_id not in group.members:
+            return ErrorCode.unknown_member_id.value
         return 0
 
     def _remove_member(self, group: Group, member_id: str, reason: str) -> None:
@@ -533,27 +587,49 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         offsets: dict[tuple[str, int], CommittedOffset],
+        api_version: int = 9,
     ) -> int:
         """The group-level check of an OffsetCommit; 0 means the offsets were stored."""
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
+                # A member of a group that does not exist. Kafka says so from v9 on; older
+                # clients expect ILLEGAL_GENERATION and rejoin.
+                if api_version >= 9:
+                    return ErrorCode.group_id_not_found.value
                 return ErrorCode.illegal_generation.value
+            # Generation -1: an admin or a consumer that assigns its own partitions
+            # commits into a "simple" group, created here.
             group = self.groups[group_id] = Group(group_id, self.clock())
-        if generation_id < 0 and not member_id:
-            if not group.is_(GroupState.EMPTY):
-                # A simple (unmanaged) commit into a group that has members.
-                return ErrorCode.unknown_member_id.value
-        else:
-            if group.is_(GroupState.COMPLETING_REBALANCE):
-                return ErrorCode.rebalance_in_progress.value
-            error = self._check_member(group, member_id, instance_id, generation_id)
-            if error:
-                return error
-            self._schedule_session_expiry(group, group.members[member_id])
+        error = self._validate_commit(group, generation_id, member_id, instance_id)
+        if error:
+            return error
+        member = group.members.get(member_id)
+        if member is not None:
+            self._schedule_session_expiry(group, member)
         if offsets:
             self.store.write_offsets(group, offsets)
             group.offsets.update(offsets)
+        return 0
+
+    def _validate_commit(
+        self, group: Group, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int:
+        """Kafka's order: the member and its generation first, then the group's state."""
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available.value
+        if generation_id < 0 and group.is_(GroupState.EMPTY):
+            return 0
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = self._check_member(group, member_id, instance_id, generation_id)
+            if error:
+                return error
+        elif not group.is_(GroupState.EMPTY):
+            # A simple commit into a group that has members.
+            return ErrorCode.unknown_member_id.value
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            # A valid member that has its join response but no assignment yet.
+            return ErrorCode.rebalance_in_progress.value
         return 0
 
     def fetch_offsets(
@@ -571,6 +647,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.group_id_not_found.value, {}
+        if not group.is_(GroupState.EMPTY) and group.protocol_type != "consumer":
+            # Kafka can tell which topics a group uses only for the consumer protocol.
+            return ErrorCode.non_empty_group.value, {}
         subscribed = self.subscribed_topics(group)
         errors = {}
         deletable = []

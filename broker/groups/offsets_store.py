@@ -148,8 +148,12 @@ class OffsetsStore:
                     group_offsets = offsets.setdefault(key.group, {})
                     value = cr.decode_value(key, value_bytes)
                     if isinstance(value, cr.UnknownValue):
-                        log.warning("Skipping an offset commit of group %s in a value version"
-                                    " %d this broker does not know", key.group, value.version)
+                        log.warning(
+                            "Skipping an offset commit of group %s in a value version"
+                            " %d this broker does not know",
+                            key.group,
+                            value.version,
+                        )
                     elif value is None:
                         group_offsets.pop((key.topic, key.partition), None)
                     else:
@@ -163,8 +167,12 @@ class OffsetsStore:
                 elif isinstance(key, cr.GroupMetadataKey):
                     value = cr.decode_value(key, value_bytes)
                     if isinstance(value, cr.UnknownValue):
-                        log.warning("Skipping metadata of group %s in a value version %d this"
-                                    " broker does not know", key.group, value.version)
+                        log.warning(
+                            "Skipping metadata of group %s in a value version %d this"
+                            " broker does not know",
+                            key.group,
+                            value.version,
+                        )
                     else:
                         metadata[key.group] = value
         for group_id in sorted(set(metadata) | set(offsets)):
