@@ -82,7 +82,7 @@ def stdout_closed() -> int:
     return 0
 
 
-def _split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+def split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     servers = []
     for item in bootstrap.split(","):
         item = item.strip()
@@ -102,7 +102,7 @@ def check_reachable(bootstrap: str, timeout: float) -> None:
     "transport failure"; an operator wants to know at once that nothing listens there.
     """
     reasons = []
-    for host, port in _split_bootstrap(bootstrap):
+    for host, port in split_bootstrap(bootstrap):
         try:
             with socket.create_connection((host, port), timeout=min(timeout, 5.0)):
                 return
