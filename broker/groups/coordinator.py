@@ -651,10 +651,13 @@ class GroupCoordinator:
             # Kafka can tell which topics a group uses only for the consumer protocol.
             return ErrorCode.non_empty_group.value, {}
         subscribed = self.subscribed_topics(group)
+        # Until its first generation forms, a group's subscriptions are unknown, and
+        # Kafka (GroupMetadata.isSubscribedToTopic) then takes every topic as subscribed.
+        unknown = group.generation_id == 0
         errors = {}
         deletable = []
         for key in partitions:
-            if key[0] in subscribed and not group.is_(GroupState.EMPTY):
+            if not group.is_(GroupState.EMPTY) and (unknown or key[0] in subscribed):
                 errors[key] = ErrorCode.group_subscribed_to_topic.value
             else:
                 errors[key] = 0

@@ -521,6 +521,31 @@ def test_delete_offsets(brook_broker, topic_name):
     assert_one_line_error(ran, "consumer group 'nobody' does not exist", code=1)
 
 
+@pytest.mark.brook_config(group_initial_rebalance_delay_ms=20000)
+def test_delete_offsets_while_the_first_generation_forms(brook_broker, topic_name):
+    """A member is joining (the initial rebalance delay holds the group in
+    PreparingRebalance), so its subscription is not known yet: Kafka takes every topic
+    as subscribed and keeps the offsets."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("app", [TopicPartition(topic_name, 0, 0)])]
+    )["app"].result(15)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "app"})
+    consumer.subscribe([topic_name])
+    try:
+        deadline = time.monotonic() + 15
+        while table(groups(brook_broker, "--list", "--state").stdout)[0]["STATE"] == "Empty":
+            assert time.monotonic() < deadline, "the consumer did not join"
+            consumer.poll(0.2)
+        ran = groups(brook_broker, "--delete-offsets", "--group", "app", "--topic", topic_name)
+        assert_one_line_error(ran, "GROUP_SUBSCRIBED_TO_TOPIC", code=1)
+        assert committed(bootstrap, "app") == {(topic_name, 0): 0}
+    finally:
+        consumer.close()
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 
