@@ -695,14 +695,14 @@ class GroupCoordinator:
         return 0
 
     def expire_offsets(self) -> int:
-        """Drop committed offsets of empty groups older than offsets.retention.minutes."""
+        """Drop committed offsets of empty groups older than offsets.retention.minutes, and
+        remove empty groups left without offsets (with a tombstone for their metadata, so
+        they stay gone after a restart), as Kafka's cleanup does."""
         retention_ms = self.config["offsets.retention.minutes"] * 60_000
         now = self.clock()
         expired_total = 0
         for group in list(self.groups.values()):
-            if not group.is_(GroupState.EMPTY) or not group.offsets:
-                continue
-            if now - group.state_timestamp < retention_ms:
+            if not group.is_(GroupState.EMPTY):
                 continue
             expired = [
                 key
@@ -715,6 +715,10 @@ class GroupCoordinator:
                     del group.offsets[key]
                 expired_total += len(expired)
                 log.info("Expired %d committed offset(s) of group %s", len(expired), group.group_id)
-            if not group.offsets and group.generation_id == 0:
+            if not group.offsets:
+                if group.generation_id > 0:
+                    self.store.delete_group(group)
+                group.transition(GroupState.DEAD, now)
                 del self.groups[group.group_id]
+                log.info("Removed group %s: empty and without committed offsets", group.group_id)
         return expired_total
