@@ -1,0 +1,137 @@
+"""Helpers of the consumer-group tests, shared by every client's file: the group as the
+broker sees it, members in processes of their own (to SIGKILL), and waiting."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kio.index import load_request_schema
+
+from brook.broker.groups.consumer_protocol import assigned_partitions
+from brook.protocol.api_table import ApiKey
+
+from .clients import produce
+from .raw_client import RawClient
+
+T = TypeVar("T")
+
+MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
+
+
+def wait_for(
+    condition: Callable[[], T],
+    timeout: float = 20,
+    tick: Callable[[], Any] | None = None,
+    what: str = "the condition",
+) -> T:
+    """Call `tick` (e.g. poll the consumers) and then `condition` until it is truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if tick is not None:
+            tick()
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        if tick is None:
+            time.sleep(0.05)
+
+
+@dataclass
+class GroupView:
+    """DescribeGroups as the broker answers it."""
+
+    state: str
+    protocol: str
+    # client id -> the partitions the broker holds as that member's assignment
+    members: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    member_ids: dict[str, str] = field(default_factory=dict)  # client id -> member id
+    instance_ids: dict[str, str | None] = field(default_factory=dict)
+
+
+def broker_view(port: int, group: str) -> GroupView:
+    request_type = load_request_schema(ApiKey.DESCRIBE_GROUPS, 5)
+    with RawClient(port) as client:
+        response = client.request(
+            request_type(groups=(group,), include_authorized_operations=False)
+        )
+    [described] = response.groups
+    view = GroupView(described.group_state, described.protocol_data)
+    for member in described.members:
+        view.members[member.client_id] = {
+            (topic, partition)
+            for topic, partitions in assigned_partitions(member.member_assignment).items()
+            for partition in partitions
+        }
+        view.member_ids[member.client_id] = member.member_id
+        view.instance_ids[member.client_id] = member.group_instance_id
+    return view
+
+
+def split_evenly(owned: list[set[Any]], total: int) -> bool:
+    """Every partition owned by exactly one of the members, as evenly as can be."""
+    union = set().union(*owned)
+    sizes = sorted(len(partitions) for partitions in owned)
+    return (
+        len(union) == total == sum(sizes)
+        and sizes[-1] - sizes[0] <= 1
+        and all(size > 0 for size in sizes)
+    )
+
+
+def produce_spread(
+    bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str = ""
+) -> list[bytes]:
+    """`per_partition` records into each partition; returns every value sent."""
+    values = []
+    for partition in range(partitions):
+        batch = [(None, f"{tag}{partition}-{i}".encode()) for i in range(per_partition)]
+        produce(bootstrap, topic, batch, partition=partition)
+        values += [value for _, value in batch]
+    return values
+
+
+class MemberProcess:
+    """A group member in its own process (group_member.py), reporting its assignments."""
+
+    def __init__(self, client: str, config: dict[str, Any], topics: list[str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(MEMBER_SCRIPT), client, json.dumps(config), *topics],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.assignments: list[set[tuple[str, int]]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.assignments.append({(topic, p) for topic, p in json.loads(line)})
+
+    @property
+    def assignment(self) -> set[tuple[str, int]]:
+        return self.assignments[-1] if self.assignments else set()
+
+    def kill(self) -> None:
+        """SIGKILL: the member vanishes without a word to the broker."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def __enter__(self) -> MemberProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
