@@ -17,6 +17,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
 from .groups.offsets_store import OffsetsStore
+from .producer_ids import ProducerIdManager
 from .topics import TopicManager
 
 log = logging.getLogger("brook.broker")
@@ -80,6 +81,7 @@ class Broker:
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
         self.topics.load()
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
         self.groups.load()
         loop = asyncio.get_running_loop()

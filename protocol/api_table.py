@@ -34,6 +34,7 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
@@ -76,6 +77,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ApiKey.DELETE_TOPICS: VersionRange(1, 6),
     ApiKey.DELETE_RECORDS: VersionRange(0, 2),
+    ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),

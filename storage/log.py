@@ -17,6 +17,7 @@ Appends and reads work on batch headers and byte ranges only, never on records.
 from __future__ import annotations
 
 import bisect
+import copy
 import logging
 import os
 import shutil
@@ -46,6 +47,7 @@ from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_loader import LogLoader, new_segment
 from .log_segment import LogSegment, TimestampAndOffset
+from .producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 
 logger = logging.getLogger("brook.storage.log")
 
@@ -116,6 +118,7 @@ class Log:
         # that a reader holding them open can finish (Kafka's asynchronous delete).
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
+        self._producer_state: ProducerStateManager | None = None
 
     # --- opening ----------------------------------------------------------------------
 
@@ -287,6 +290,20 @@ class Log:
                 max_timestamp = header.max_timestamp
                 offset_of_max_timestamp = next_offset - 1
         last_offset = next_offset - 1
+        if any(header.producer_id >= 0 for header in batches):
+            duplicate = self._apply_producer_state(batches)
+            if duplicate is not None:
+                # A retried batch: answer with where it was written the first time.
+                return AppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.max_timestamp,
+                    duplicate.last_offset,
+                    NO_TIMESTAMP,
+                    self._log_start_offset,
+                    0,
+                    0,
+                )
         log_append_time = NO_TIMESTAMP
         if self._config.log_append_time:
             log_append_time = now_ms
@@ -315,6 +332,59 @@ class Log:
             record_count,
             size,
         )
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """Idempotent producers' state, rebuilt from the batch headers on first use.
+
+        Built lazily so that opening a log reads nothing; the first idempotent append
+        after a start pays for one scan of the log.
+        """
+        if self._producer_state is None:
+            state = ProducerStateManager(self.name)
+            state.rebuild(
+                header
+                for segment in list(self._segments)
+                for _, header, _ in segment.batches()
+                if header.next_offset > self._log_start_offset
+            )
+            self._producer_state = state
+        return self._producer_state
+
+    def _apply_producer_state(self, batches: Sequence[BatchHeader]) -> BatchMetadata | None:
+        """Check idempotent batches against their producers' state and record them.
+
+        Returns the earlier append of a retried batch (nothing is written then). On an
+        error the state is left as it was, since nothing of the request is written.
+        """
+        state = self.producer_state
+        saved = {
+            header.producer_id: copy.deepcopy(state.producers.get(header.producer_id))
+            for header in batches
+            if header.producer_id >= 0
+        }
+        try:
+            for header in batches:
+                if header.producer_id < 0:
+                    continue
+                duplicate = state.find_duplicate(header)
+                if duplicate is not None:
+                    self._restore_producers(saved)
+                    return duplicate
+                state.check(header)
+                state.update(header)
+        except Exception:
+            self._restore_producers(saved)
+            raise
+        return None
+
+    def _restore_producers(self, saved: dict[int, ProducerStateEntry | None]) -> None:
+        producers = self.producer_state.producers
+        for producer_id, entry in saved.items():
+            if entry is None:
+                producers.pop(producer_id, None)
+            else:
+                producers[producer_id] = entry
 
     def append_as_follower(
         self,
@@ -580,6 +650,7 @@ class Log:
 
         Returns False when there is nothing to remove.
         """
+        self._producer_state = None  # rebuilt from what remains, when next needed
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.name} to a negative offset")
         if target_offset >= self._log_end_offset:
@@ -605,6 +676,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
+        self._producer_state = None  # rebuilt from what remains, when next needed
         logger.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
         for segment in self._segments:
             self._delete_segment_files(segment)

@@ -50,6 +50,7 @@ def load_all() -> dict[int, Handler]:
         find_coordinator,
         heartbeat,
         incremental_alter_configs,
+        init_producer_id,
         join_group,
         leave_group,
         list_groups,

@@ -106,10 +106,10 @@ def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[Batch
 
 
 def kafka_python_producer(bootstrap: str, **config: Any) -> KafkaProducer:
-    """A kafka-python producer without idempotence.
+    """A kafka-python producer without idempotence, so that tests may pick any acks.
 
-    kafka-python 3.x turns idempotence on by default (KIP-679), which needs
-    InitProducerId; Brook does not serve it yet.
+    kafka-python 3.x turns idempotence on by default (KIP-679), which demands acks=all;
+    test_idempotence.py covers the default producer.
     """
     settings: dict[str, Any] = {"enable_idempotence": False, "linger_ms": 5}
     settings.update(config)
@@ -117,7 +117,7 @@ def kafka_python_producer(bootstrap: str, **config: Any) -> KafkaProducer:
 
 
 def kafka_python_consumer(bootstrap: str, **config: Any) -> KafkaConsumer:
-    """A kafka-python consumer outside any group (Brook serves no groups yet)."""
+    """A kafka-python consumer outside any group."""
     settings: dict[str, Any] = {
         "group_id": None,
         "enable_auto_commit": False,

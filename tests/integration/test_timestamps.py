@@ -208,8 +208,7 @@ def test_create_time_and_log_append_time_as_kafka_python_and_aiokafka_see_them(
         config={"message.timestamp.type": "LogAppendTime"},
     )
     sent_at = int(time.time() * 1000) - 30_000
-    # Idempotence needs InitProducerId, not served yet.
-    producer = KafkaProducer(bootstrap_servers=brook_broker.bootstrap, enable_idempotence=False)
+    producer = KafkaProducer(bootstrap_servers=brook_broker.bootstrap)
     for suffix in ("-ct", "-lat"):
         metadata = producer.send(topic_name + suffix, b"v", partition=0, timestamp_ms=sent_at).get(
             10

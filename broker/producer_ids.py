@@ -1,0 +1,40 @@
+"""Producer ids that are never handed out twice, even across restarts.
+
+Like Kafka's controller, ids are reserved in blocks: the end of the current block is
+written to disk before any id of it is used, so a crash skips the rest of a block
+instead of repeating ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+BLOCK_SIZE = 1000
+STATE_FILE = "brook-producer-ids.json"
+
+
+class ProducerIdManager:
+    def __init__(self, log_dir: Path) -> None:
+        self.path = log_dir / STATE_FILE
+        self._next = 0
+        self._block_end = 0  # exclusive
+        if self.path.exists():
+            self._next = self._block_end = int(json.loads(self.path.read_text())["next_block"])
+
+    def next_id(self) -> int:
+        if self._next >= self._block_end:
+            self._reserve(self._next + BLOCK_SIZE)
+        producer_id = self._next
+        self._next += 1
+        return producer_id
+
+    def _reserve(self, block_end: int) -> None:
+        temporary = self.path.with_suffix(".tmp")
+        with open(temporary, "w") as file:
+            json.dump({"next_block": block_end}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self.path)
+        self._block_end = block_end

@@ -1,0 +1,139 @@
+"""Idempotent producers' state per partition, as Kafka's ProducerStateManager keeps it.
+
+For each producer id: its epoch and the metadata of its last five batches (first and
+last sequence, first and last offset). A batch is checked against it before it is
+written: a retried batch that matches one of the five gets its original offsets back
+instead of being written twice; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an
+older epoch INVALID_PRODUCER_EPOCH. The state is rebuilt from the log's batch headers
+when the log opens, so it survives a restart.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.record_batch import BatchHeader
+
+# Kafka remembers this many batches per producer and partition (max.in.flight is 5).
+BATCHES_TO_REMEMBER = 5
+INT32_MAX = 2**31 - 1
+
+
+class OutOfOrderSequenceError(KafkaError):
+    error_code = ErrorCode.out_of_order_sequence_number
+
+
+class InvalidProducerEpochError(KafkaError):
+    error_code = ErrorCode.invalid_producer_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_REMEMBER))
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence if self.batches else -1
+
+    def duplicate_of(self, header: BatchHeader) -> BatchMetadata | None:
+        for batch in self.batches:
+            if (batch.first_sequence, batch.last_sequence) == (
+                header.base_sequence,
+                header.last_sequence,
+            ):
+                return batch
+        return None
+
+
+def _next_sequence(sequence: int) -> int:
+    return 0 if sequence == INT32_MAX else sequence + 1
+
+
+class ProducerStateManager:
+    def __init__(self, partition_name: str) -> None:
+        self.partition_name = partition_name
+        self.producers: dict[int, ProducerStateEntry] = {}
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        """The earlier append of this very batch, if the producer is retrying it."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None or entry.producer_epoch != header.producer_epoch:
+            return None
+        return entry.duplicate_of(header)
+
+    def check(self, header: BatchHeader) -> None:
+        """Raise Kafka's error if the batch does not follow the producer's last one."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            # A producer we hold no state for must start at sequence 0 (its state may
+            # also have gone with deleted segments; then the client resets itself).
+            if header.base_sequence != 0:
+                raise OutOfOrderSequenceError(
+                    f"Out of order sequence number for producer {header.producer_id} at"
+                    f" partition {self.partition_name}: {header.base_sequence} (incoming seq."
+                    " number), no state for this producer (expected 0)"
+                )
+            return
+        if header.producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {header.producer_id} at partition {self.partition_name}"
+                f" is {header.producer_epoch}, which is smaller than the last seen epoch"
+                f" {entry.producer_epoch}"
+            )
+        if header.producer_epoch > entry.producer_epoch:
+            if header.base_sequence != 0:
+                raise OutOfOrderSequenceError(
+                    f"Invalid sequence number for new epoch of producer {header.producer_id}"
+                    f" at partition {self.partition_name}: {header.producer_epoch} (request"
+                    f" epoch), {header.base_sequence} (seq. number), {entry.producer_epoch}"
+                    " (current producer epoch)"
+                )
+            return
+        expected = _next_sequence(entry.last_sequence)
+        if header.base_sequence != expected:
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {header.producer_id} at partition"
+                f" {self.partition_name}: {header.base_sequence} (incoming seq. number),"
+                f" {entry.last_sequence} (current end sequence number)"
+            )
+
+    def update(self, header: BatchHeader) -> None:
+        """Record a batch that was appended (its offsets assigned)."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.producer_epoch:
+            entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
+            self.producers[header.producer_id] = entry
+        entry.batches.append(
+            BatchMetadata(
+                header.base_sequence,
+                header.last_sequence,
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+            )
+        )
+
+    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+        """Replay the batch headers of the log, oldest first."""
+        self.producers.clear()
+        for header in headers:
+            if header.producer_id >= 0 and not header.is_control:
+                self.update(header)
+
+    def truncate_to(self, headers: Iterable[BatchHeader]) -> None:
+        """After a truncation, the state is what the remaining log says."""
+        self.rebuild(headers)
