@@ -36,6 +36,36 @@ class ToolError(Exception):
         self.exit_code = exit_code
 
 
+def add_action_arguments(parser: argparse.ArgumentParser, actions: dict[str, str]) -> None:
+    """The action as a word (`brook topics list`) or as a flag (`--list`), as Kafka's
+    tools take it; `actions` maps each action to its help text."""
+    names = list(actions)
+    parser.set_defaults(actions=names)
+    parser.add_argument(
+        "action_word",
+        nargs="?",
+        choices=names,
+        metavar="ACTION",
+        help=f"{', '.join(names[:-1])} or {names[-1]} (the same as the flags)",
+    )
+    flags = parser.add_mutually_exclusive_group()
+    for action, text in actions.items():
+        flags.add_argument(
+            f"--{action}", dest="action_flag", action="store_const", const=action, help=text
+        )
+
+
+def chosen_action(args: argparse.Namespace) -> str:
+    """The one action given as a word or a flag; a usage error otherwise."""
+    if args.action_word and args.action_flag and args.action_word != args.action_flag:
+        raise ToolError(f"give one action, not {args.action_word} and --{args.action_flag}", 2)
+    action = args.action_flag or args.action_word
+    if action is None:
+        flags = [f"--{name}" for name in args.actions]
+        raise ToolError(f"give one action: {', '.join(flags[:-1])} or {flags[-1]}", 2)
+    return action
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-server",

@@ -20,8 +20,10 @@ from brook.storage.checkpoints import parse_java_properties
 
 from .common import (
     ToolError,
+    add_action_arguments,
     add_connection_arguments,
     admin_client,
+    chosen_action,
     describe_error,
     error_name,
     parse_key_values,
@@ -74,27 +76,12 @@ def add_parser(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "action_word",
-        nargs="?",
-        choices=("describe", "alter"),
-        metavar="ACTION",
-        help="describe or alter (or use --describe / --alter)",
-    )
-    actions = parser.add_mutually_exclusive_group()
-    actions.add_argument(
-        "--describe",
-        dest="action_flag",
-        action="store_const",
-        const="describe",
-        help="show configs",
-    )
-    actions.add_argument(
-        "--alter",
-        dest="action_flag",
-        action="store_const",
-        const="alter",
-        help="change configs with --add-config and/or --delete-config",
+    add_action_arguments(
+        parser,
+        {
+            "describe": "show configs",
+            "alter": "change configs with --add-config and/or --delete-config",
+        },
     )
     add_connection_arguments(parser)
     parser.add_argument("--entity-type", choices=ENTITY_TYPES, help="topics or brokers")
@@ -143,11 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.action_word and args.action_flag and args.action_word != args.action_flag:
-        raise ToolError(f"give one action, not {args.action_word} and --{args.action_flag}", 2)
-    action = args.action_flag or args.action_word
-    if action is None:
-        raise ToolError("give one action: --describe or --alter", 2)
+    action = chosen_action(args)
     kind, name = _entity(args)
     if action == "alter":
         sets, deletes = _changes(args)

@@ -28,8 +28,10 @@ from brook.storage.checkpoints import parse_java_properties
 
 from .common import (
     ToolError,
+    add_action_arguments,
     add_connection_arguments,
     admin_client,
+    chosen_action,
     describe_error,
     error_name,
     run_tool,
@@ -121,18 +123,7 @@ def add_parser(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "action_word",
-        nargs="?",
-        choices=ACTIONS,
-        metavar="ACTION",
-        help="list, describe, reset-offsets, delete or delete-offsets (the same as the flags)",
-    )
-    actions = parser.add_mutually_exclusive_group()
-    for action, text in ACTION_HELP.items():
-        actions.add_argument(
-            f"--{action}", dest="action_flag", action="store_const", const=action, help=text
-        )
+    add_action_arguments(parser, ACTION_HELP)
     add_connection_arguments(parser)
     parser.add_argument(
         "--group", action="append", default=[], metavar="GROUP", help="a group (repeatable)"
@@ -214,14 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.action_word and args.action_flag and args.action_word != args.action_flag:
-        raise ToolError(f"give one action, not {args.action_word} and --{args.action_flag}", 2)
-    action = args.action_flag or args.action_word
-    if action is None:
-        raise ToolError(
-            "give one action: --list, --describe, --reset-offsets, --delete or --delete-offsets",
-            2,
-        )
+    action = chosen_action(args)
     _check_options(action, args)
     admin = admin_client(args)
     return {
