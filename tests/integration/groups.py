@@ -33,7 +33,11 @@ def wait_for(
     tick: Callable[[], Any] | None = None,
     what: str = "the condition",
 ) -> T:
-    """Call `tick` (e.g. poll the consumers) and then `condition` until it is truthy."""
+    """Call `tick` (e.g. poll the consumers) and then `condition` until it is truthy.
+
+    Each round pauses a little: a busy loop here would hold the GIL against the broker
+    thread and the clients' own threads, and slow everything it waits for.
+    """
     deadline = time.monotonic() + timeout
     while True:
         if tick is not None:
@@ -43,8 +47,7 @@ def wait_for(
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        if tick is None:
-            time.sleep(0.05)
+        time.sleep(0.02)
 
 
 @dataclass
