@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 from kio.index import load_request_schema
 
 from brook.broker.groups.consumer_protocol import assigned_partitions
+from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
+from brook.protocol.record_batch import iter_records
 
 from .clients import produce
 from .raw_client import RawClient
@@ -79,6 +81,21 @@ def broker_view(port: int, group: str) -> GroupView:
         view.member_ids[member.client_id] = member.member_id
         view.instance_ids[member.client_id] = member.group_instance_id
     return view
+
+
+def stored_generation(data_dir: Path, group: str) -> int:
+    """The generation of the group's last GroupMetadata record in __consumer_offsets
+    (what a restarted coordinator loads), read from the segment files."""
+    partition = cr.group_partition(group, 50)
+    generation = -1
+    for segment in sorted((data_dir / f"__consumer_offsets-{partition}").glob("*.log")):
+        for record in iter_records(segment.read_bytes()):
+            key = cr.decode_key(record.key)
+            if isinstance(key, cr.GroupMetadataKey) and key.group == group:
+                value = cr.decode_value(key, record.value)
+                if isinstance(value, cr.GroupMetadataValue):
+                    generation = value.generation
+    return generation
 
 
 def split_evenly(owned: list[set[Any]], total: int) -> bool:

@@ -25,7 +25,14 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .clients import create_topic, produce
-from .groups import MemberProcess, broker_view, produce_spread, split_evenly, wait_for
+from .groups import (
+    MemberProcess,
+    broker_view,
+    produce_spread,
+    split_evenly,
+    stored_generation,
+    wait_for,
+)
 from .processes import Brokers
 
 pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
@@ -512,3 +519,55 @@ def test_admin_list_describe_offsets_lag_and_delete(brook_broker, members, topic
     with pytest.raises(KafkaException) as gone:
         admin.delete_consumer_groups(["admin"])["admin"].result(15)
     assert gone.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
+
+
+def test_live_group_carries_on_across_a_broker_sigkill(brokers, topic_name):
+    """Group metadata is in __consumer_offsets too: after a SIGKILL and restart the
+    coordinator knows the members and their generation, so they carry on (commit,
+    consume) without rejoining."""
+    overrides = {"group.min.session.timeout.ms": 500}
+    broker = brokers.start(overrides)
+    create_topic(broker.bootstrap, topic_name, partitions=4)
+    consumers = [
+        Consumer(settings(broker.bootstrap, "live", f"live-{i}", **{"session.timeout.ms": 6000}))
+        for i in range(2)
+    ]
+    try:
+        for consumer in consumers:
+            consumer.subscribe([topic_name])
+
+        def poll_all() -> None:
+            for consumer in consumers:
+                consumer.poll(0.05)
+
+        wait_for(lambda: split_evenly([owned(c) for c in consumers], 4), tick=poll_all)
+        before = broker_view(broker.port, "live")
+        assignments = [owned(c) for c in consumers]
+        generation = stored_generation(broker.data_dir, "live")
+
+        broker.kill()
+        broker = brokers.restart(broker, overrides)
+        assert broker_view(broker.port, "live") == before  # loaded: same members, Stable
+        for p in range(4):
+            produce(broker.bootstrap, topic_name, [(None, b"p%d" % p)], partition=p)
+        got: list[Any] = []
+
+        def consume_and_commit() -> None:
+            for consumer in consumers:
+                message = consumer.poll(0.05)
+                if message is not None and not message.error():
+                    got.append(message.value())
+                    consumer.commit(message=message, asynchronous=False)
+
+        wait_for(lambda: len(got) >= 4, tick=consume_and_commit, what="records after the restart")
+        assert sorted(got) == [b"p0", b"p1", b"p2", b"p3"]
+        # The same members, the same generation's assignment: nobody had to rejoin.
+        assert [owned(c) for c in consumers] == assignments
+        assert broker_view(broker.port, "live").member_ids == before.member_ids
+        assert stored_generation(broker.data_dir, "live") == generation > 0
+        assert {k: v[0] for k, v in committed_offsets(broker.bootstrap, "live").items()} == {
+            (topic_name, p): 1 for p in range(4)
+        }
+    finally:
+        for consumer in consumers:
+            consumer.close()
