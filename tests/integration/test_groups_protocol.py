@@ -293,6 +293,15 @@ def state(port: int, group: str) -> str:
     return describe(port, group)[group].group_state
 
 
+def await_state(port: int, group: str, wanted: str, timeout: float = 10) -> None:
+    """Wait for the group to reach a state: a request sent on another connection (a
+    parked JoinGroup) is not ordered with this test's next request."""
+    deadline = time.monotonic() + timeout
+    while (current := state(port, group)) != wanted:
+        assert time.monotonic() < deadline, f"{group} stayed {current}, not {wanted}"
+        time.sleep(0.01)
+
+
 def list_groups(
     port: int, version: int | None = None, states: tuple[str, ...] = (), types: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -429,6 +438,7 @@ def test_wrong_generation_is_illegal_generation(brook_broker, port, topic_name):
     newcomer = Member(port, "stale", topics=(topic_name,))
     assert newcomer.join().error_code == ErrorCode.member_id_required
     newcomer.send_join()
+    await_state(port, "stale", "PreparingRebalance")
     old_generation = member.generation
     assert member.heartbeat() == ErrorCode.rebalance_in_progress
     member.send_join()
@@ -612,8 +622,8 @@ def test_heartbeat_during_rebalance(port, topic_name):
     newcomer = Member(port, "rebalancing", topics=(topic_name,))
     assert newcomer.join().error_code == ErrorCode.member_id_required
     newcomer.send_join()  # parked until the current member rejoins
+    await_state(port, "rebalancing", "PreparingRebalance")
     assert member.heartbeat() == ErrorCode.rebalance_in_progress
-    assert state(port, "rebalancing") == "PreparingRebalance"
     # A sync in that state is told the same.
     assert member.sync().error_code == ErrorCode.rebalance_in_progress
     member.send_join()
@@ -838,12 +848,14 @@ def test_join_group_every_version(port, version):
 
 @pytest.mark.parametrize("version", versions(ApiKey.SYNC_GROUP))
 def test_sync_group_every_version(port, version):
-    leader, follower = Member(port, f"sync-v{version}"), Member(port, f"sync-v{version}")
-    for member in (leader, follower):
+    members = [Member(port, f"sync-v{version}") for _ in range(2)]
+    for member in members:
         assert member.join().error_code == ErrorCode.member_id_required
-    leader.send_join()
-    follower.send_join()
-    leader.receive_join(), follower.receive_join()
+    for member in members:
+        member.send_join()
+    leader_id = {member.receive_join().leader for member in members}.pop()
+    # Whichever join the coordinator took first leads.
+    leader, follower = sorted(members, key=lambda m: m.member_id != leader_id)
     plan = {leader.member_id: assignment("t", [0]), follower.member_id: assignment("t", [1])}
     follower.send_sync(version=version)
     answer = leader.sync(plan, version=version)
