@@ -482,7 +482,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         results = []
         if group is None or group.is_(GroupState.DEAD):
-            return ErrorCode.unknown_member_id.value, [
+            # Kafka names every member unknown and leaves the response's own error
+            # empty (before v3 the one member's error becomes the response's).
+            return 0, [
                 (member_id, instance_id, ErrorCode.unknown_member_id.value)
                 for member_id, instance_id in members
             ]

@@ -491,6 +491,11 @@ def test_unknown_member_and_unknown_group(brook_broker, port, topic_name):
     assert nobody.sync().error_code == ErrorCode.unknown_member_id
     assert nobody.join().error_code == ErrorCode.unknown_member_id
     assert nobody.leave(version=0).error_code == ErrorCode.unknown_member_id
+    batched = nobody.leave()  # v3+: the member is unknown, the request as such is fine
+    assert batched.error_code == ErrorCode.none
+    assert [(m.member_id, m.error_code) for m in batched.members] == [
+        (ghost, ErrorCode.unknown_member_id)
+    ]
     # The real member was not disturbed by any of it.
     assert member.heartbeat() == ErrorCode.none
     assert state(port, "known") == "Stable"
