@@ -10,11 +10,17 @@ from .clients import create_topic, produce
 
 
 def _consumer(bootstrap: str, group: str, **extra) -> Consumer:
-    return Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-        "enable.auto.commit": False, "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500, **extra,
-    })
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            **extra,
+        }
+    )
 
 
 def _drain(consumers: list[Consumer], expected: int, timeout: float = 30) -> list:
@@ -33,15 +39,20 @@ def test_group_splits_partitions_and_commits_survive(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
     create_topic(bootstrap, topic_name, partitions=6)
     for partition in range(6):
-        produce(bootstrap, topic_name, [(None, b"%d-%d" % (partition, i)) for i in range(5)],
-                partition=partition)
+        produce(
+            bootstrap,
+            topic_name,
+            [(None, b"%d-%d" % (partition, i)) for i in range(5)],
+            partition=partition,
+        )
     consumers = [_consumer(bootstrap, "g1") for _ in range(3)]
     for consumer in consumers:
         consumer.subscribe([topic_name])
     try:
         got = _drain(consumers, 30)
         assert sorted(m.value() for m in got) == sorted(
-            b"%d-%d" % (p, i) for p in range(6) for i in range(5))
+            b"%d-%d" % (p, i) for p in range(6) for i in range(5)
+        )
         owners = {}
         for index, consumer in enumerate(consumers):
             for tp in consumer.assignment():
@@ -49,7 +60,8 @@ def test_group_splits_partitions_and_commits_survive(brook_broker, topic_name):
         assert sorted(owners) == list(range(6))
         assert len(set(owners.values())) == 3
         committed = consumers[0].committed(
-            [TopicPartition(topic_name, p) for p in range(6)], timeout=10)
+            [TopicPartition(topic_name, p) for p in range(6)], timeout=10
+        )
         assert [tp.offset for tp in committed] == [5] * 6
     finally:
         for consumer in consumers:
