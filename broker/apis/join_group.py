@@ -12,7 +12,7 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..groups.group import JoinResult
+from ..groups.group import JoinRequest, JoinResult
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -25,17 +25,19 @@ def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         int(rebalance.total_seconds() * 1000) if rebalance is not None else session_timeout_ms
     )
     result = ctx.broker.groups.join(
-        group_id=request.group_id,
-        member_id=request.member_id,
-        instance_id=getattr(request, "group_instance_id", None),
-        client_id=ctx.client_id or "",
-        client_host="/" + ctx.peer.rsplit(":", 1)[0],
-        rebalance_timeout_ms=rebalance_timeout_ms,
-        session_timeout_ms=session_timeout_ms,
-        protocol_type=request.protocol_type,
-        protocols=[(protocol.name, protocol.metadata) for protocol in request.protocols],
-        require_known_member_id=ctx.api_version >= 4,
-        supports_skip_assignment=ctx.api_version >= 9,
+        JoinRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            instance_id=getattr(request, "group_instance_id", None),
+            client_id=ctx.client_id or "",
+            client_host="/" + ctx.peer.rsplit(":", 1)[0],
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            session_timeout_ms=session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=[(protocol.name, protocol.metadata) for protocol in request.protocols],
+            require_known_member_id=ctx.api_version >= 4,
+            supports_skip_assignment=ctx.api_version >= 9,
+        )
     )
     if isinstance(result, JoinResult):
         return _response(ctx, result)

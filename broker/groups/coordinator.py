@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import ErrorCode
 
-from .group import CommittedOffset, Group, GroupState, JoinResult, Member, new_member_id
+from .group import (
+    CommittedOffset,
+    Group,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    Member,
+    new_member_id,
+)
 
 if TYPE_CHECKING:
     from .offsets_store import OffsetsStore
@@ -54,25 +62,13 @@ class GroupCoordinator:
 
     # --- JoinGroup ------------------------------------------------------------------
 
-    def join(
-        self,
-        group_id: str,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        supports_skip_assignment: bool = True,
-    ) -> JoinResult | Awaitable[JoinResult]:
+    def join(self, request: JoinRequest) -> JoinResult | Awaitable[JoinResult]:
+        group_id, member_id = request.group_id, request.member_id
         if not group_id:
             return JoinResult(ErrorCode.invalid_group_id.value, member_id=member_id)
         if not (
             self.config["group.min.session.timeout.ms"]
-            <= session_timeout_ms
+            <= request.session_timeout_ms
             <= self.config["group.max.session.timeout.ms"]
         ):
             return JoinResult(ErrorCode.invalid_session_timeout.value, member_id=member_id)
@@ -86,41 +82,14 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.group_max_size_reached.value)
         if group.is_(GroupState.DEAD):
             return JoinResult(ErrorCode.coordinator_not_available.value, member_id=member_id)
-        if not group.supports(protocol_type, protocols):
+        if not group.supports(request.protocol_type, request.protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol.value, member_id=member_id)
         if not member_id:
-            return self._join_new_member(
-                group,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                require_known_member_id,
-                supports_skip_assignment,
-            )
+            return self._join_new_member(group, request)
         if member_id in group.pending_members:
-            member = Member(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-            )
+            member = request.new_member(member_id)
             return self._add_and_rebalance(group, member, f"{member_id} joined")
-        return self._join_known_member(
-            group,
-            member_id,
-            instance_id,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocols,
-        )
+        return self._join_known_member(group, request)
 
     def _accepts_joining_member(self, group: Group, member_id: str) -> bool:
         """Kafka's group.max.size rule. While the group rebalances it counts the members
@@ -136,57 +105,28 @@ class GroupCoordinator:
         return member is not None or len(group.members) < max_size
 
     def _join_new_member(
-        self,
-        group: Group,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        supports_skip_assignment: bool,
+        self, group: Group, request: JoinRequest
     ) -> JoinResult | Awaitable[JoinResult]:
-        member_id = new_member_id(client_id)
+        member_id = new_member_id(request.client_id)
+        instance_id = request.instance_id
         if instance_id is not None and instance_id in group.static_members:
-            return self._rejoin_static_member(
-                group,
-                instance_id,
-                member_id,
-                protocols,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                supports_skip_assignment,
-            )
-        if instance_id is None and require_known_member_id:
+            return self._rejoin_static_member(group, request, member_id)
+        if instance_id is None and request.require_known_member_id:
             # KIP-394: the member must come back with this id, so that a client that
             # times out on its first join does not leave a ghost member behind.
             group.pending_members.add(member_id)
-            self.loop.call_later(session_timeout_ms / 1000, self._expire_pending, group, member_id)
+            self.loop.call_later(
+                request.session_timeout_ms / 1000, self._expire_pending, group, member_id
+            )
             return JoinResult(ErrorCode.member_id_required.value, member_id=member_id)
-        member = Member(
-            member_id,
-            instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
-        )
+        member = request.new_member(member_id)
         return self._add_and_rebalance(group, member, f"{member_id} joined")
 
     def _rejoin_static_member(
-        self,
-        group: Group,
-        instance_id: str,
-        member_id: str,
-        protocols: list[tuple[str, bytes]],
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        supports_skip_assignment: bool,
+        self, group: Group, request: JoinRequest, member_id: str
     ) -> JoinResult | Awaitable[JoinResult]:
+        instance_id = request.instance_id
+        assert instance_id is not None
         old_id = group.static_members[instance_id]
         old = group.members[old_id]
         previous_leader = group.leader_id
@@ -200,9 +140,7 @@ class GroupCoordinator:
             old.sync_waiter.set_result((ErrorCode.fenced_instance_id.value, b""))
         old.sync_waiter = None
         member = group.replace_static_member(instance_id, member_id)
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
-        member.protocols = protocols
+        request.update(member)
         self._schedule_session_expiry(group, member)
         log.info(
             "Static member %s of group %s rejoined as %s", instance_id, group.group_id, member_id
@@ -213,7 +151,7 @@ class GroupCoordinator:
                 # generation and the assignment; only the new member id is recorded.
                 self.store.write_group(group)
                 is_leader = member_id == group.leader_id
-                if supports_skip_assignment:
+                if request.supports_skip_assignment:
                     # KIP-814: the leader gets the members (to know the group) but is told
                     # not to assign again.
                     return self._join_result(
@@ -236,15 +174,10 @@ class GroupCoordinator:
         return waiter
 
     def _join_known_member(
-        self,
-        group: Group,
-        member_id: str,
-        instance_id: str | None,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocols: list[tuple[str, bytes]],
+        self, group: Group, request: JoinRequest
     ) -> JoinResult | Awaitable[JoinResult]:
-        error = self._validate_member(group, member_id, instance_id)
+        member_id, protocols = request.member_id, request.protocols
+        error = self._validate_member(group, member_id, request.instance_id)
         if error:
             return JoinResult(error, member_id=member_id)
         member = group.members[member_id]
@@ -257,9 +190,7 @@ class GroupCoordinator:
             return self._join_result(group, member, include_members=False)
         # New metadata, or the leader rejoining (it may have seen topics change that its
         # subscription does not show): rebalance.
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
-        member.protocols = protocols
+        request.update(member)
         waiter = self._park_join(member)
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)

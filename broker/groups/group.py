@@ -72,6 +72,41 @@ class Member:
             self.session_timer = None
 
 
+@dataclass(frozen=True)
+class JoinRequest:
+    """What a JoinGroup asks, in the coordinator's terms (every version's fields)."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool  # v4+: MEMBER_ID_REQUIRED on a first join (KIP-394)
+    supports_skip_assignment: bool = True  # v9+: KIP-814
+
+    def new_member(self, member_id: str) -> Member:
+        return Member(
+            member_id,
+            self.instance_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.session_timeout_ms,
+            self.protocol_type,
+            self.protocols,
+        )
+
+    def update(self, member: Member) -> None:
+        """A rejoining member takes the timeouts and protocols it joins with now."""
+        member.rebalance_timeout_ms = self.rebalance_timeout_ms
+        member.session_timeout_ms = self.session_timeout_ms
+        member.protocols = self.protocols
+
+
 @dataclass
 class CommittedOffset:
     offset: int
