@@ -23,7 +23,7 @@ from aiokafka.structs import OffsetAndMetadata
 from brook.broker.groups.consumer_protocol import assigned_partitions
 
 from .clients import create_topic, produce
-from .groups import MemberProcess, broker_view, produce_spread, split_evenly
+from .groups import MemberProcess, broker_view, produce_spread, python_client_settings, split_evenly
 from .processes import Brokers
 
 pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
@@ -32,18 +32,7 @@ SESSION_MS = 1500
 
 
 def settings(bootstrap: str, group: str, client_id: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap_servers": bootstrap,
-        "group_id": group,
-        "client_id": client_id,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "session_timeout_ms": SESSION_MS,
-        "heartbeat_interval_ms": 100,
-        "fetch_max_wait_ms": 50,
-        "request_timeout_ms": 15_000,
-        **extra,
-    }
+    return python_client_settings(bootstrap, group, client_id, SESSION_MS, **extra)
 
 
 async def until(
