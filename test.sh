@@ -5,12 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# kcat from Debian (librdkafka 2.0.2): the tests drive it as a real client.
-if ! command -v kcat >/dev/null 2>&1; then
+# Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, and mkfs.ext4
+# (e2fsprogs) for the full-disk tests, which mount a small ext4 image.
+missing=""
+command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
+command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
+if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq kcat >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
 fi
 
 venv="${BROOK_VENV:-.venv}"

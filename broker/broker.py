@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from brook.storage.log_manager import LogManager
@@ -17,6 +18,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
 from .groups.offsets_store import OffsetsStore
+from .log_dir_mover import LogDirMover
 from .producer_ids import ProducerIdManager
 from .topics import TopicManager
 
@@ -52,6 +54,10 @@ class Broker:
         self.cluster_id = ""
         self.started = asyncio.Event()
         self.stopping = False
+        # Set by a signal, a test, or the broker itself when it cannot go on (every log
+        # dir offline); whoever runs the broker awaits it, then calls stop().
+        self.stop_requested = asyncio.Event()
+        self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
         self.parked_fetches: set[asyncio.Future[None]] = set()
         load_all()
@@ -78,9 +84,11 @@ class Broker:
             default_config_factory=self.topics.log_config_of,
             progress=log.info,
         )
+        self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
         self.topics.load()
+        self.log_dir_mover = LogDirMover(self.log_manager, self.topics.hosted)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
         self.groups.load()
@@ -114,6 +122,24 @@ class Broker:
         )
         self.started.set()
 
+    def request_stop(self, exit_code: int = 0) -> None:
+        """Ask whoever runs the broker to stop it; the first exit code asked for wins."""
+        if not self.stop_requested.is_set():
+            self.exit_code = exit_code
+            self.stop_requested.set()
+
+    def _on_log_dir_failure(self, log_dir: Path) -> None:
+        if self.log_manager.online_dirs:
+            return
+        # As Kafka: a broker with no usable log dir cannot serve anything; stop, and
+        # let the next start recover the dirs (none of them gets the clean marker).
+        log.error(
+            "Shutting down broker %d because all log dirs in %s have failed",
+            self.broker_id,
+            ", ".join(str(d) for d in self.log_manager.log_dirs),
+        )
+        self.request_stop(1)
+
     async def stop(self) -> None:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
@@ -132,6 +158,7 @@ class Broker:
             connection.close()
         for server in self.servers:
             await server.wait_closed()
+        self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
 

@@ -99,14 +99,13 @@ async def _run(config: BrokerConfig) -> int:
     from .broker import Broker
 
     broker = Broker(config)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, broker.request_stop)
     await broker.start()
-    await stop.wait()
+    await broker.stop_requested.wait()
     await broker.stop()
-    return 0
+    return broker.exit_code
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ prefix and the header of each batch, a chunk at a time.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 LAST_OFFSET_DELTA_OFFSET = 23
+
+logger = logging.getLogger("brook.storage.file_records")
 
 HEADER_SCAN_CHUNK = 16 * 1024
 RECOVERY_CHUNK = 1024 * 1024
@@ -55,13 +58,28 @@ class FileRecords:
         """Write `data` at the end of the file; returns the number of bytes written."""
         fd = self._fd if self._fd is not None else self._open()
         total = len(data)
-        written = os.write(fd, data)
-        if written < total:  # only on a full disk or a signal; finish or raise
-            view = memoryview(data)
-            while written < total:
-                written += os.write(fd, view[written:])
+        try:
+            written = os.write(fd, data)
+            if written < total:  # only on a full disk or a signal; finish or raise
+                view = memoryview(data)
+                while written < total:
+                    written += os.write(fd, view[written:])
+        except OSError:
+            # A write cut short (ENOSPC after part of the batch) must not leave bytes
+            # that `size` does not count: later appends would land after them while
+            # indexes and reads use the stale size. Cut back to where this append began.
+            self._discard_after(fd, self._size)
+            raise
         self._size += total
         return total
+
+    def _discard_after(self, fd: int, size: int) -> None:
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:  # the dir goes offline; recovery cuts the tail at start
+            logger.error(
+                "Could not cut %s back to %d bytes after a failed write: %s", self.path, size, exc
+            )
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to `size` bytes; returns how many bytes were removed."""

@@ -195,6 +195,14 @@ class LogLoader:
                 segment.recover(self.leader_epoch_cache)
         unflushed = segments[first_unflushed:]
         if not unflushed:
+            last = segments[-1] if segments else None
+            if last is not None and not last.tail_is_consistent():
+                logger.warning(
+                    "The active segment %s does not end where its batches end, although the"
+                    " log was shut down cleanly; recovering it",
+                    last.log.path,
+                )
+                last.recover(self.leader_epoch_cache)
             return segments
         total = len(unflushed)
         logger.info(

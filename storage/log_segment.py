@@ -136,6 +136,29 @@ class LogSegment:
                 f" ({self.log.size} bytes)"
             )
 
+    def tail_is_consistent(self) -> bool:
+        """Whether the batches from the last index entry on fill the file exactly.
+
+        A clean shutdown vouches for the segment, but not for bytes a failed write left
+        past the last whole batch, nor for an index pointing where no batch starts; a
+        segment failing this is recovered rather than trusted. Reads at most about one
+        index interval of batch headers.
+        """
+        try:
+            self.sanity_check()
+        except CorruptIndexError:
+            return False
+        position = self.offset_index.last_position
+        indexed_offset = self.offset_index.last_offset
+        end = position
+        first = True
+        for batch_position, header, _ in self.log.batches(position):
+            if first and self.offset_index.entries and header.last_offset != indexed_offset:
+                return False
+            first = False
+            end = batch_position + header.size
+        return end == self.log.size
+
     @property
     def next_offset(self) -> int:
         """The offset after the last batch (the base offset when the segment is empty)."""
