@@ -25,12 +25,15 @@ from confluent_kafka.admin import AdminClient
 from kio.index import load_request_schema
 
 from brook.protocol.api_table import ApiKey
+from brook.protocol.coordinator_records import group_partition
+from brook.protocol.errors import ErrorCode
 from brook.protocol.record_batch import Record, build_batch
 
 from .acked import AckRecorder, assert_all_acked_kept, read_all
 from .clients import create_topic, produce
 from .processes import Brokers
 from .raw_client import RawClient, make, nested
+from .test_groups_protocol import commit_errors, commit_request
 
 PARTITIONS = 3
 IMAGE_MB = 64
@@ -177,12 +180,18 @@ def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) ->
 def test_a_full_log_dir_goes_offline_and_the_others_keep_serving(disk_brokers, tmp_path):
     brokers, disk = disk_brokers
     full_dir, other_dir = disk / "data", tmp_path / "other"
-    both_dirs = {"log.dirs": f"{full_dir},{other_dir}"}
+    both_dirs = {"log.dirs": f"{full_dir},{other_dir}", "offsets.topic.num.partitions": "2"}
     broker = brokers.start(both_dirs, data_dir=full_dir)
     # New partitions go to the least loaded dir, the first listed on a tie.
     create_topic(broker.bootstrap, "filling", 1)
     create_topic(broker.bootstrap, "safe", 1)
     assert (full_dir / "filling-0").is_dir() and (other_dir / "safe-0").is_dir()
+    # A group whose offsets partition lands in the dir that will fill.
+    group = next(f"g{i}" for i in range(100) if group_partition(f"g{i}", 2) == 0)
+    with RawClient(broker.port) as client:
+        committed = commit_errors(client.request(commit_request(group, {("safe", 0): 1})))
+    assert committed == {("safe", 0): ErrorCode.none}
+    assert (full_dir / "__consumer_offsets-0").is_dir()
 
     with AckRecorder(
         broker.bootstrap,
@@ -207,6 +216,11 @@ def test_a_full_log_dir_goes_offline_and_the_others_keep_serving(disk_brokers, t
         described = client.request(make(request_type, topics=None))
     errors = {result.log_dir: result.error_code.name for result in described.results}
     assert errors == {str(full_dir): "kafka_storage_error", str(other_dir): "none"}
+
+    # A commit into the failed dir's offsets partition: Kafka's mapping, NOT_COORDINATOR.
+    with RawClient(broker.port) as client:
+        committed = commit_errors(client.request(commit_request(group, {("safe", 0): 2})))
+    assert committed == {("safe", 0): ErrorCode.not_coordinator}
 
     # The other dir serves as before.
     delivered = produce(broker.bootstrap, "safe", [(None, b"still-%d" % i) for i in range(10)])
