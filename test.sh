@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the tests need and run them: the one test command of README.md.
 #   ./test.sh            the whole suite
-#   ./test.sh -k fetch   extra arguments go to pytest
+#   ./test.sh -k fetch   extra arguments go to pytest (run by 4 pytest-xdist workers)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,4 +22,7 @@ venv="${BROOK_VENV:-.venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$venv/bin/ruff" check .
-exec "$venv/bin/python" -m pytest "$@"
+# Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
+# Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
+# the suite in this process.
+exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" "$@"
