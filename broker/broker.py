@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from brook.storage.clock import Clock, system_clock
 from brook.storage.log_manager import LogManager
 
 from .apis import load_all
@@ -30,18 +30,15 @@ PURGE_INTERVAL_MS = 1000
 FLUSH_CHECK_MS = 1000
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = system_clock) -> None:
         # Static, then from start() on with the dynamic configs. AlterConfigs replaces it,
         # so read broker.config where a value is needed rather than keeping it.
         self.config = config
         self.dynamic_config = DynamicBrokerConfig(config)
         # Wall-clock milliseconds for record semantics (timestamp validation,
-        # LogAppendTime); tests pass their own clock to probe exact bounds.
+        # LogAppendTime) and for the storage it owns (segment ages, retention, flushes,
+        # delayed deletes); tests pass their own clock to probe exact bounds.
         self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
@@ -83,6 +80,7 @@ class Broker:
             cluster_id=None,
             default_config_factory=self.topics.log_config_of,
             progress=log.info,
+            clock=self.clock,
         )
         self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
@@ -172,12 +170,12 @@ class Broker:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
         thread for deletion does every log.retention.check.interval.ms."""
         interval_ms = self.config["log.retention.check.interval.ms"]
-        next_check = now_ms() + interval_ms
+        next_check = self.clock() + interval_ms
         while True:
             # Wake at least every second to remove files whose file.delete.delay.ms
             # has passed; retention itself runs on its own interval.
             await asyncio.sleep(min(interval_ms, PURGE_INTERVAL_MS) / 1000)
-            now = now_ms()
+            now = self.clock()
             if now >= next_check:
                 deleted = self.log_manager.delete_old_segments(now)
                 if deleted:
@@ -199,4 +197,4 @@ class Broker:
         interval_ms = min(self.config["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MS)
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
-            self.log_manager.flush_dirty_logs(now_ms())
+            self.log_manager.flush_dirty_logs(self.clock())

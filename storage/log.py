@@ -40,6 +40,7 @@ from brook.protocol.record_batch import (
 
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, write_partition_metadata
+from .clock import Clock, system_clock
 from .errors import (
     InconsistentTopicIdError,
     KafkaStorageError,
@@ -81,10 +82,6 @@ class FetchDataInfo:
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 _P = ParamSpec("_P")
@@ -130,8 +127,10 @@ class Log:
         leader_epoch_cache: LeaderEpochFileCache,
         topic_id: uuid.UUID | None,
         failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self.dir = directory
+        self._clock = clock
         self.topic, self.partition = files.parse_topic_partition(directory.name)
         self._config = config
         self._segments = segments
@@ -143,7 +142,7 @@ class Log:
         self._high_watermark = log_start_offset
         self.leader_epoch_cache = leader_epoch_cache
         self.topic_id = topic_id
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = self._clock()
         # Set by roll(): everything below this offset should be fsynced soon (Kafka
         # schedules that flush right after a roll; here flush_if_due() performs it).
         self._pending_flush_offset: int | None = None
@@ -168,6 +167,7 @@ class Log:
         clean_shutdown: bool = True,
         progress: Callable[[str], None] | None = None,
         failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> Log:
         """Open (or create) the log in `dir`, recovering it after an unclean shutdown.
 
@@ -197,6 +197,7 @@ class Log:
             clean_shutdown=clean_shutdown,
             leader_epoch_cache=leader_epoch_cache,
             progress=progress,
+            clock=clock,
         ).load()
         if topic_id is not None and stored_topic_id is None:
             write_partition_metadata(dir, topic_id)
@@ -210,6 +211,7 @@ class Log:
             leader_epoch_cache=leader_epoch_cache,
             topic_id=topic_id or stored_topic_id,
             failure_channel=failure_channel,
+            clock=clock,
         )
         logger.info(
             "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
@@ -464,7 +466,7 @@ class Log:
             batches = split_batches(buffer)
         if not batches:
             raise ValueError("an append needs at least one batch")
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         size = len(buffer)
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -574,7 +576,7 @@ class Log:
             if stale.exists():
                 logger.warning("Deleting stale file %s before rolling to it", stale)
                 stale.unlink()
-        segment = new_segment(self.dir, new_offset, self._config)
+        segment = new_segment(self.dir, new_offset, self._config, clock=self._clock)
         segment.resize_indexes(self._config.max_index_size)  # creates the index files
         self._segments.append(segment)
         self._bases.append(new_offset)
@@ -604,7 +606,7 @@ class Log:
         if new_segments:
             files.fsync_dir(self.dir)
         self._recovery_point = offset
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = self._clock()
         if self._pending_flush_offset is not None and self._pending_flush_offset <= offset:
             self._pending_flush_offset = None
 
@@ -750,7 +752,7 @@ class Log:
         logger.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
         for segment in self._segments:
             self._delete_segment_files(segment)
-        segment = new_segment(self.dir, new_offset, self._config)
+        segment = new_segment(self.dir, new_offset, self._config, clock=self._clock)
         segment.resize_indexes(self._config.max_index_size)
         self._segments = [segment]
         self._bases = [new_offset]
@@ -801,7 +803,7 @@ class Log:
         itself is past retention it is rolled first, as Kafka does, so an idle topic
         empties. Returns the number of segments deleted.
         """
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         config = self._config
         deleted = 0
         if config.delete_enabled:
@@ -880,14 +882,14 @@ class Log:
         if delay <= 0:
             segment.delete()
         else:
-            self._pending_deletes.append((_now_ms() + delay, segment))
+            self._pending_deletes.append((self._clock() + delay, segment))
 
     @_io("removing deleted segments of")
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
         """Remove the `.deleted` files whose file.delete.delay.ms has passed."""
         if not self._pending_deletes:
             return 0
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         due = [segment for deadline, segment in self._pending_deletes if deadline <= now_ms]
         self._pending_deletes = [
             (deadline, segment) for deadline, segment in self._pending_deletes if deadline > now_ms

@@ -39,6 +39,7 @@ from .checkpoints import (
     write_meta_properties,
     write_partition_metadata,
 )
+from .clock import Clock, system_clock
 from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
@@ -65,10 +66,6 @@ def generate_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class LogManager:
     """Opens, creates, flushes, checkpoints and closes the partition logs of a broker."""
 
@@ -81,6 +78,7 @@ class LogManager:
         *,
         progress: Callable[[str], None] | None = None,
         failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         """`default_config_factory(topic)` gives the config of a topic's logs at startup.
 
@@ -95,6 +93,7 @@ class LogManager:
         self._cluster_id = cluster_id
         self._config_factory = default_config_factory
         self._progress = progress
+        self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         # Copies of partitions being moved to another log dir (AlterReplicaLogDirs).
@@ -291,6 +290,7 @@ class LogManager:
                 clean_shutdown=clean_shutdown,
                 progress=progress,
                 failure_channel=self.failure_channel,
+                clock=self._clock,
             )
             high_watermark = high_watermarks.get(topic_partition)
             if high_watermark is not None:
@@ -329,6 +329,7 @@ class LogManager:
                 self._config_factory(topic),
                 clean_shutdown=False,
                 failure_channel=self.failure_channel,
+                clock=self._clock,
             )
             self._dir_of[topic_partition] = path.parent
 
@@ -390,6 +391,7 @@ class LogManager:
                 topic_id=topic_id,
                 clean_shutdown=True,
                 failure_channel=self.failure_channel,
+                clock=self._clock,
             )
         except OSError as exc:
             message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
@@ -434,6 +436,7 @@ class LogManager:
                 topic_id=current.topic_id,
                 clean_shutdown=True,
                 failure_channel=self.failure_channel,
+                clock=self._clock,
             )
         except OSError as exc:
             message = f"Error while creating a future log for {topic}-{partition} in {log_dir}"
@@ -484,6 +487,7 @@ class LogManager:
             log_start_offset=log_start_offset,
             clean_shutdown=True,
             failure_channel=self.failure_channel,
+            clock=self._clock,
         )
         replaced.high_watermark = high_watermark
         self._logs[topic_partition] = replaced
@@ -550,7 +554,7 @@ class LogManager:
         log.flush.scheduler.interval.ms); with Kafka's defaults it only flushes the
         segments left behind by a roll, which keeps recovery after a crash short.
         """
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
             if log.is_offline:
@@ -564,7 +568,7 @@ class LogManager:
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         deleted = 0
         for log in list(self._logs.values()):
             if log.is_offline:
@@ -577,7 +581,7 @@ class LogManager:
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
         """Remove `.deleted` segment files whose file.delete.delay.ms has passed."""
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         purged = 0
         for log in list(self._logs.values()):
             if log.is_offline:
