@@ -4,10 +4,15 @@ Appends go through one O_APPEND descriptor with os.write (page cache only; fsync
 in flush()). Reads use os.pread, so readers never move a shared file position and a
 read costs one system call. Walking the file batch by batch reads only the 12-byte
 prefix and the header of each batch, a chunk at a time.
+
+Opened with `mutable=False` (as Kafka's FileRecords.open does for DumpLogSegments), the
+file is opened O_RDONLY, never created, and every change is refused: what tools and
+Spark executors use on files a broker may own.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import struct
@@ -29,24 +34,38 @@ RECOVERY_CHUNK = 1024 * 1024
 
 
 class FileRecords:
-    """The .log file of one segment. The descriptor is opened on first use."""
+    """The .log file of one segment. The descriptor is opened on first use.
 
-    def __init__(self, path: Path, size: int | None = None) -> None:
+    A mutable file is created when missing; an immutable one must exist (its size is
+    taken when it is opened: bytes a broker appends later are not seen).
+    """
+
+    def __init__(self, path: Path, size: int | None = None, *, mutable: bool = True) -> None:
         self.path = path
+        self.mutable = mutable
         self._fd: int | None = None
         if size is None:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
+                if not mutable:
+                    raise
                 self._open()
                 size = 0
         self._size = size
 
     def _open(self) -> int:
         if self._fd is None:
-            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            if self.mutable:
+                flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            else:
+                flags = os.O_RDONLY | os.O_CLOEXEC
             self._fd = os.open(self.path, flags, 0o644)
         return self._fd
+
+    def _check_mutable(self, action: str) -> None:
+        if not self.mutable:
+            raise io.UnsupportedOperation(f"cannot {action} {self.path}: it is open read-only")
 
     @property
     def size(self) -> int:
@@ -56,6 +75,8 @@ class FileRecords:
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write `data` at the end of the file; returns the number of bytes written."""
+        if not self.mutable:  # inline: this runs on every produce
+            self._check_mutable("append to")
         fd = self._fd if self._fd is not None else self._open()
         total = len(data)
         try:
@@ -83,6 +104,7 @@ class FileRecords:
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to `size` bytes; returns how many bytes were removed."""
+        self._check_mutable("truncate")
         if size < 0 or size > self._size:
             raise ValueError(f"cannot truncate {self.path} of size {self._size} to {size}")
         removed = self._size - size
@@ -178,6 +200,7 @@ class FileRecords:
             self._fd = None
 
     def delete(self) -> bool:
+        self._check_mutable("delete")
         self.close()
         try:
             self.path.unlink()
@@ -186,6 +209,7 @@ class FileRecords:
         return True
 
     def rename_to(self, path: Path) -> None:
+        self._check_mutable("rename")
         os.rename(self.path, path)
         self.path = path
 
