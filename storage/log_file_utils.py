@@ -53,6 +53,10 @@ def txn_index_file(directory: Path, offset: int, suffix: str = "") -> Path:
     return directory / f"{filename_prefix_from_offset(offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
 
 
+def producer_snapshot_file(directory: Path, offset: int) -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
+
+
 def offset_from_file_name(name: str) -> int | None:
     """The base offset a segment file name starts with, or None for other files."""
     prefix = name.split(".", 1)[0]
