@@ -151,6 +151,8 @@ class FileRecords:
                 buffer = self.read(position, min(max(chunk_size, HEADER_SIZE), limit - position))
                 buffer_start = position
                 relative = 0
+                if len(buffer) < HEADER_SIZE:  # the file shrank under an immutable reader
+                    return
             header = parse_header(buffer, relative)
             if header.batch_length < MIN_BATCH_LENGTH:
                 return
@@ -161,6 +163,8 @@ class FileRecords:
                 buffer = self.read(position, max(chunk_size, size))
                 buffer_start = position
                 header.position = 0
+                if len(buffer) < size:
+                    return
             yield position, header, buffer
             position += size
 

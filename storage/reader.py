@@ -294,6 +294,9 @@ class SegmentReader:
         if remaining < LOG_OVERHEAD:
             return Damage(position, remaining, "a torn batch: too few bytes for a batch header")
         head = self._log.read(position, MAGIC_OFFSET + 1)
+        if len(head) < LOG_OVERHEAD:
+            # Its size was taken at open; a broker truncated it since (e.g. a follower).
+            return Damage(position, remaining, "the file shrank while it was being read")
         (length,) = _LENGTH.unpack_from(head, 8)
         if len(head) > MAGIC_OFFSET and head[MAGIC_OFFSET] != MAGIC_V2:
             magic = head[MAGIC_OFFSET]

@@ -389,6 +389,20 @@ def test_damaged_segments_are_reported(tmp_path: Path) -> None:
     assert file_states(tmp_path) == before
 
 
+def test_a_segment_that_shrinks_while_read_ends_in_damage(tmp_path: Path) -> None:
+    """A broker may truncate the segment a reader has open (a follower's truncation)."""
+    batches = [build_batch([Record(0, BASE_TS, b"k", b"v" * 100)], base_offset=n) for n in range(4)]
+    path = tmp_path / f"{0:020d}.log"
+    path.write_bytes(b"".join(batches))
+    for keep in (len(batches[0]), len(batches[0]) + 30, 5):
+        with SegmentReader(path) as reader:
+            os.truncate(path, keep)
+            *good, damage = reader.batches()
+            assert len(good) == keep // len(batches[0]) and isinstance(damage, Damage)
+            assert damage.position == len(good) * len(batches[0])
+        path.write_bytes(b"".join(batches))
+
+
 def test_damaged_indexes_are_listed_as_they_are(tmp_path: Path) -> None:
     path = tmp_path / f"{100:020d}.index"
     path.write_bytes(struct.pack(">iiii", 5, 300, 3, 200) + bytes(16))  # out of order, zero tail
