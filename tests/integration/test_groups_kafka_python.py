@@ -259,7 +259,9 @@ def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list
         deadline = time.monotonic() + 30
         while len(got) < count:
             assert time.monotonic() < deadline, f"read {len(got)} of {count} records"
-            for tp, records in consumer.poll(timeout_ms=100).items():
+            # A long poll: kafka-python 3 drops a join that completes after its poll has
+            # timed out, which a loaded machine makes likely with short polls.
+            for tp, records in consumer.poll(timeout_ms=2000).items():
                 for record in records:
                     got.append(record)
                     consumer.commit({tp: OffsetAndMetadata(record.offset + 1, "", -1)})
