@@ -20,6 +20,7 @@ from kio.static.protocol import ResponsePayload
 
 from .api_table import SERVED, ApiKey, request_type, response_type
 from .errors import InvalidRequestError, UnsupportedVersionError
+from .nullability import check_non_nullable
 
 SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -67,6 +68,7 @@ def decode_request(frame: bytes) -> RequestFrame:
     try:
         header, header_size = _reader(header_type)(frame, 0)
         body, _ = _reader(body_type)(frame, header_size)
+        check_non_nullable(body)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(
             f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"

@@ -241,16 +241,28 @@ def _read_one(
         )
         return read
     upper = partition.last_stable_offset if committed else partition.high_watermark
+    max_bytes = min(target.max_bytes, remaining)
     try:
         data = partition.log.read(
-            target.fetch_offset,
-            max_bytes=min(target.max_bytes, remaining),
-            max_offset=upper,
-            min_one_message=min_one,
+            target.fetch_offset, max_bytes=max_bytes, max_offset=upper, min_one_message=min_one
         )
     except KafkaError as exc:
         read.error = exc.error_code
         return read
+    except ValueError as exc:
+        if max_bytes >= 0:
+            raise
+        # A negative max_bytes or partition_max_bytes: Kafka's log read refuses the size
+        # and the partition is answered UNKNOWN_SERVER_ERROR with unknown offsets.
+        log.warning(
+            "Fetch from %s (client %r) of %s-%d: %s",
+            ctx.peer,
+            ctx.client_id,
+            partition.topic,
+            partition.index,
+            exc,
+        )
+        return PartitionRead(target.topic, target.index, ErrorCode.unknown_server_error)
     read.records = bytes(data.records)
     return read
 
