@@ -73,18 +73,28 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
         )
     targets = _targets(ctx, request, session)
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
-    reads = _read_all(ctx, targets, request.max_bytes, committed)
+    # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
+    # what one response (and so one connection) can hold.
+    max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
+    limits = _Limits(max_bytes, min(request.min_bytes, max_bytes))
+    reads = _read_all(ctx, targets, limits.max_bytes, committed)
     max_wait_ms = request.max_wait.total_seconds() * 1000
-    if max_wait_ms <= 0 or _satisfied(reads, request.min_bytes):
+    if max_wait_ms <= 0 or _satisfied(reads, limits.min_bytes):
         return _respond(ctx, reads, session, incremental)
     return _wait_then_respond(
-        ctx, request, targets, session, incremental, committed, max_wait_ms / 1000
+        ctx, limits, targets, session, incremental, committed, max_wait_ms / 1000
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    max_bytes: int
+    min_bytes: int
 
 
 async def _wait_then_respond(
     ctx: RequestContext,
-    request: Any,
+    limits: _Limits,
     targets: list[FetchTarget],
     session: FetchSession | None,
     incremental: bool,
@@ -111,12 +121,10 @@ async def _wait_then_respond(
             ctx.broker.parked_fetches.discard(waiter)
         if ctx.broker.stopping:
             break  # answer with what there is, so the shutdown does not wait out max_wait
-        reads = _read_all(ctx, targets, request.max_bytes, committed)
-        if _satisfied(reads, request.min_bytes):
+        reads = _read_all(ctx, targets, limits.max_bytes, committed)
+        if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
-    return _respond(
-        ctx, _read_all(ctx, targets, request.max_bytes, committed), session, incremental
-    )
+    return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, committed), session, incremental)
 
 
 def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
@@ -263,7 +271,7 @@ def _read_one(
             exc,
         )
         return PartitionRead(target.topic, target.index, ErrorCode.unknown_server_error)
-    read.records = bytes(data.records)
+    read.records = data.records  # a view of what the log read, not copied
     return read
 
 
