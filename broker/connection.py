@@ -31,6 +31,7 @@ from brook.protocol.wire import (
     UnsupportedVersionError,
     decode_request,
     encode_response,
+    encode_response_chunks,
     peek_header,
     read_client_id,
 )
@@ -191,7 +192,7 @@ class KafkaConnection(asyncio.Protocol):
         if response is NO_RESPONSE or self.closed or self.transport is None:
             return
         try:
-            data = encode_response(ctx.correlation_id, response)
+            chunks = encode_response_chunks(ctx.correlation_id, response)
         except SerialError as exc:
             # A value this version cannot carry (a string longer than an int16 length,
             # given by a client of a newer version): the request gets no answer.
@@ -208,7 +209,7 @@ class KafkaConnection(asyncio.Protocol):
         except Exception as exc:
             self._handler_failed(ctx, exc)
             return
-        self.transport.write(data)
+        self.transport.writelines(chunks)
 
     def _handler_failed(self, ctx: RequestContext, exc: BaseException) -> None:
         """Close this connection and go on serving the others.
