@@ -149,7 +149,7 @@ class Broker:
         for waiter in list(self.parked_fetches):
             if not waiter.done():
                 waiter.set_result(None)
-        in_flight = [task for conn in self.connections for task in conn.tasks]
+        in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
             await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
         for connection in list(self.connections):

@@ -185,6 +185,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
         ),
         _key(
+            "fetch.max.bytes",
+            "int",
+            57671680,
+            "Most bytes a Fetch response returns (beyond the first batch), whatever it asks.",
+            at_least=1024,
+        ),
+        _key(
             "socket.request.max.bytes",
             "int",
             104857600,

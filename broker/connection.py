@@ -1,10 +1,19 @@
-"""One client connection: framing, dispatch in arrival order, responses in request order.
+"""One client connection: framing, one request at a time, responses in request order.
 
-Requests are parsed and handed to their handler as soon as their bytes arrive, so that
-pipelined requests change state in the order they were sent. A handler that must wait
-(a long-polling Fetch, a Produce waiting for acks) returns an awaitable; its response
-slot waits in the queue, and responses behind it are held until it is written, since
-Kafka clients match responses to requests by order as well as correlation id.
+As in Kafka, a connection handles one request at a time: a handler that must wait (a
+long-polling Fetch, a JoinGroup waiting for the rebalance) holds back the requests
+queued behind it until its response is written, so responses go out in request order
+and pipelined requests change state in the order they were sent. Requests whose
+handler answers at once are handled back to back, as many as have arrived.
+
+Memory is bounded per connection: requests are only handled while the response bytes
+waiting in the transport's buffer stay under MAX_UNSENT_BYTES. A client that pipelines
+requests without reading its responses therefore holds at most that much plus one
+response (a Fetch response may legitimately be fetch.max.bytes, ~50 MiB), and while it
+is over the bound the connection stops reading its socket, leaving the rest of its
+requests in the kernel's buffers and the client's. The event loop goes back to the other
+connections after each response that crosses the bound, so none of them waits behind a
+client that asks for much and reads nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections import deque
 from typing import TYPE_CHECKING, Any
+
+from kio.serial.errors import SerialError
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.wire import (
@@ -21,6 +31,7 @@ from brook.protocol.wire import (
     UnsupportedVersionError,
     decode_request,
     encode_response,
+    encode_response_chunks,
     peek_header,
     read_client_id,
 )
@@ -34,30 +45,29 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("brook.connection")
 
-# Stop reading from a client that has this many responses outstanding; resume when the
-# queue drains, so a client that pipelines without reading cannot grow our memory.
-MAX_PENDING_RESPONSES = 512
+# Handle no further request of a connection while more response bytes than this wait in
+# its transport's buffer; resume once they drain to RESUME_UNSENT_BYTES. A consumer that
+# reads its responses never comes near: it sends its next Fetch after reading the last.
+MAX_UNSENT_BYTES = 1024 * 1024
+RESUME_UNSENT_BYTES = 256 * 1024
 
-
-class _Slot:
-    __slots__ = ("data",)
-
-    def __init__(self) -> None:
-        self.data: bytes | None = None
+SIZE_PREFIX = 4
 
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.max_request_size: int = broker.config["socket.request.max.bytes"]
+        # Bytes received and not yet handled: at most one read past a whole request,
+        # since reading stops while a whole request waits its turn.
         self.buffer = bytearray()
-        self.pending: deque[_Slot] = deque()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.closed = False
         self.reading_paused = False
         self.writing_paused = False
-        self.tasks: set[asyncio.Task[Any]] = set()
+        # The request whose handler is waiting; nothing behind it is handled meanwhile.
+        self.in_flight: asyncio.Future[Any] | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -65,13 +75,15 @@ class KafkaConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        # pause_writing/resume_writing then tell when the unsent bytes cross the bounds.
+        self.transport.set_write_buffer_limits(high=MAX_UNSENT_BYTES, low=RESUME_UNSENT_BYTES)
         self.broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.broker.connections.discard(self)
-        for task in list(self.tasks):
-            task.cancel()
+        if self.in_flight is not None:
+            self.in_flight.cancel()
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -79,33 +91,55 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        self._update_reading()
+        self._dispatch()
 
     def data_received(self, data: bytes) -> None:
-        buffer = self.buffer
-        buffer += data
-        while not self.closed:
-            if len(buffer) < 4:
-                return
-            size = int.from_bytes(buffer[:4], "big", signed=True)
-            if size < 0 or size > self.max_request_size:
-                log.warning(
-                    "Closing connection from %s: request of %d bytes is larger than"
-                    " socket.request.max.bytes=%d",
-                    self.peer,
-                    size,
-                    self.max_request_size,
-                )
-                self.close()
-                return
-            if len(buffer) < 4 + size:
-                return
-            with memoryview(buffer) as view:
-                frame = bytes(view[4 : 4 + size])
-            del buffer[: 4 + size]
-            self._handle_frame(frame)
+        self.buffer += data
+        self._dispatch()
 
     # --- dispatch -----------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """Whether the next request must wait: one is in flight or too much is unsent."""
+        return self.in_flight is not None or self.writing_paused
+
+    def _dispatch(self) -> None:
+        """Handle the buffered requests, one after another, while the connection may."""
+        while not self.closed and not self.busy:
+            frame = self._next_frame()
+            if frame is None:
+                break
+            self._handle_frame(frame)
+        self._update_reading()
+
+    def _frame_size(self) -> int | None:
+        """The size of the next request, once its size prefix has arrived."""
+        if len(self.buffer) < SIZE_PREFIX:
+            return None
+        return int.from_bytes(self.buffer[:SIZE_PREFIX], "big", signed=True)
+
+    def _next_frame(self) -> bytes | None:
+        size = self._frame_size()
+        if size is None:
+            return None
+        if size < 0 or size > self.max_request_size:
+            log.warning(
+                "Closing connection from %s: request of %d bytes is larger than"
+                " socket.request.max.bytes=%d",
+                self.peer,
+                size,
+                self.max_request_size,
+            )
+            self.close()
+            return None
+        buffer = self.buffer
+        if len(buffer) < SIZE_PREFIX + size:
+            return None
+        with memoryview(buffer) as view:
+            frame = bytes(view[SIZE_PREFIX : SIZE_PREFIX + size])
+        del buffer[: SIZE_PREFIX + size]
+        return frame
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
@@ -114,7 +148,12 @@ class KafkaConnection(asyncio.Protocol):
             self._answer_unsupported(frame, exc)
             return
         except InvalidRequestError as exc:
-            log.warning("Closing connection from %s: %s", self.peer, exc.message)
+            log.warning(
+                "Closing connection from %s (client %r): %s",
+                self.peer,
+                read_client_id(frame),
+                exc.message,
+            )
             self.close()
             return
         ctx = RequestContext(
@@ -128,58 +167,83 @@ class KafkaConnection(asyncio.Protocol):
         )
         try:
             result = HANDLERS[request.api_key](ctx, request.body)
-        except Exception:
-            log.exception(
-                "Closing connection from %s: %s v%d handler failed",
-                self.peer,
-                ApiKey(request.api_key).name,
-                request.api_version,
-            )
-            self.close()
+        except Exception as exc:
+            self._handler_failed(ctx, exc)
             return
-        if result is NO_RESPONSE:
-            return
-        slot = _Slot()
-        self.pending.append(slot)
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(result)
-            self.tasks.add(task)
-            task.add_done_callback(lambda done: self._complete(done, slot, ctx))
-            self._update_reading()
+            self.in_flight = task
+            task.add_done_callback(lambda done: self._complete(done, ctx))
         else:
-            slot.data = encode_response(request.correlation_id, result)
-            self._flush()
+            self._respond(ctx, result)
 
-    def _complete(self, task: asyncio.Task[Any], slot: _Slot, ctx: RequestContext) -> None:
-        self.tasks.discard(task)
+    def _complete(self, task: asyncio.Future[Any], ctx: RequestContext) -> None:
+        self.in_flight = None
         if task.cancelled() or self.closed:
             return
-        if task.exception() is not None:
-            log.error(
-                "Closing connection from %s: %s v%d handler failed",
+        exc = task.exception()
+        if exc is not None:
+            self._handler_failed(ctx, exc)
+            return
+        self._respond(ctx, task.result())
+        self._dispatch()
+
+    def _respond(self, ctx: RequestContext, response: Any) -> None:
+        if response is NO_RESPONSE or self.closed or self.transport is None:
+            return
+        try:
+            chunks = encode_response_chunks(ctx.correlation_id, response)
+        except SerialError as exc:
+            # A value this version cannot carry (a string longer than an int16 length,
+            # given by a client of a newer version): the request gets no answer.
+            log.warning(
+                "Closing connection from %s (client %r): cannot encode the %s v%d response: %s",
                 self.peer,
+                ctx.client_id,
                 ApiKey(ctx.api_key).name,
                 ctx.api_version,
-                exc_info=task.exception(),
+                exc,
             )
             self.close()
             return
-        response = task.result()
-        if response is NO_RESPONSE:
-            slot.data = b""
+        except Exception as exc:
+            self._handler_failed(ctx, exc)
+            return
+        self.transport.writelines(chunks)
+
+    def _handler_failed(self, ctx: RequestContext, exc: BaseException) -> None:
+        """Close this connection and go on serving the others.
+
+        A handler raises InvalidRequestError for input that Kafka refuses by closing the
+        connection: one line says why. Anything else is a bug in Brook, not the client's,
+        and is logged with its traceback.
+        """
+        if isinstance(exc, InvalidRequestError):
+            log.warning(
+                "Closing connection from %s (client %r): invalid %s v%d request: %s",
+                self.peer,
+                ctx.client_id,
+                ApiKey(ctx.api_key).name,
+                ctx.api_version,
+                exc.message,
+            )
         else:
-            slot.data = encode_response(ctx.correlation_id, response)
-        self._flush()
+            log.error(
+                "Closing connection from %s (client %r): %s v%d failed",
+                self.peer,
+                ctx.client_id,
+                ApiKey(ctx.api_key).name,
+                ctx.api_version,
+                exc_info=exc,
+            )
+        self.close()
 
     def _answer_unsupported(self, frame: bytes, exc: UnsupportedVersionError) -> None:
         api_key, _version, correlation_id = peek_header(frame)
-        if api_key == ApiKey.API_VERSIONS:
+        if api_key == ApiKey.API_VERSIONS and self.transport is not None:
             # Kafka answers an ApiVersions it cannot parse with a v0 body listing what
             # it serves, so the client can pick a version both sides know.
-            slot = _Slot()
-            slot.data = encode_response(correlation_id, unsupported_version_response())
-            self.pending.append(slot)
-            self._flush()
+            self.transport.write(encode_response(correlation_id, unsupported_version_response()))
             return
         log.warning(
             "Closing connection from %s (client %r): %s",
@@ -189,31 +253,29 @@ class KafkaConnection(asyncio.Protocol):
         )
         self.close()
 
-    def _flush(self) -> None:
-        pending = self.pending
-        transport = self.transport
-        if transport is None or self.closed:
-            return
-        ready = []
-        while pending and pending[0].data is not None:
-            data = pending.popleft().data
-            if data:
-                ready.append(data)
-        if ready:
-            transport.writelines(ready)
-        self._update_reading()
-
     def _update_reading(self) -> None:
+        """Read while a request may be handled or none is complete in the buffer.
+
+        A connection waiting on a parked request keeps reading until the next whole
+        request has arrived, so a client that disconnects meanwhile is noticed at once.
+        """
         transport = self.transport
         if transport is None or self.closed:
             return
-        should_pause = self.writing_paused or len(self.pending) >= MAX_PENDING_RESPONSES
+        should_pause = self.busy and self._has_whole_frame()
         if should_pause and not self.reading_paused:
             transport.pause_reading()
             self.reading_paused = True
         elif not should_pause and self.reading_paused:
             self.reading_paused = False
             transport.resume_reading()
+
+    def _has_whole_frame(self) -> bool:
+        size = self._frame_size()
+        if size is None:
+            return False
+        # An invalid size counts as whole: nothing more need be read to refuse it.
+        return size < 0 or size > self.max_request_size or len(self.buffer) >= SIZE_PREFIX + size
 
     def close(self) -> None:
         if self.closed:

@@ -8,7 +8,6 @@ header v0 and v1, are chosen by the schema of the API version, as Kafka does
 
 from __future__ import annotations
 
-import io
 import struct
 from dataclasses import dataclass
 from functools import cache
@@ -20,6 +19,7 @@ from kio.static.protocol import ResponsePayload
 
 from .api_table import SERVED, ApiKey, request_type, response_type
 from .errors import InvalidRequestError, UnsupportedVersionError
+from .nullability import check_non_nullable
 
 SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -67,6 +67,7 @@ def decode_request(frame: bytes) -> RequestFrame:
     try:
         header, header_size = _reader(header_type)(frame, 0)
         body, _ = _reader(body_type)(frame, header_size)
+        check_non_nullable(body)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(
             f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"
@@ -87,17 +88,56 @@ def read_client_id(frame: bytes) -> str | None:
 
 def encode_response(correlation_id: int, response: ResponsePayload) -> bytes:
     """A response as it goes on the wire: size, header, body."""
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    header_type = type(response).__header_schema__
-    buffer.write(SIZE.pack(correlation_id))
-    if header_type.__flexible__:
-        buffer.write(b"\x00")  # no tagged fields in the response header
-    _writer(type(response))(buffer, response)
-    data = buffer.getbuffer()
-    SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
+    return b"".join(encode_response_chunks(correlation_id, response))
+
+
+# Byte fields at least this long (record sets) are passed through as chunks of their own.
+_PASS_THROUGH_SIZE = 64 * 1024
+
+
+class _Chunks:
+    """A kio Writable that copies small writes into one buffer and passes large byte
+    fields (the record sets of a Fetch response) through untouched, so that a response
+    costs no copy of its records before the socket."""
+
+    __slots__ = ("chunks", "current", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes | memoryview] = []
+        self.current = bytearray()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        length = len(data)
+        self.size += length
+        if length >= _PASS_THROUGH_SIZE and isinstance(data, bytes | memoryview):
+            if self.current:
+                self.chunks.append(bytes(self.current))
+                self.current = bytearray()
+            self.chunks.append(data)
+        else:
+            self.current += data
+        return length
+
+    def finish(self) -> list[bytes | memoryview]:
+        if self.current:
+            self.chunks.append(bytes(self.current))
+        return self.chunks
+
+
+def encode_response_chunks(
+    correlation_id: int, response: ResponsePayload
+) -> list[bytes | memoryview]:
+    """A response as it goes on the wire, as buffers to write one after the other: the
+    size, header and fields, with each record set a buffer of its own (not copied)."""
+    body = _Chunks()
+    body.write(SIZE.pack(correlation_id))
+    if type(response).__header_schema__.__flexible__:
+        body.write(b"\x00")  # no tagged fields in the response header
+    _writer(type(response))(body, response)
+    chunks = body.finish()
+    chunks[0] = SIZE.pack(body.size) + chunks[0]
+    return chunks
 
 
 def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:

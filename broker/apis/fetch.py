@@ -37,7 +37,7 @@ class PartitionRead:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
+    records: bytes | memoryview = b""
 
 
 @dataclass(slots=True)
@@ -73,18 +73,28 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
         )
     targets = _targets(ctx, request, session)
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
-    reads = _read_all(ctx, targets, request.max_bytes, committed)
+    # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
+    # what one response (and so one connection) can hold.
+    max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
+    limits = _Limits(max_bytes, min(request.min_bytes, max_bytes))
+    reads = _read_all(ctx, targets, limits.max_bytes, committed)
     max_wait_ms = request.max_wait.total_seconds() * 1000
-    if max_wait_ms <= 0 or _satisfied(reads, request.min_bytes):
+    if max_wait_ms <= 0 or _satisfied(reads, limits.min_bytes):
         return _respond(ctx, reads, session, incremental)
     return _wait_then_respond(
-        ctx, request, targets, session, incremental, committed, max_wait_ms / 1000
+        ctx, limits, targets, session, incremental, committed, max_wait_ms / 1000
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    max_bytes: int
+    min_bytes: int
 
 
 async def _wait_then_respond(
     ctx: RequestContext,
-    request: Any,
+    limits: _Limits,
     targets: list[FetchTarget],
     session: FetchSession | None,
     incremental: bool,
@@ -111,12 +121,10 @@ async def _wait_then_respond(
             ctx.broker.parked_fetches.discard(waiter)
         if ctx.broker.stopping:
             break  # answer with what there is, so the shutdown does not wait out max_wait
-        reads = _read_all(ctx, targets, request.max_bytes, committed)
-        if _satisfied(reads, request.min_bytes):
+        reads = _read_all(ctx, targets, limits.max_bytes, committed)
+        if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
-    return _respond(
-        ctx, _read_all(ctx, targets, request.max_bytes, committed), session, incremental
-    )
+    return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, committed), session, incremental)
 
 
 def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
@@ -241,17 +249,29 @@ def _read_one(
         )
         return read
     upper = partition.last_stable_offset if committed else partition.high_watermark
+    max_bytes = min(target.max_bytes, remaining)
     try:
         data = partition.log.read(
-            target.fetch_offset,
-            max_bytes=min(target.max_bytes, remaining),
-            max_offset=upper,
-            min_one_message=min_one,
+            target.fetch_offset, max_bytes=max_bytes, max_offset=upper, min_one_message=min_one
         )
     except KafkaError as exc:
         read.error = exc.error_code
         return read
-    read.records = bytes(data.records)
+    except ValueError as exc:
+        if max_bytes >= 0:
+            raise
+        # A negative max_bytes or partition_max_bytes: Kafka's log read refuses the size
+        # and the partition is answered UNKNOWN_SERVER_ERROR with unknown offsets.
+        log.warning(
+            "Fetch from %s (client %r) of %s-%d: %s",
+            ctx.peer,
+            ctx.client_id,
+            partition.topic,
+            partition.index,
+            exc,
+        )
+        return PartitionRead(target.topic, target.index, ErrorCode.unknown_server_error)
+    read.records = data.records  # a view of what the log read, not copied
     return read
 
 

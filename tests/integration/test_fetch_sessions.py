@@ -9,6 +9,8 @@ from kio.schema.fetch.v12 import request as fetch12
 from kio.schema.fetch.v16 import request as fetch16
 from kio.schema.metadata.v12 import request as metadata12
 
+from brook.protocol.record_batch import split_batches
+
 from .clients import create_topic, produce
 from .raw_client import RawClient
 
@@ -193,3 +195,23 @@ def test_fetch_by_topic_id_from_v13(three_partitions):
             )
         )
         assert unknown.responses[0].partitions[0].error_code.value == 100  # UNKNOWN_TOPIC_ID
+
+
+@pytest.mark.brook_config(fetch_max_bytes=1024)
+def test_broker_fetch_max_bytes_caps_what_a_client_asks_for(brook_broker, topic_name):
+    """fetch.max.bytes bounds every response, as Kafka's broker does, whatever the
+    request's max_bytes; only a first batch larger than it still goes out whole."""
+    create_topic(brook_broker.bootstrap, topic_name, partitions=2)
+    for _ in range(5):  # five batches of about 370 bytes
+        produce(brook_broker.bootstrap, topic_name, [(None, b"x" * 300)], partition=0)
+    produce(brook_broker.bootstrap, topic_name, [(None, b"y" * 3000)], partition=1)
+    with RawClient(brook_broker.port) as client:
+        asked_much = client.request(_fetch_v12(topic_name, [(0, 0)], 0, -1, max_bytes=10**7))
+        [partition] = asked_much.responses[0].partitions
+        batches = split_batches(partition.records)
+        assert len(partition.records) <= 1024
+        assert [batch.base_offset for batch in batches] == [0, 1]
+        big_first = client.request(_fetch_v12(topic_name, [(1, 0)], 0, -1, max_bytes=10**7))
+        [partition] = big_first.responses[0].partitions
+        assert len(partition.records) > 3000
+        assert [batch.base_offset for batch in split_batches(partition.records)] == [0]

@@ -154,7 +154,7 @@ def _fetch(version: int, topic: str, max_wait_ms: int) -> tuple[bytes, type]:
         ),
         **extra,
     )
-    return _frame(1, version, 1, body), response.FetchResponse
+    return _frame(1, version, 2, body), response.FetchResponse
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
@@ -164,13 +164,14 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return False
 
 
-def _park_fetch_then_produce(
+def _produce_then_park_fetch(
     broker: Any, sock: socket.socket, topic: str, fetch_version: int, max_wait_ms: int
 ) -> type:
-    """Send a long-polling fetch of the empty partition 0 (correlation id 1), then on the
-    same connection a produce of three records to partition 1 (correlation id 2), and
-    return once the broker has read both: the produce is then in the log, and neither
-    is answered (the fetch waits for data, the produce's response for the fetch's)."""
+    """Send, in one write, a produce of three records to partition 1 (correlation id 1)
+    and a long-polling fetch of the empty partition 0 (correlation id 2), and return once
+    the produce is in the log. The broker handles a connection's requests one at a time,
+    as Kafka does, so the fetch was read before the watermarks were asked for (its bytes
+    arrived with the produce's) and is parked, waiting for data, unanswered."""
     fetch, fetch_response_type = _fetch(fetch_version, topic, max_wait_ms)
     produce = ProduceRequest(
         transactional_id=None,
@@ -187,7 +188,7 @@ def _park_fetch_then_produce(
             ),
         ),
     )
-    sock.sendall(fetch + _frame(0, 7, 2, produce))
+    sock.sendall(_frame(0, 7, 1, produce) + fetch)
     deadline = time.monotonic() + 10
     while watermarks(broker.bootstrap, topic, 2)[1] != (0, 3):
         assert not _closed_by_peer(sock), "the broker closed the connection"
@@ -212,23 +213,23 @@ def test_signal_stops_cleanly_after_answering_requests_in_flight(
     create_topic(broker.bootstrap, topic_name, 2)
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=15)
     try:
-        fetch_response_type = _park_fetch_then_produce(
+        fetch_response_type = _produce_then_park_fetch(
             broker, sock, topic_name, fetch_version, max_wait_ms=2000
         )
         assert broker.process is not None
         broker.process.send_signal(signum)
 
-        fetched = _read_frame(sock)
-        assert fetched is not None, "the in-flight fetch was not answered"
-        fetch_response, _ = entity_reader(fetch_response_type)(fetched, 4)
-        assert struct.unpack(">i", fetched[:4])[0] == 1
-        assert fetch_response.responses[0].partitions[0].error_code.value == 0
         produced = _read_frame(sock)
-        assert produced is not None, "the in-flight produce was not answered"
-        assert struct.unpack(">i", produced[:4])[0] == 2
+        assert produced is not None, "the produce was not answered"
+        assert struct.unpack(">i", produced[:4])[0] == 1
         produce_response, _ = entity_reader(ProduceResponse)(produced, 4)
         partition = produce_response.responses[0].partition_responses[0]
         assert (partition.error_code.value, partition.base_offset) == (0, 0)
+        fetched = _read_frame(sock)
+        assert fetched is not None, "the in-flight fetch was not answered"
+        fetch_response, _ = entity_reader(fetch_response_type)(fetched, 4)
+        assert struct.unpack(">i", fetched[:4])[0] == 2
+        assert fetch_response.responses[0].partitions[0].error_code.value == 0
         assert _read_frame(sock) is None  # then the broker closes the connection
     finally:
         sock.close()
@@ -265,7 +266,7 @@ def test_stop_answers_a_fetch_parked_beyond_the_grace_at_once(brokers, topic_nam
     create_topic(broker.bootstrap, topic_name, 2)
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=15)
     try:
-        _park_fetch_then_produce(broker, sock, topic_name, 11, max_wait_ms=60_000)
+        _produce_then_park_fetch(broker, sock, topic_name, 11, max_wait_ms=60_000)
         assert broker.process is not None
         broker.process.send_signal(signal.SIGTERM)
         sock.settimeout(3)
