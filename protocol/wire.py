@@ -20,6 +20,7 @@ from kio.static.protocol import ResponsePayload
 
 from .api_table import SERVED, ApiKey, request_type, response_type
 from .errors import InvalidRequestError, UnsupportedVersionError
+from .length_bounds import check_lengths
 
 SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -66,6 +67,9 @@ def decode_request(frame: bytes) -> RequestFrame:
     header_type = body_type.__header_schema__
     try:
         header, header_size = _reader(header_type)(frame, 0)
+        # kio's reader sizes an array by its length before reading it: a lying length
+        # would abort the process, so every length is checked against the bytes left.
+        check_lengths(body_type, frame, header_size)
         body, _ = _reader(body_type)(frame, header_size)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(

@@ -1,0 +1,105 @@
+"""The length walk that runs before kio's reader: it ends where kio ends on every valid
+request, and refuses every lying array length before kio can allocate for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from integration.kio_strategies import encode, entity
+from integration.lying_lengths import every_lying_frame
+from kio.serial import entity_reader
+
+from brook.protocol.api_table import SERVED, request_type
+from brook.protocol.errors import InvalidRequestError
+from brook.protocol.length_bounds import check_lengths
+
+SERVED_VERSIONS = [
+    (api, version)
+    for api, served in SERVED.items()
+    for version in range(served.min_version, served.max_version + 1)
+]
+# The lying frames ask kio for up to 32 GiB; under this address-space limit that
+# allocation fails on any machine (with overcommit, 16 GiB could succeed on a large one).
+CHILD_ADDRESS_SPACE = 3 << 30
+
+
+@pytest.mark.parametrize(
+    ("api", "version"), SERVED_VERSIONS, ids=[f"{a.name}-v{v}" for a, v in SERVED_VERSIONS]
+)
+def test_walk_ends_where_kio_ends(api, version):
+    request_class = request_type(api, version)
+
+    @settings(
+        max_examples=25,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(entity(request_class))
+    def walk_matches(request):
+        data = b"\x00\x01\x02" + encode(request)
+        _, size = entity_reader(request_class)(data, 3)
+        assert check_lengths(request_class, data, 3) == 3 + size
+
+    walk_matches()
+
+
+def test_every_array_length_that_lies_is_refused_before_kio_allocates():
+    """In a child process with a small address space, so that a regression shows as
+    that child aborting instead of taking pytest with it."""
+
+    def limit_address_space() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
+
+    child = subprocess.run(
+        [sys.executable, __file__],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit_address_space,
+        # The helpers live in tests/integration, importable from tests/ as under pytest.
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert child.returncode == 0, f"child exited {child.returncode}: {child.stderr[-3000:]}"
+    report = json.loads(child.stdout)
+    assert report["parsed"] == [], "lying lengths that parsed"
+    assert report["wrong_message"] == []
+    # Every array field of every served version got a lying length (236 with kio 0.6.5).
+    arrays = {(f.api.name, f.version, f.path) for f in every_lying_frame() if f.kind == "array"}
+    assert report["arrays_refused"] == len(arrays) > 200
+    assert report["refused"] == len(every_lying_frame())
+
+
+def _decode_every_lying_frame() -> dict[str, object]:
+    from brook.protocol.wire import decode_request
+
+    parsed, wrong_message, refused, arrays = [], [], 0, 0
+    for lying in every_lying_frame():
+        try:
+            decode_request(lying.frame)
+        except InvalidRequestError as exc:
+            refused += 1
+            if lying.kind == "array":
+                arrays += 1
+                if f"{lying.path}: an array of" not in exc.message:
+                    wrong_message.append(f"{lying}: {exc.message}")
+        else:
+            parsed.append(str(lying))
+    return {
+        "parsed": parsed,
+        "wrong_message": wrong_message,
+        "refused": refused,
+        "arrays_refused": arrays,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(_decode_every_lying_frame()))
