@@ -14,10 +14,13 @@ checking the end), but their lengths move the walk, so they are followed.
 
 The bound is at least as strict as Kafka's (count > bytes left): an element takes at
 least its smallest encoding, so `count * smallest > bytes left` can never hold for a
-message that parses. The walker of each entity type is built once and cached: runs of
-fixed-size fields become one addition, an array of fixed-size entities one
-multiplication, so a Produce or Fetch request costs a few microseconds (bench figures in
-the hardening note).
+message that parses.
+
+The walk runs on every request, so it is compiled: the first time a message type is
+seen, its walk is written out as the source of one Python function (fields in wire
+order, nested structs inline, runs of fixed-size fields folded into one addition, an
+array of fixed-size elements into one multiplication, one- and two-byte varints
+inline) and compiled. `walk_source` shows what a type compiles to.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def check_lengths(entity_type: type, data: bytes, offset: int) -> int:
     a message that ends before its schema does.
     """
     try:
-        return _entity(entity_type).walk(data, offset, len(data))
+        return _walk(entity_type).function(data, offset, len(data))
     except (IndexError, struct.error):
         raise InvalidRequestError(
             f"{entity_type.__name__} ends before its last field ({len(data)} bytes)"
@@ -96,20 +99,6 @@ def read_unsigned_varint(data: bytes, pos: int) -> tuple[int, int]:
     raise InvalidRequestError(f"varint at byte {pos} is longer than {_MAX_VARINT_BYTES} bytes")
 
 
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """How one value is walked: its smallest encoding, its size if always the same, and
-    (for variable sizes) the function that walks it."""
-
-    min_size: int
-    fixed_size: int | None
-    walk: Walker
-
-
-def _fixed(size: int) -> _Shape:
-    return _Shape(size, size, lambda data, pos, end: pos + size)
-
-
 def _too_long(path: str, count: int, min_size: int, left: int) -> InvalidRequestError:
     return InvalidRequestError(
         f"{path}: an array of {count} elements needs at least {count * min_size} bytes,"
@@ -117,156 +106,247 @@ def _too_long(path: str, count: int, min_size: int, left: int) -> InvalidRequest
     )
 
 
-# --- primitives ---------------------------------------------------------------------
+def _too_many_tags(path: str, count: int, left: int) -> InvalidRequestError:
+    return InvalidRequestError(f"{path}: {count} tagged fields cannot fit in {left} bytes")
 
 
-def _compact_bytes(data: bytes, pos: int, end: int) -> int:
-    # The length is stored plus one (0 is null), so a one-byte length L ends at pos + L.
-    length = data[pos]
-    if length < 0x80:
-        return pos + length if length else pos + 1
-    length, pos = read_unsigned_varint(data, pos)
-    return pos + length - 1
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    """The smallest encoding of an entity type, and its size if it never varies."""
+
+    min_size: int
+    fixed_size: int | None
 
 
-def _legacy_string(data: bytes, pos: int, end: int) -> int:
-    (length,) = _INT16(data, pos)
-    return pos + 2 + length if length > 0 else pos + 2
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    sizes: _Sizes
+    function: Walker
+    source: str
 
 
-def _legacy_bytes(data: bytes, pos: int, end: int) -> int:
-    (length,) = _INT32(data, pos)
-    return pos + 4 + length if length > 0 else pos + 4
-
-
-def _primitive(kafka_type: str, flexible: bool) -> _Shape:
-    if kafka_type in _FIXED_SIZES:
-        return _fixed(_FIXED_SIZES[kafka_type])
-    if kafka_type not in _VARIABLE_TYPES:
-        raise TypeError(f"no length rule for kafka_type {kafka_type!r}")
-    if flexible:
-        return _Shape(1, None, _compact_bytes)
-    if kafka_type == "string":
-        return _Shape(2, None, _legacy_string)
-    return _Shape(4, None, _legacy_bytes)
-
-
-# --- arrays and entities ------------------------------------------------------------
-
-
-def _array(element: _Shape, flexible: bool, path: str) -> _Shape:
-    min_size = element.min_size or 1
-    fixed_size = element.fixed_size
-    walk_element = element.walk
-
-    def walk(data: bytes, pos: int, end: int) -> int:
-        if flexible:
-            count = data[pos]
-            if count < 0x80:
-                pos += 1
-            else:
-                count, pos = read_unsigned_varint(data, pos)
-            count -= 1  # compact arrays store count + 1; 0 is null
-        else:
-            (count,) = _INT32(data, pos)
-            pos += 4
-        if count <= 0:
-            return pos  # empty, null, or a negative length kio refuses itself
-        if count * min_size > end - pos:
-            raise _too_long(path, count, min_size, end - pos)
-        if fixed_size is not None:
-            return pos + count * fixed_size
-        for _ in range(count):
-            pos = walk_element(data, pos, end)
-        return pos
-
-    return _Shape(1 if flexible else 4, None, walk)
-
-
-def _nullable_entity(entity: _Shape) -> _Shape:
-    walk_entity = entity.walk
-
-    def walk(data: bytes, pos: int, end: int) -> int:
-        # kio reads an int8 marker: -1 is null, anything else is followed by the struct.
-        if data[pos] == 0xFF:
-            return pos + 1
-        return walk_entity(data, pos + 1, end)
-
-    return _Shape(1, None, walk)
-
-
-def _tagged_fields(tagged: dict[int, _Shape], path: str) -> Walker:
-    def walk(data: bytes, pos: int, end: int) -> int:
-        count = data[pos]
-        if count == 0:
-            return pos + 1
-        count, pos = read_unsigned_varint(data, pos)
-        if count * 2 > end - pos:  # a tag and a size, at least a byte each
-            raise InvalidRequestError(
-                f"{path}: {count} tagged fields cannot fit in {end - pos} bytes"
-            )
-        for _ in range(count):
-            tag, pos = read_unsigned_varint(data, pos)
-            size, pos = read_unsigned_varint(data, pos)
-            known = tagged.get(tag)
-            # kio reads a known tag by its schema (not by its size) and refuses an
-            # unknown one; the walk follows what kio will read.
-            pos = known.walk(data, pos, end) if known is not None else pos + size
-        return pos
-
-    return walk
+def walk_source(entity_type: type) -> str:
+    """The generated source of an entity type's walk (for reading and debugging)."""
+    return _walk(entity_type).source
 
 
 @cache
-def _entity(entity_type: type) -> _Shape:
-    """The walker of a kio entity type, built once."""
+def _walk(entity_type: type) -> _Walk:
+    return _Compiler(entity_type).compile()
+
+
+@cache
+def _sizes(entity_type: type) -> _Sizes:
     flexible: bool = entity_type.__flexible__
-    name = entity_type.__name__
-    # Each step: the fixed bytes before a variable-size field, then that field's walker.
-    steps: list[tuple[int, Walker]] = []
-    tagged: dict[int, _Shape] = {}
-    fixed_run = 0
-    min_size = 0
+    min_size = 1 if flexible else 0  # the tagged-field count
+    fixed = not flexible
     for field in fields(entity_type):
-        tag = get_field_tag(field)
-        shape = _field(field, flexible, f"{name}.{field.name}")
-        if tag is not None:
-            tagged[int(tag)] = shape
+        if get_field_tag(field) is not None:
             continue
-        min_size += shape.min_size
-        if shape.fixed_size is not None:
-            fixed_run += shape.fixed_size
+        kind = classify_field(field)
+        if isinstance(kind, EntityTupleField | PrimitiveTupleField):
+            min_size += 1 if flexible else 4
+            fixed = False
+        elif isinstance(kind, EntityField):
+            inner = _sizes(kind.type_)
+            nullable = is_optional(field)
+            min_size += 1 if nullable else inner.min_size
+            fixed = fixed and not nullable and inner.fixed_size is not None
         else:
-            steps.append((fixed_run, shape.walk))
-            fixed_run = 0
-    trailing = fixed_run
-    if not flexible and not steps:
-        return _fixed(trailing)
-    walk_tags = _tagged_fields(tagged, name) if flexible else None
+            kafka_type = get_schema_field_type(field)
+            size = _FIXED_SIZES.get(kafka_type)
+            min_size += size if size is not None else _variable_min_size(kafka_type, flexible)
+            fixed = fixed and size is not None
+    return _Sizes(min_size, min_size if fixed else None)
+
+
+def _variable_min_size(kafka_type: str, flexible: bool) -> int:
+    if kafka_type not in _VARIABLE_TYPES:
+        raise TypeError(f"no length rule for kafka_type {kafka_type!r}")
     if flexible:
-        min_size += 1  # the tagged-field count
-
-    def walk(data: bytes, pos: int, end: int) -> int:
-        for skip, walk_field in steps:
-            pos = walk_field(data, pos + skip, end)
-        pos += trailing
-        if walk_tags is not None:
-            pos = walk_tags(data, pos, end)
-        return pos
-
-    return _Shape(min_size, None, walk)
+        return 1
+    return 2 if kafka_type == "string" else 4
 
 
-def _field(field: Any, flexible: bool, path: str) -> _Shape:
-    # A tagged string is read as non-null by kio and a plain one may be null; both walk
-    # the same way, so optionality matters only for a struct's null marker.
-    kind = classify_field(field)
-    if isinstance(kind, EntityTupleField):
-        return _array(_entity(kind.type_), flexible, path)
-    if isinstance(kind, EntityField):
-        entity = _entity(kind.type_)
-        return _nullable_entity(entity) if is_optional(field) else entity
-    element = _primitive(get_schema_field_type(field), flexible)
-    if isinstance(kind, PrimitiveTupleField):
-        return _array(element, flexible, path)
-    return element
+class _Compiler:
+    """Writes the walk of one message type as the source of one Python function.
+
+    The generated code reads `data` (the message) from `pos`, never relies on anything
+    past `end`, and leaves `pos` after the value it walked. `n` holds the length just
+    read (a nested loop has already taken its count when `n` is reused), `m` a string
+    length inside a loop over a string array, `tag` and `size` a tagged field's header.
+    """
+
+    def __init__(self, entity_type: type) -> None:
+        self.entity_type = entity_type
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {
+            "varint": read_unsigned_varint,
+            "int16": _INT16,
+            "int32": _INT32,
+            "too_long": _too_long,
+            "too_many_tags": _too_many_tags,
+        }
+        self.pending = 0  # fixed-size bytes walked past, not yet added to pos
+
+    def compile(self) -> _Walk:
+        sizes = _sizes(self.entity_type)
+        name = self.entity_type.__name__
+        if sizes.fixed_size is not None:
+            self.lines.append(f"    pos += {sizes.fixed_size}")
+        else:
+            self._entity(self.entity_type, "    ")
+        source = "\n".join([f"def walk(data, pos, end):  # {name}", *self.lines, "    return pos"])
+        namespace = dict(self.namespace)
+        exec(compile(source, f"<length walk of {name}>", "exec"), namespace)
+        return _Walk(sizes, namespace["walk"], source)
+
+    def _emit(self, indent: str, *lines: str) -> None:
+        self.flush(indent)
+        self.lines.extend(indent + line for line in lines)
+
+    def flush(self, indent: str) -> None:
+        if self.pending:
+            self.lines.append(f"{indent}pos += {self.pending}")
+            self.pending = 0
+
+    def _constant(self, value: str) -> str:
+        name = f"path_{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def _entity(self, entity_type: type, indent: str) -> None:
+        flexible: bool = entity_type.__flexible__
+        tagged = {}
+        for field in fields(entity_type):
+            tag = get_field_tag(field)
+            if tag is None:
+                self._field(entity_type, field, indent)
+            else:
+                tagged[int(tag)] = field
+        if flexible:
+            self._tagged_fields(entity_type, tagged, indent)
+        self.flush(indent)
+
+    def _field(self, entity_type: type, field: Any, indent: str) -> None:
+        flexible: bool = entity_type.__flexible__
+        path = f"{entity_type.__name__}.{field.name}"
+        kind = classify_field(field)
+        if isinstance(kind, EntityTupleField):
+            self._array(kind.type_, None, flexible, path, indent)
+        elif isinstance(kind, PrimitiveTupleField):
+            self._array(None, get_schema_field_type(field), flexible, path, indent)
+        elif isinstance(kind, EntityField):
+            self._struct(kind.type_, is_optional(field), indent)
+        else:
+            self._primitive(get_schema_field_type(field), flexible, "n", indent)
+
+    def _primitive(self, kafka_type: str, flexible: bool, var: str, indent: str) -> None:
+        size = _FIXED_SIZES.get(kafka_type)
+        if size is not None:
+            self.pending += size
+        elif flexible:
+            _variable_min_size(kafka_type, flexible)  # refuses a type with no rule
+            # Stored as length + 1 (0 is null): a one-byte length L ends at pos + L, a
+            # two-byte one (127 bytes to 16 KiB, e.g. most record sets) at pos + 1 + L.
+            self._emit(
+                indent,
+                f"{var} = data[pos]",
+                f"if {var} < 0x80:",
+                f"    pos += {var} or 1",
+                "elif data[pos + 1] < 0x80:",
+                f"    pos += 1 + ({var} & 0x7F | data[pos + 1] << 7)",
+                "else:",
+                f"    {var}, pos = varint(data, pos)",
+                f"    pos += {var} - 1",
+            )
+        else:
+            size = _variable_min_size(kafka_type, flexible)
+            reader = "int16" if size == 2 else "int32"
+            self._emit(
+                indent,
+                f"{var} = {reader}(data, pos)[0]",
+                f"pos += {size} + {var} if {var} > 0 else {size}",
+            )
+
+    def _struct(self, entity_type: type, nullable: bool, indent: str) -> None:
+        sizes = _sizes(entity_type)
+        if not nullable:
+            if sizes.fixed_size is not None:
+                self.pending += sizes.fixed_size
+            else:
+                self._entity(entity_type, indent)
+            return
+        # kio reads an int8 marker first: -1 is null, anything else precedes the struct.
+        self._emit(indent, "if data[pos] == 0xFF:", "    pos += 1", "else:", "    pos += 1")
+        self._struct(entity_type, False, indent + "    ")
+        self.flush(indent + "    ")
+
+    def _array(
+        self, element: type | None, kafka_type: str | None, flexible: bool, path: str, indent: str
+    ) -> None:
+        if element is not None:
+            sizes = _sizes(element)
+            min_size, fixed_size = sizes.min_size or 1, sizes.fixed_size
+        else:
+            assert kafka_type is not None
+            fixed_size = _FIXED_SIZES.get(kafka_type)
+            min_size = fixed_size or _variable_min_size(kafka_type, flexible)
+        if flexible:
+            self._emit(
+                indent,
+                "n = data[pos]",
+                "if n < 0x80:",
+                "    pos += 1",
+                "else:",
+                "    n, pos = varint(data, pos)",
+                "n -= 1  # stored as count + 1; 0 is null",
+            )
+        else:
+            self._emit(indent, "n = int32(data, pos)[0]", "pos += 4")
+        # A negative count is null (-1) or refused by kio itself.
+        path_name = self._constant(path)
+        self._emit(
+            indent,
+            "if n > 0:",
+            f"    if n * {min_size} > end - pos:",
+            f"        raise too_long({path_name}, n, {min_size}, end - pos)",
+        )
+        inner = indent + "    "
+        if fixed_size is not None:
+            self._emit(inner, f"pos += n * {fixed_size}")
+            return
+        self._emit(inner, "for _ in range(n):")
+        if element is not None:
+            self._entity(element, inner + "    ")
+        else:
+            assert kafka_type is not None
+            self._primitive(kafka_type, flexible, "m", inner + "    ")
+
+    def _tagged_fields(self, entity_type: type, tagged: dict[int, Any], indent: str) -> None:
+        """The tagged-field section: almost always empty (one zero byte)."""
+        self._emit(
+            indent,
+            "if data[pos] == 0:",
+            "    pos += 1",
+            "else:",
+            "    n, pos = varint(data, pos)",
+            "    if n * 2 > end - pos:  # a tag and a size, a byte each at least",
+            f"        raise too_many_tags({entity_type.__name__!r}, n, end - pos)",
+            "    for _ in range(n):",
+            "        tag, pos = varint(data, pos)",
+            "        size, pos = varint(data, pos)",
+        )
+        # kio reads a known tag by its schema, not by its size, and refuses an unknown
+        # one: the walk follows what kio will read.
+        loop = indent + "        "
+        keyword = "if"
+        for tag, field in sorted(tagged.items()):
+            self._emit(loop, f"{keyword} tag == {tag}:")
+            self._field(entity_type, field, loop + "    ")
+            self.flush(loop + "    ")
+            keyword = "elif"
+        if tagged:
+            self._emit(loop, "else:", "    pos += size")
+        else:
+            self._emit(loop, "pos += size")

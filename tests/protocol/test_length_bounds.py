@@ -3,6 +3,7 @@ request, and refuses every lying array length before kio can allocate for it."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import resource
@@ -50,6 +51,30 @@ def test_walk_ends_where_kio_ends(api, version):
         assert check_lengths(request_class, data, 3) == 3 + size
 
     walk_matches()
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+@pytest.mark.parametrize("size", [0, 1, 126, 127, 128, 16382, 16383, 16384, 70000, None])
+def test_walk_follows_long_lengths(version, size):
+    """Lengths of one, two and three varint bytes (the walk inlines the first two)."""
+    request_class = request_type(0, version)
+    module = sys.modules[request_class.__module__]
+    records = None if size is None else bytes(range(256)) * (size // 256) + b"r" * (size % 256)
+    request = request_class(
+        transactional_id="t" * ((size or 0) % 300),
+        acks=1,
+        timeout=datetime.timedelta(seconds=1),
+        topic_data=tuple(
+            module.TopicProduceData(
+                name="n" * 200,
+                partition_data=(module.PartitionProduceData(index=i, records=records),) * 3,
+            )
+            for i in range(2)
+        ),
+    )
+    data = encode(request) + b"trailing bytes are not walked"
+    _, size_read = entity_reader(request_class)(data, 0)
+    assert check_lengths(request_class, data, 0) == size_read
 
 
 def test_every_array_length_that_lies_is_refused_before_kio_allocates():
