@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    PolicyViolationError,
     TopicDeletionDisabledError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -39,6 +41,12 @@ MAX_NAME_LENGTH = 249
 LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
+# Kafka's controller refuses a CreateTopics that would add more partitions than this
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, POLICY_VIOLATION, KAFKA-17870):
+# each partition is files and descriptors, and a request for two billion of them would
+# otherwise run the broker out of both. CreatePartitions gets the same bound
+# (KAFKA-19673; before it, the controller's 10,000-record batch limit refused it).
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 @dataclass(eq=False)
@@ -71,6 +79,40 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(
             f'Topic name "{name}" is illegal, it contains a character other than ASCII'
             " alphanumerics, '.', '_' and '-'"
+        )
+
+
+def check_partitions_per_request(total: int) -> None:
+    """POLICY_VIOLATION for a request that would create too many partitions at once."""
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        raise PolicyViolationError("Excessively large number of partitions per request.")
+
+
+def validate_manual_assignment(
+    broker_ids: list[int], replication_factor: int | None, registered: set[int]
+) -> None:
+    """Kafka's checks of one partition's replica list in a manual assignment."""
+    if not broker_ids:
+        raise InvalidReplicaAssignmentError(
+            "The manual partition assignment includes an empty replica list."
+        )
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in registered:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes broker {broker_id}, but no such"
+                " broker is registered."
+            )
+        if broker_id == previous:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes the broker {broker_id} more than once."
+            )
+        previous = broker_id
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise InvalidReplicaAssignmentError(
+            f"The manual partition assignment includes a partition with {len(broker_ids)}"
+            " replica(s), but this is not consistent with previous partitions, which have"
+            f" {replication_factor} replica(s)."
         )
 
 
@@ -178,14 +220,19 @@ class TopicManager:
         if collision is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
         config = self.broker.config
+        # -1 asks for the broker's default (KIP-464); other non-positive values are errors.
+        if replication_factor < -1 or replication_factor == 0:
+            raise InvalidReplicationFactorError(
+                "Replication factor must be larger than 0, or -1 to use the default value."
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise InvalidPartitionsError(
+                "Number of partitions was set to an invalid non-positive value."
+            )
         if num_partitions == -1:
             num_partitions = config["num.partitions"]
         if replication_factor == -1:
             replication_factor = config["default.replication.factor"]
-        if num_partitions <= 0:
-            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
-            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
         live_brokers = 1
         if replication_factor > live_brokers:
             raise InvalidReplicationFactorError(
@@ -237,18 +284,39 @@ class TopicManager:
         log.info("Deleted topic %s", name)
         return topic
 
-    def add_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
+    def add_partitions(
+        self,
+        name: str,
+        new_total: int,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Grow a topic to `new_total` partitions, with Kafka's checks and messages.
+
+        `assignments`: the replica list of each new partition, when the client gives
+        them (one per new partition, each as long as the topic's replication factor).
+        """
         topic = self.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
-        if new_total <= current:
+        if new_total == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        if new_total < current:
             raise InvalidPartitionsError(
-                f"Topic currently has {current} partitions, which is higher than the requested"
-                f" {new_total}."
-                if new_total < current
-                else f"Topic already has {current} partitions."
+                f"The topic {name} currently has {current} partition(s); {new_total} would"
+                " not be an increase."
             )
+        additional = new_total - current
+        if assignments is not None:
+            if len(assignments) != additional:
+                raise InvalidReplicaAssignmentError(
+                    f"Attempted to add {additional} additional partition(s), but only"
+                    f" {len(assignments)} assignment(s) were specified."
+                )
+            replication_factor = len(topic.partitions[0].replicas)
+            for broker_ids in assignments:
+                validate_manual_assignment(broker_ids, replication_factor, {self.broker.broker_id})
         if validate_only:
             return
         for index in range(current, new_total):
