@@ -27,6 +27,7 @@ from brook.protocol.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from brook.storage.errors import KafkaStorageError
 
 from .config import ConfigError
 from .partition import Partition
@@ -259,10 +260,18 @@ class TopicManager:
         )
         topic = Topic(name, uuid.uuid4(), parsed)
         self._register(topic)
-        for index in range(num_partitions):
-            self._add_partition(topic, index, None)
-        if parsed:
-            self._write_configs()
+        try:
+            for index in range(num_partitions):
+                self._add_partition(topic, index, None)
+            if parsed:
+                self._write_configs()
+        except OSError as exc:
+            # All or nothing, as Kafka commits a topic's records together: no partition
+            # of a topic that could not be made whole stays behind, on disk or here.
+            self._remove_partitions(topic, 0)
+            del self.topics[name]
+            del self.by_id[topic.topic_id]
+            raise self._storage_error(f"create topic {name}", exc) from None
         log.info(
             "Created topic %s with %d partitions (id %s)", name, num_partitions, topic.topic_id
         )
@@ -319,8 +328,13 @@ class TopicManager:
                 validate_manual_assignment(broker_ids, replication_factor, {self.broker.broker_id})
         if validate_only:
             return
-        for index in range(current, new_total):
-            self._add_partition(topic, index, None)
+        try:
+            for index in range(current, new_total):
+                self._add_partition(topic, index, None)
+        except OSError as exc:
+            # The request applies whole or not at all.
+            self._remove_partitions(topic, current)
+            raise self._storage_error(f"add partitions to {name}", exc) from None
         log.info("Topic %s now has %d partitions", name, new_total)
 
     def set_configs(self, name: str, configs: dict[str, Any]) -> None:
@@ -345,6 +359,17 @@ class TopicManager:
         topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
         self.topics[topic.name] = topic
         self.by_id[topic.topic_id] = topic
+
+    def _remove_partitions(self, topic: Topic, first: int) -> None:
+        """Close and delete partitions `first` and up of a topic being rolled back."""
+        for partition in topic.partitions[first:]:
+            self.broker.log_manager.delete_log(topic.name, partition.index)
+        del topic.partitions[first:]
+
+    def _storage_error(self, action: str, exc: OSError) -> KafkaStorageError:
+        reason = exc.strerror or str(exc)
+        log.error("Could not %s: %s (%s); nothing of it was kept", action, reason, exc.filename)
+        return KafkaStorageError(f"Could not {action}: {reason}.")
 
     def _add_partition(self, topic: Topic, index: int, log_: Any) -> None:
         broker = self.broker

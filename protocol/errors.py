@@ -98,9 +98,3 @@ class PolicyViolationError(KafkaError):
     """POLICY_VIOLATION: a request the broker's limits refuse (e.g. too many partitions)."""
 
     error_code = ErrorCode.policy_violation
-
-
-class KafkaStorageError(KafkaError):
-    """KAFKA_STORAGE_ERROR: the log could not be read or written (a disk or file error)."""
-
-    error_code = ErrorCode.kafka_storage_error

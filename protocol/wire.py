@@ -63,7 +63,14 @@ def decode_request(frame: bytes) -> RequestFrame:
     served = SERVED.get(api_key)  # type: ignore[call-overload]
     if served is None or not served.serves(api_version):
         raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not served")
-    body_type = request_type(api_key, api_version)
+    try:
+        body_type = request_type(api_key, api_version)
+    except OSError as exc:
+        # kio imports a version's schema module on first use, which needs a file
+        # descriptor; at the open-file limit that fails and the request cannot be read.
+        raise InvalidRequestError(
+            f"cannot load the schema of {ApiKey(api_key).name} v{api_version}: {exc}"
+        ) from exc
     header_type = body_type.__header_schema__
     try:
         header, header_size = _reader(header_type)(frame, 0)

@@ -95,6 +95,10 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._lock_fds: dict[Path, int] = {}
         self._started = False
+        # Set when a partition directory may have been left renamed `-delete` but not
+        # removed (removing needs descriptors, which may have run out): the periodic
+        # purge then tries again, as Kafka's scheduled deletion of logs does.
+        self._deleted_dirs_pending = False
 
     @property
     def cluster_id(self) -> str | None:
@@ -287,12 +291,16 @@ class LogManager:
         for log_dir in self._dir_of.values():
             counts[log_dir] += 1
         log_dir = min(self.log_dirs, key=lambda d: counts[d])
-        log = Log.open(
-            log_dir / f"{topic}-{partition}",
-            config or self._config_factory(topic),
-            topic_id=topic_id,
-            clean_shutdown=True,
-        )
+        try:
+            log = Log.open(
+                log_dir / f"{topic}-{partition}",
+                config or self._config_factory(topic),
+                topic_id=topic_id,
+                clean_shutdown=True,
+            )
+        except OSError:
+            self._deleted_dirs_pending = True  # Log.open set aside what it had made
+            raise
         logger.info("Created log %s in %s", log.name, log_dir)
         self._logs[topic_partition] = log
         self._dir_of[topic_partition] = log_dir
@@ -306,6 +314,7 @@ class LogManager:
         if log is None:
             return False
         log.delete()
+        self._deleted_dirs_pending = True
         return True
 
     # --- periodic work ----------------------------------------------------------------
@@ -365,9 +374,26 @@ class LogManager:
         return deleted
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
-        """Remove `.deleted` segment files whose file.delete.delay.ms has passed."""
+        """Remove `.deleted` segment files whose file.delete.delay.ms has passed, and
+        partition directories whose removal could not finish."""
         now_ms = _now_ms() if now_ms is None else now_ms
+        if self._deleted_dirs_pending:
+            self._deleted_dirs_pending = self._remove_deleted_dirs()
         return sum(log.purge_deleted_segments(now_ms) for log in self._logs.values())
+
+    def _remove_deleted_dirs(self) -> bool:
+        """Remove `-delete` directories; True while some remain."""
+        remaining = False
+        for log_dir in self.log_dirs:
+            try:
+                entries = list(os.scandir(log_dir))
+            except OSError:  # still out of descriptors: next round
+                return True
+            for entry in entries:
+                if entry.is_dir() and entry.name.endswith(files.DELETE_DIR_SUFFIX):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remaining = remaining or os.path.exists(entry.path)
+        return remaining
 
     # --- shutdown ---------------------------------------------------------------------
 

@@ -251,6 +251,10 @@ def _read_one(
     except KafkaError as exc:
         read.error = exc.error_code
         return read
+    except OSError as exc:  # e.g. too many open files: this partition fails, not the fetch
+        log.error("Cannot read %s-%d: %s", partition.topic, partition.index, exc)
+        read.error = ErrorCode.kafka_storage_error
+        return read
     read.records = bytes(data.records)
     return read
 

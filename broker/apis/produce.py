@@ -120,6 +120,15 @@ def _append(
         return PartitionResult(
             exc.error_code, log_start_offset=partition.log_start_offset, message=exc.message
         )
+    except OSError as exc:
+        # Too many open files (a segment roll needs three) or a full disk: this
+        # partition's append fails, with the error Kafka gives for a log it cannot write.
+        log.error("Cannot append to %s-%d: %s", name, index, exc)
+        return PartitionResult(
+            ErrorCode.kafka_storage_error,
+            log_start_offset=partition.log_start_offset,
+            message=f"Could not append to {name}-{index}: {exc.strerror or exc}.",
+        )
     return PartitionResult(
         ErrorCode.none, info.first_offset, partition.log_start_offset, validated.log_append_time
     )
