@@ -2,8 +2,9 @@
 
 Every served request version is a kio dataclass, so one builder covers them all: a field
 is drawn by its wire type (sizes kept small so an example stays a few hundred bytes),
-and a caller may steer fields by name (`overrides`) towards values the broker knows,
-such as existing topic names, so that generated requests reach past the first lookup.
+and a caller may steer fields by name (`overrides`, keyed `Entity.field` or just
+`field`) towards values the broker knows, such as existing topic names, so that
+generated requests reach past the first lookup.
 """
 
 from __future__ import annotations
@@ -64,44 +65,56 @@ def primitive(kafka_type: str) -> st.SearchStrategy[Any]:
 
 
 def entity(
-    entity_type: type, overrides: Mapping[str, Override] | None = None, max_items: int = 3
+    entity_type: type,
+    overrides: Mapping[str, Override] | None = None,
+    max_items: int = 3,
+    primitives: Mapping[str, st.SearchStrategy[Any]] | None = None,
 ) -> st.SearchStrategy[Any]:
-    """Examples of a kio entity type; `overrides` maps field names to strategies."""
-    return _entity(entity_type, tuple(sorted((overrides or {}).items())), max_items)
+    """Examples of a kio entity type; `overrides` maps field names (`Entity.field` or
+    `field`) to strategies, or to functions of the field's kafka_type; `primitives`
+    replaces the strategy of a kafka_type for every field without an override."""
+    return _entity(
+        entity_type,
+        tuple(sorted((overrides or {}).items())),
+        max_items,
+        tuple(sorted((primitives or {}).items())),
+    )
+
+
+_Items = tuple[tuple[str, Any], ...]
 
 
 @cache
 def _entity(
-    entity_type: type, overrides: tuple[tuple[str, Override], ...], max_items: int
+    entity_type: type, overrides: _Items, max_items: int, primitives: _Items
 ) -> st.SearchStrategy[Any]:
-    by_name = dict(overrides)
     kwargs = {}
     for field in fields(entity_type):
-        kwargs[field.name] = _field(field, by_name, overrides, max_items)
+        kwargs[field.name] = _field(entity_type, field, overrides, max_items, primitives)
     return st.builds(entity_type, **kwargs)
 
 
 def _field(
-    field: Any,
-    by_name: dict[str, Override],
-    overrides: tuple[tuple[str, Override], ...],
-    max_items: int,
+    entity_type: type, field: Any, overrides: _Items, max_items: int, primitives: _Items
 ) -> st.SearchStrategy[Any]:
+    by_name = dict(overrides)
     kind = classify_field(field)
     tagged = get_field_tag(field) is not None
     nullable = is_optional(field) and not tagged
     if isinstance(kind, EntityTupleField | EntityField):
-        inner = _entity(kind.type_, overrides, max_items)
+        inner = _entity(kind.type_, overrides, max_items, primitives)
         if isinstance(kind, EntityTupleField):
             inner = st.lists(inner, max_size=max_items).map(tuple)
         return st.none() | inner if nullable else inner
     kafka_type = get_schema_field_type(field)
     element: st.SearchStrategy[Any] | None = None
-    override = by_name.get(field.name)
+    override = by_name.get(f"{entity_type.__name__}.{field.name}", by_name.get(field.name))
     if isinstance(override, st.SearchStrategy):
         element = override
     elif override is not None:
         element = override(kafka_type)
+    if element is None:
+        element = dict(primitives).get(kafka_type)
     if element is None:
         element = primitive(kafka_type)
     if isinstance(kind, PrimitiveTupleField):

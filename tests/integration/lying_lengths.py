@@ -4,10 +4,11 @@ Each frame is a valid request in which every array holds one element and every s
 and bytes field one byte, except that one length is replaced by the largest the field's
 encoding can say: the varint `ff ff ff ff 0f` (four billion) for a compact length,
 0x7fffffff for an int32 array or bytes length, 0x7fff for an int16 string length.
-The length's position is found without any parser: the value is encoded twice, the
-second time with that one array holding two elements (or that one string two bytes),
+The length's position is found without any parser: the value is encoded twice, once
+with that one array holding one element (or that one string one byte) and once two,
 and the first byte where the encodings differ ends (int) or is (varint) the length.
-Tagged fields are left as they are (their size would differ first).
+Tagged fields are left as they are (their size would differ first). The fuzzer does
+the same to the requests it generates.
 """
 
 from __future__ import annotations
@@ -76,8 +77,15 @@ def filled(entity_type: type) -> Any:
     return entity_type(**values)
 
 
-def _grown(value: Any) -> Iterator[tuple[str, str, Any]]:
-    """(path, kafka kind, value with that one length grown) for each length in `value`."""
+def length_variants(value: Any) -> Iterator[tuple[str, str, Any, Any]]:
+    """For each length in `value` (an entity of any content): its path, its kind, and
+    the value with that one array of one element or string of one byte, then of two.
+
+    The two encodings are alike up to that length, which is 1 in the first and 2 in
+    the second, so the first byte where they differ ends (int) or is (varint) it.
+    Empty and null arrays and structs are filled first, so that every length in the
+    schema has a place in the encoding.
+    """
     for field in fields(value):
         if get_field_tag(field) is not None:
             # A tagged field's own size comes before its length and would differ first;
@@ -87,19 +95,50 @@ def _grown(value: Any) -> Iterator[tuple[str, str, Any]]:
         current = getattr(value, field.name)
         path = f"{type(value).__name__}.{field.name}"
         if isinstance(kind, EntityTupleField | PrimitiveTupleField):
-            yield path, "array", dataclasses.replace(value, **{field.name: current * 2})
-        else:
-            kafka_type = None if isinstance(kind, EntityField) else get_schema_field_type(field)
-            if kafka_type in _TWO:
-                twice = _TWO[kafka_type]
-                yield path, kafka_type, dataclasses.replace(value, **{field.name: twice})
-        # Lengths further down: inside the one element of an array, or a struct.
-        if isinstance(kind, EntityTupleField):
-            for inner_path, inner_kind, inner in _grown(current[0]):
-                yield inner_path, inner_kind, dataclasses.replace(value, **{field.name: (inner,)})
+            if current:
+                element = current[0]
+            elif isinstance(kind, EntityTupleField):
+                element = filled(kind.type_)
+            else:
+                element = _ONE[get_schema_field_type(field)]
+            one = dataclasses.replace(value, **{field.name: (element,)})
+            two = dataclasses.replace(value, **{field.name: (element, element)})
+            yield path, "array", one, two
+            if isinstance(kind, EntityTupleField):
+                for inner_path, inner_kind, inner_one, inner_two in length_variants(element):
+                    yield (
+                        inner_path,
+                        inner_kind,
+                        dataclasses.replace(value, **{field.name: (inner_one,)}),
+                        dataclasses.replace(value, **{field.name: (inner_two,)}),
+                    )
         elif isinstance(kind, EntityField):
-            for inner_path, inner_kind, inner in _grown(current):
-                yield inner_path, inner_kind, dataclasses.replace(value, **{field.name: inner})
+            inner_value = current if current is not None else filled(kind.type_)
+            for inner_path, inner_kind, inner_one, inner_two in length_variants(inner_value):
+                yield (
+                    inner_path,
+                    inner_kind,
+                    dataclasses.replace(value, **{field.name: inner_one}),
+                    dataclasses.replace(value, **{field.name: inner_two}),
+                )
+        else:
+            kafka_type = get_schema_field_type(field)
+            if kafka_type in _TWO:
+                one = dataclasses.replace(value, **{field.name: _ONE[kafka_type]})
+                two = dataclasses.replace(value, **{field.name: _TWO[kafka_type]})
+                yield path, kafka_type, one, two
+
+
+def lie(one: Any, two: Any, kind: str) -> bytes:
+    """`one` encoded, with the length that differs from `two` replaced by a huge one."""
+    encoded = encode(one)
+    other = encode(two)
+    at = next(i for i, (a, b) in enumerate(zip(encoded, other, strict=False)) if a != b)
+    if type(one).__flexible__:  # a one-byte varint (1 or 2, + 1) differs where it starts
+        return encoded[:at] + HUGE_VARINT + encoded[at + 1 :]
+    if kind == "string":  # int16, differs in its low byte
+        return encoded[: at - 1] + HUGE_INT16 + encoded[at + 1 :]
+    return encoded[: at - 3] + HUGE_INT32 + encoded[at + 1 :]  # int32 array or bytes
 
 
 def encode(value: Any) -> bytes:
@@ -139,23 +178,11 @@ class LyingFrame:
 
 def lying_frames(api: ApiKey, version: int) -> list[LyingFrame]:
     """One frame per length field of the request, that length replaced by a huge one."""
-    request_class = request_type(api, version)
-    flexible = request_class.__flexible__
-    base = filled(request_class)
-    encoded = encode(base)
     prefix = header(api, version)
-    frames = []
-    for path, kind, grown in _grown(base):
-        other = encode(grown)
-        at = next(i for i, (a, b) in enumerate(zip(encoded, other, strict=False)) if a != b)
-        if flexible:  # a one-byte varint (1 or 2 + 1) differs where it starts
-            body = encoded[:at] + HUGE_VARINT + encoded[at + 1 :]
-        elif kind == "string":  # int16, differs in its low byte
-            body = encoded[: at - 1] + HUGE_INT16 + encoded[at + 1 :]
-        else:  # int32 array or bytes length
-            body = encoded[: at - 3] + HUGE_INT32 + encoded[at + 1 :]
-        frames.append(LyingFrame(api, version, path, kind, prefix + body))
-    return frames
+    return [
+        LyingFrame(api, version, path, kind, prefix + lie(one, two, kind))
+        for path, kind, one, two in length_variants(filled(request_type(api, version)))
+    ]
 
 
 def every_lying_frame() -> list[LyingFrame]:
