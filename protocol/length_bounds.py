@@ -29,7 +29,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -104,6 +105,16 @@ def _too_long(path: str, count: int, min_size: int, left: int) -> InvalidRequest
         f"{path}: an array of {count} elements needs at least {count * min_size} bytes,"
         f" but only {left} remain"
     )
+
+
+def _null_array(path: str) -> InvalidRequestError:
+    return InvalidRequestError(f"non-nullable field {path} was serialized as null")
+
+
+def _nullable_array(field: Any) -> bool:
+    """Whether an array field may be null (`tuple[...] | None`; kio's `is_optional` also
+    says so for an array of nullable elements)."""
+    return get_origin(field.type) in (UnionType, Union) and NoneType in get_args(field.type)
 
 
 def _too_many_tags(path: str, count: int, left: int) -> InvalidRequestError:
@@ -186,6 +197,7 @@ class _Compiler:
             "int32": _INT32,
             "too_long": _too_long,
             "too_many_tags": _too_many_tags,
+            "null_array": _null_array,
         }
         self.pending = 0  # fixed-size bytes walked past, not yet added to pos
 
@@ -233,9 +245,10 @@ class _Compiler:
         path = f"{entity_type.__name__}.{field.name}"
         kind = classify_field(field)
         if isinstance(kind, EntityTupleField):
-            self._array(kind.type_, None, flexible, path, indent)
+            self._array(kind.type_, None, flexible, _nullable_array(field), path, indent)
         elif isinstance(kind, PrimitiveTupleField):
-            self._array(None, get_schema_field_type(field), flexible, path, indent)
+            kafka_type = get_schema_field_type(field)
+            self._array(None, kafka_type, flexible, _nullable_array(field), path, indent)
         elif isinstance(kind, EntityField):
             self._struct(kind.type_, is_optional(field), indent)
         else:
@@ -283,7 +296,13 @@ class _Compiler:
         self.flush(indent + "    ")
 
     def _array(
-        self, element: type | None, kafka_type: str | None, flexible: bool, path: str, indent: str
+        self,
+        element: type | None,
+        kafka_type: str | None,
+        flexible: bool,
+        nullable: bool,
+        path: str,
+        indent: str,
     ) -> None:
         if element is not None:
             sizes = _sizes(element)
@@ -304,8 +323,12 @@ class _Compiler:
             )
         else:
             self._emit(indent, "n = int32(data, pos)[0]", "pos += 4")
-        # A negative count is null (-1) or refused by kio itself.
         path_name = self._constant(path)
+        if not nullable:
+            # kio reads null for any array; Kafka's readers refuse it where the schema
+            # does not allow it, and handlers rely on getting an array.
+            self._emit(indent, "if n == -1:", f"    raise null_array({path_name})")
+        # Another negative count is refused by kio itself.
         self._emit(
             indent,
             "if n > 0:",

@@ -129,16 +129,20 @@ def length_variants(value: Any) -> Iterator[tuple[str, str, Any, Any]]:
                 yield path, kafka_type, one, two
 
 
-def lie(one: Any, two: Any, kind: str) -> bytes:
-    """`one` encoded, with the length that differs from `two` replaced by a huge one."""
+def lie(one: Any, two: Any, kind: str, null: bool = False) -> bytes:
+    """`one` encoded, with the length that differs from `two` replaced by a huge one
+    (or by null: 0 for a compact length, -1 for an int16 or int32 one)."""
     encoded = encode(one)
     other = encode(two)
     at = next(i for i, (a, b) in enumerate(zip(encoded, other, strict=False)) if a != b)
+    # A null has no content: the one element or byte after the length goes too.
+    after = at + 1 + (len(other) - len(encoded) if null else 0)
     if type(one).__flexible__:  # a one-byte varint (1 or 2, + 1) differs where it starts
-        return encoded[:at] + HUGE_VARINT + encoded[at + 1 :]
+        return encoded[:at] + (b"\x00" if null else HUGE_VARINT) + encoded[after:]
     if kind == "string":  # int16, differs in its low byte
-        return encoded[: at - 1] + HUGE_INT16 + encoded[at + 1 :]
-    return encoded[: at - 3] + HUGE_INT32 + encoded[at + 1 :]  # int32 array or bytes
+        return encoded[: at - 1] + (b"\xff\xff" if null else HUGE_INT16) + encoded[after:]
+    # an int32 array or bytes length
+    return encoded[: at - 3] + (b"\xff\xff\xff\xff" if null else HUGE_INT32) + encoded[after:]
 
 
 def encode(value: Any) -> bytes:
