@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from brook.protocol.api_table import request_type, response_type, served_versions
 from brook.storage.clock import Clock, system_clock
 from brook.storage.log_manager import LogManager
 
@@ -19,6 +21,7 @@ from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
 from .groups.offsets_store import OffsetsStore
 from .log_dir_mover import LogDirMover
+from .open_files import raise_open_file_limit
 from .producer_ids import ProducerIdManager
 from .topics import TopicManager
 
@@ -72,6 +75,7 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        raise_open_file_limit()
         self.config = self.dynamic_config.load()
         self.topics = TopicManager(self)
         self.log_manager = LogManager(
@@ -106,6 +110,7 @@ class Broker:
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._offsets_expiry_loop()))
+        self.background.append(asyncio.create_task(_load_message_schemas()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
         log.info(
@@ -164,7 +169,8 @@ class Broker:
         interval_s = max(self.config["log.flush.offset.checkpoint.interval.ms"], 10) / 1000
         while True:
             await asyncio.sleep(interval_s)
-            self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
+            checkpoint = self.log_manager.checkpoint_recovery_points_and_log_start_offsets
+            _carry_on("writing checkpoints", checkpoint)
 
     async def _retention_loop(self) -> None:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
@@ -177,11 +183,11 @@ class Broker:
             await asyncio.sleep(min(interval_ms, PURGE_INTERVAL_MS) / 1000)
             now = self.clock()
             if now >= next_check:
-                deleted = self.log_manager.delete_old_segments(now)
+                deleted = _carry_on("applying retention", self.log_manager.delete_old_segments, now)
                 if deleted:
                     log.info("Retention deleted %d segment(s)", deleted)
                 next_check = now + interval_ms
-            self.log_manager.purge_deleted_segments(now)
+            _carry_on("removing deleted segments", self.log_manager.purge_deleted_segments, now)
 
     async def _offsets_expiry_loop(self) -> None:
         interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
@@ -197,4 +203,37 @@ class Broker:
         interval_ms = min(self.config["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MS)
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
-            self.log_manager.flush_dirty_logs(self.clock())
+            _carry_on("flushing logs", self.log_manager.flush_dirty_logs, self.clock())
+
+
+async def _load_message_schemas() -> None:
+    """Import the message types of every served version in the background, a version
+    per turn of the loop, once the listeners are up (all at once would delay the start
+    by about half a second). kio imports a schema module on first use, which needs a
+    file descriptor: loaded now, a client's first request of some version still parses
+    when the broker has run out of descriptors later."""
+    started = time.monotonic()
+    loaded = 0
+    for api_key, version in served_versions():
+        try:
+            request_type(api_key, version)
+            response_type(api_key, version)
+            loaded += 1
+        except OSError as exc:  # out of descriptors already: left for first use
+            log.warning("Cannot load the message types of %s v%d: %s", api_key.name, version, exc)
+        await asyncio.sleep(0)
+    log.info(
+        "Loaded the message types of %d API versions in %.0f ms",
+        loaded,
+        (time.monotonic() - started) * 1000,
+    )
+
+
+def _carry_on(what: str, work: Callable[..., Any], *args: Any) -> Any:
+    """Run one round of periodic work; a file error (too many open files, a full disk)
+    is logged and the next round tries again, instead of ending the loop for good."""
+    try:
+        return work(*args)
+    except OSError as exc:
+        log.error("Error %s (will retry): %s", what, exc)
+        return None

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    PolicyViolationError,
     TopicDeletionDisabledError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -40,6 +42,12 @@ MAX_NAME_LENGTH = 249
 LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
+# Kafka's controller refuses a CreateTopics that would add more partitions than this
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, POLICY_VIOLATION, KAFKA-17870):
+# each partition is files and descriptors, and a request for two billion of them would
+# otherwise run the broker out of both. CreatePartitions gets the same bound
+# (KAFKA-19673; before it, the controller's 10,000-record batch limit refused it).
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 @dataclass(eq=False)
@@ -72,6 +80,40 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(
             f'Topic name "{name}" is illegal, it contains a character other than ASCII'
             " alphanumerics, '.', '_' and '-'"
+        )
+
+
+def check_partitions_per_request(total: int) -> None:
+    """POLICY_VIOLATION for a request that would create too many partitions at once."""
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        raise PolicyViolationError("Excessively large number of partitions per request.")
+
+
+def validate_manual_assignment(
+    broker_ids: list[int], replication_factor: int | None, registered: set[int]
+) -> None:
+    """Kafka's checks of one partition's replica list in a manual assignment."""
+    if not broker_ids:
+        raise InvalidReplicaAssignmentError(
+            "The manual partition assignment includes an empty replica list."
+        )
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in registered:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes broker {broker_id}, but no such"
+                " broker is registered."
+            )
+        if broker_id == previous:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes the broker {broker_id} more than once."
+            )
+        previous = broker_id
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise InvalidReplicaAssignmentError(
+            f"The manual partition assignment includes a partition with {len(broker_ids)}"
+            " replica(s), but this is not consistent with previous partitions, which have"
+            f" {replication_factor} replica(s)."
         )
 
 
@@ -189,14 +231,19 @@ class TopicManager:
         if collision is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
         config = self.broker.config
+        # -1 asks for the broker's default (KIP-464); other non-positive values are errors.
+        if replication_factor < -1 or replication_factor == 0:
+            raise InvalidReplicationFactorError(
+                "Replication factor must be larger than 0, or -1 to use the default value."
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise InvalidPartitionsError(
+                "Number of partitions was set to an invalid non-positive value."
+            )
         if num_partitions == -1:
             num_partitions = config["num.partitions"]
         if replication_factor == -1:
             replication_factor = config["default.replication.factor"]
-        if num_partitions <= 0:
-            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
-            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
         live_brokers = 1
         if replication_factor > live_brokers:
             raise InvalidReplicationFactorError(
@@ -223,10 +270,18 @@ class TopicManager:
         )
         topic = Topic(name, uuid.uuid4(), parsed)
         self._register(topic)
-        for index in range(num_partitions):
-            self._add_partition(topic, index, None)
-        if parsed:
-            self._write_configs()
+        try:
+            for index in range(num_partitions):
+                self._add_partition(topic, index, None)
+            if parsed:
+                self._write_configs()
+        except (OSError, KafkaStorageError) as exc:
+            # All or nothing, as Kafka commits a topic's records together: no partition
+            # of a topic that could not be made whole stays behind, on disk or here.
+            self._remove_partitions(topic, 0)
+            del self.topics[name]
+            del self.by_id[topic.topic_id]
+            raise self._storage_error(f"create topic {name}", exc) from None
         log.info(
             "Created topic %s with %d partitions (id %s)", name, num_partitions, topic.topic_id
         )
@@ -248,22 +303,48 @@ class TopicManager:
         log.info("Deleted topic %s", name)
         return topic
 
-    def add_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
+    def add_partitions(
+        self,
+        name: str,
+        new_total: int,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Grow a topic to `new_total` partitions, with Kafka's checks and messages.
+
+        `assignments`: the replica list of each new partition, when the client gives
+        them (one per new partition, each as long as the topic's replication factor).
+        """
         topic = self.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
-        if new_total <= current:
+        if new_total == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        if new_total < current:
             raise InvalidPartitionsError(
-                f"Topic currently has {current} partitions, which is higher than the requested"
-                f" {new_total}."
-                if new_total < current
-                else f"Topic already has {current} partitions."
+                f"The topic {name} currently has {current} partition(s); {new_total} would"
+                " not be an increase."
             )
+        additional = new_total - current
+        if assignments is not None:
+            if len(assignments) != additional:
+                raise InvalidReplicaAssignmentError(
+                    f"Attempted to add {additional} additional partition(s), but only"
+                    f" {len(assignments)} assignment(s) were specified."
+                )
+            replication_factor = len(topic.partitions[0].replicas)
+            for broker_ids in assignments:
+                validate_manual_assignment(broker_ids, replication_factor, {self.broker.broker_id})
         if validate_only:
             return
-        for index in range(current, new_total):
-            self._add_partition(topic, index, None)
+        try:
+            for index in range(current, new_total):
+                self._add_partition(topic, index, None)
+        except (OSError, KafkaStorageError) as exc:
+            # The request applies whole or not at all.
+            self._remove_partitions(topic, current)
+            raise self._storage_error(f"add partitions to {name}", exc) from None
         log.info("Topic %s now has %d partitions", name, new_total)
 
     def set_configs(self, name: str, configs: dict[str, Any]) -> None:
@@ -288,6 +369,19 @@ class TopicManager:
         topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
         self.topics[topic.name] = topic
         self.by_id[topic.topic_id] = topic
+
+    def _remove_partitions(self, topic: Topic, first: int) -> None:
+        """Close and delete partitions `first` and up of a topic being rolled back."""
+        for partition in topic.partitions[first:]:
+            self.broker.log_manager.delete_log(topic.name, partition.index)
+        del topic.partitions[first:]
+
+    def _storage_error(self, action: str, exc: OSError | KafkaStorageError) -> KafkaStorageError:
+        # The log manager reports its own failures as KAFKA_STORAGE_ERROR already; a
+        # failure of the topic's own files (its configs) arrives as an OSError.
+        reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
+        log.error("Could not %s: %s; nothing of it was kept", action, reason)
+        return KafkaStorageError(f"Could not {action}: {reason}.")
 
     def _add_partition(self, topic: Topic, index: int, log_: Any) -> None:
         broker = self.broker

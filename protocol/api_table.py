@@ -9,6 +9,7 @@ Message bodies of every served version are kio's types, loaded once at import.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -100,3 +101,10 @@ def request_type(api_key: int, version: int) -> type[RequestPayload]:
 @cache
 def response_type(api_key: int, version: int) -> type[ResponsePayload]:
     return load_response_schema(api_key, version)
+
+
+def served_versions() -> Iterator[tuple[ApiKey, int]]:
+    """Every (API, version) Brook serves."""
+    for api_key, served in SERVED.items():
+        for version in range(served.min_version, served.max_version + 1):
+            yield api_key, version

@@ -92,3 +92,9 @@ class OffsetOutOfRangeError(KafkaError):
 
 class UnknownTopicOrPartitionError(KafkaError):
     error_code = ErrorCode.unknown_topic_or_partition
+
+
+class PolicyViolationError(KafkaError):
+    """POLICY_VIOLATION: a request the broker's limits refuse (e.g. too many partitions)."""
+
+    error_code = ErrorCode.policy_violation

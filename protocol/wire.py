@@ -19,7 +19,7 @@ from kio.static.protocol import ResponsePayload
 
 from .api_table import SERVED, ApiKey, request_type, response_type
 from .errors import InvalidRequestError, UnsupportedVersionError
-from .nullability import check_non_nullable
+from .length_bounds import check_lengths
 
 SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -62,12 +62,21 @@ def decode_request(frame: bytes) -> RequestFrame:
     served = SERVED.get(api_key)  # type: ignore[call-overload]
     if served is None or not served.serves(api_version):
         raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not served")
-    body_type = request_type(api_key, api_version)
+    try:
+        body_type = request_type(api_key, api_version)
+    except OSError as exc:
+        # kio imports a version's schema module on first use, which needs a file
+        # descriptor; at the open-file limit that fails and the request cannot be read.
+        raise InvalidRequestError(
+            f"cannot load the schema of {ApiKey(api_key).name} v{api_version}: {exc}"
+        ) from exc
     header_type = body_type.__header_schema__
     try:
         header, header_size = _reader(header_type)(frame, 0)
+        # kio's reader sizes an array by its length before reading it: a lying length
+        # would abort the process, so every length is checked against the bytes left.
+        check_lengths(body_type, frame, header_size)
         body, _ = _reader(body_type)(frame, header_size)
-        check_non_nullable(body)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(
             f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"

@@ -143,6 +143,7 @@ class LeaderEpochFileCache:
         if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
             return
         new = EpochEntry(epoch, start_offset)
+        before = list(self._entries)
         removed: list[EpochEntry] = []
         while self._entries and (
             self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
@@ -156,7 +157,13 @@ class LeaderEpochFileCache:
                 removed,
             )
         self._entries.append(new)
-        self.flush()
+        try:
+            self.flush()
+        except OSError:
+            # Not written (out of descriptors or space): the append that brought the
+            # epoch fails, and the next one assigns it again, so memory and file agree.
+            self._entries = before
+            raise
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Remove every entry starting at or after `end_offset` (the log was truncated)."""

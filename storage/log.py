@@ -189,18 +189,29 @@ class Log:
                 " was requested"
             )
         leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
-        loaded = LogLoader(
-            dir,
-            config,
-            recovery_point=recovery_point,
-            log_start_offset=log_start_offset,
-            clean_shutdown=clean_shutdown,
-            leader_epoch_cache=leader_epoch_cache,
-            progress=progress,
-            clock=clock,
-        ).load()
-        if topic_id is not None and stored_topic_id is None:
-            write_partition_metadata(dir, topic_id)
+        loaded = None
+        try:
+            loaded = LogLoader(
+                dir,
+                config,
+                recovery_point=recovery_point,
+                log_start_offset=log_start_offset,
+                clean_shutdown=clean_shutdown,
+                leader_epoch_cache=leader_epoch_cache,
+                progress=progress,
+                clock=clock,
+            ).load()
+            if topic_id is not None and stored_topic_id is None:
+                write_partition_metadata(dir, topic_id)
+        except BaseException:
+            # A log that cannot be created (too many open files, a full disk) leaves
+            # neither open descriptors nor a half-made directory behind.
+            if loaded is not None:
+                for segment in loaded.segments:
+                    segment.close_handlers()
+            if created:
+                _discard_new_dir(dir)
+            raise
         log = cls(
             dir,
             config,
@@ -555,7 +566,8 @@ class Log:
         """Start a new active segment at the log end offset (or a later expected offset)."""
         new_offset = max(expected_next_offset or 0, self._log_end_offset)
         active = self._segments[-1]
-        if active.base_offset == new_offset and active.size == 0:
+        replacing = active.base_offset == new_offset and active.size == 0
+        if replacing:
             # An empty segment asked to roll (its index was full at size 0): replace it.
             logger.warning("Replacing empty active segment %s of %s", new_offset, self.name)
             self._segments.pop()
@@ -565,8 +577,6 @@ class Log:
             raise KafkaError(
                 f"trying to roll {self.name} to offset {new_offset}, which already has a segment"
             )
-        else:
-            active.on_become_inactive_segment()
         for stale in (
             files.log_file(self.dir, new_offset),
             files.offset_index_file(self.dir, new_offset),
@@ -577,7 +587,15 @@ class Log:
                 logger.warning("Deleting stale file %s before rolling to it", stale)
                 stale.unlink()
         segment = new_segment(self.dir, new_offset, self._config, clock=self._clock)
-        segment.resize_indexes(self._config.max_index_size)  # creates the index files
+        try:
+            segment.resize_indexes(self._config.max_index_size)  # creates the index files
+            if not replacing:
+                active.on_become_inactive_segment()
+        except BaseException:
+            # Out of descriptors or space: the active segment stays active, and the
+            # half-made one leaves no descriptor or file behind.
+            segment.delete()
+            raise
         self._segments.append(segment)
         self._bases.append(new_offset)
         self._pending_flush_offset = new_offset
@@ -933,3 +951,18 @@ class Log:
         files.fsync_dir(target.parent)
         shutil.rmtree(target, ignore_errors=True)
         logger.info("Deleted log %s", self.dir.name)
+
+
+def _discard_new_dir(dir: Path) -> None:
+    """Remove a partition directory that Log.open made before it failed.
+
+    It is renamed `-delete` first, which needs no descriptor: removing the files needs
+    some, and running out of them may be why the open failed. A `-delete` directory is
+    no partition to anyone, and the next start removes whatever is left of it.
+    """
+    target = dir.with_name(f"{dir.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+    try:
+        os.rename(dir, target)
+    except OSError:
+        target = dir
+    shutil.rmtree(target, ignore_errors=True)

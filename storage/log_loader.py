@@ -78,11 +78,24 @@ class LogLoader:
         self.leader_epoch_cache = leader_epoch_cache
         self.progress = progress
         self.name = directory.name
-
-    def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
-        return new_segment(self.dir, base_offset, self.config, suffix, self.clock)
+        # Every segment opened here, so that a failure part-way (a full disk, too many
+        # open files) closes their descriptors instead of leaking them.
+        self._opened: list[LogSegment] = []
 
     def load(self) -> LoadedLogOffsets:
+        try:
+            return self._load()
+        except BaseException:
+            for segment in self._opened:
+                segment.close_handlers()
+            raise
+
+    def _segment(self, base_offset: int, suffix: str = "") -> LogSegment:
+        segment = new_segment(self.dir, base_offset, self.config, suffix, self.clock)
+        self._opened.append(segment)
+        return segment
+
+    def _load(self) -> LoadedLogOffsets:
         swap_files = self._remove_temp_files_and_collect_swap_files()
         segments, without_indexes = self._load_segment_files()
         self._complete_swap_operations(swap_files, segments)
@@ -102,7 +115,7 @@ class LogLoader:
             ordered = []
             self.leader_epoch_cache.clear_and_flush()
         if not ordered:
-            ordered = [self._new_segment(self.log_start_offset)]
+            ordered = [self._segment(self.log_start_offset)]
             next_offset = self.log_start_offset
 
         log_start_offset = max(self.log_start_offset, ordered[0].base_offset)
@@ -154,7 +167,7 @@ class LogLoader:
                     logger.warning("Deleting orphaned index file %s/%s", self.dir, name)
                     (self.dir / name).unlink(missing_ok=True)
             elif name == f"{prefix}{files.LOG_FILE_SUFFIX}":
-                segments[base_offset] = self._new_segment(base_offset)
+                segments[base_offset] = self._segment(base_offset)
                 index = f"{prefix}{files.INDEX_FILE_SUFFIX}"
                 time_index = f"{prefix}{files.TIME_INDEX_FILE_SUFFIX}"
                 if index not in names or time_index not in names:
@@ -170,7 +183,7 @@ class LogLoader:
             base_offset = files.offset_from_file_name(path.name)
             if base_offset is None:
                 continue
-            swapped = self._new_segment(base_offset, files.SWAP_FILE_SUFFIX)
+            swapped = self._segment(base_offset, files.SWAP_FILE_SUFFIX)
             swapped.recover()
             next_offset = swapped.next_offset
             replaced = [
@@ -185,7 +198,7 @@ class LogLoader:
                 segment.delete()
             swapped.close()
             swapped.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
-            segments[base_offset] = self._new_segment(base_offset)
+            segments[base_offset] = self._segment(base_offset)
 
     # --- step 4 -----------------------------------------------------------------------
 

@@ -102,6 +102,10 @@ class LogManager:
         self._started = False
         self.failure_channel = failure_channel or LogDirFailureChannel()
         self.failure_channel.add_listener(self._on_log_dir_failure)
+        # Set when a partition directory may have been left renamed `-delete` but not
+        # removed (removing needs descriptors, which may have run out): the periodic
+        # purge then tries again, as Kafka's scheduled deletion of logs does.
+        self._deleted_dirs_pending = False
 
     @property
     def cluster_id(self) -> str | None:
@@ -394,19 +398,14 @@ class LogManager:
                 clock=self._clock,
             )
         except OSError as exc:
+            self._deleted_dirs_pending = True  # Log.open set aside what it had made
             message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
             self._report_io_error(log_dir, message, exc)
-            self._remove_partial_log_dir(log_dir / f"{topic}-{partition}")
             raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
         logger.info("Created log %s in %s", log.name, log_dir)
         self._logs[topic_partition] = log
         self._dir_of[topic_partition] = log_dir
         return log
-
-    def _remove_partial_log_dir(self, path: Path) -> None:
-        # A partition whose creation failed half-way must not be found at the next start.
-        if path.exists() and not self.failure_channel.is_offline(path.parent):
-            shutil.rmtree(path, ignore_errors=True)
 
     # --- moving a partition to another log dir -------------------------------------------
 
@@ -440,8 +439,8 @@ class LogManager:
             )
         except OSError as exc:
             message = f"Error while creating a future log for {topic}-{partition} in {log_dir}"
+            self._deleted_dirs_pending = True  # Log.open set aside what it had made
             self._report_io_error(log_dir, message, exc)
-            self._remove_partial_log_dir(path)
             raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
         self._future_logs[(topic, partition)] = future
         logger.info("Created future log %s for %s-%d in %s", path.name, topic, partition, log_dir)
@@ -505,6 +504,7 @@ class LogManager:
         if log is None:
             return False
         log.delete()
+        self._deleted_dirs_pending = True
         return True
 
     # --- periodic work ----------------------------------------------------------------
@@ -580,8 +580,11 @@ class LogManager:
         return deleted
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
-        """Remove `.deleted` segment files whose file.delete.delay.ms has passed."""
+        """Remove `.deleted` segment files whose file.delete.delay.ms has passed, and
+        partition directories whose removal could not finish."""
         now_ms = self._clock() if now_ms is None else now_ms
+        if self._deleted_dirs_pending:
+            self._deleted_dirs_pending = self._remove_deleted_dirs()
         purged = 0
         for log in list(self._logs.values()):
             if log.is_offline:
@@ -591,6 +594,20 @@ class LogManager:
             except KafkaStorageError as exc:
                 logger.error("Error removing deleted segments of %s: %s", log.name, exc.message)
         return purged
+
+    def _remove_deleted_dirs(self) -> bool:
+        """Remove `-delete` directories; True while some remain."""
+        remaining = False
+        for log_dir in self.log_dirs:
+            try:
+                entries = list(os.scandir(log_dir))
+            except OSError:  # still out of descriptors: next round
+                return True
+            for entry in entries:
+                if entry.is_dir() and entry.name.endswith(files.DELETE_DIR_SUFFIX):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remaining = remaining or os.path.exists(entry.path)
+        return remaining
 
     # --- shutdown ---------------------------------------------------------------------
 

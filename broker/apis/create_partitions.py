@@ -1,4 +1,10 @@
-"""CreatePartitions (key 37), v0-v3: grow a topic's partition count."""
+"""CreatePartitions (key 37), v0-v3: grow a topic's partition count.
+
+Each topic succeeds or fails on its own (INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT,
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for a name twice, KAFKA_STORAGE_ERROR when
+the new logs cannot be created, in which case none of them is kept). A request that
+would add more than 10,000 partitions in all is refused whole with POLICY_VIOLATION.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ import logging
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
 
 from ..request_context import RequestContext
+from ..topics import check_partitions_per_request
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.create_partitions")
@@ -18,33 +25,56 @@ log = logging.getLogger("brook.apis.create_partitions")
 def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
-    results = []
+    try:
+        check_partitions_per_request(_partitions_asked(ctx, request.topics, names))
+    except KafkaError as exc:
+        log.warning(
+            "CreatePartitions from %s (client %r) refused: %s",
+            ctx.peer,
+            ctx.client_id,
+            exc.message,
+        )
+        return _response(ctx, types, [(topic.name, exc) for topic in request.topics])
+    outcomes: list[tuple[str, KafkaError | None]] = []
     for topic in request.topics:
-        error, message = ErrorCode.none, None
         try:
             if names.count(topic.name) > 1:
-                error, message = ErrorCode.invalid_request, "Duplicate topic in request."
-            elif topic.assignments and any(
-                set(a.broker_ids) - {ctx.broker.broker_id} for a in topic.assignments
-            ):
-                error, message = (
-                    ErrorCode.invalid_replica_assignment,
-                    "Unknown broker id in the replica assignment",
-                )
-            else:
-                ctx.broker.topics.add_partitions(
-                    topic.name, topic.count, validate_only=request.validate_only
-                )
-        except KafkaError as exc:
-            error, message = exc.error_code, exc.message
-        if error is not ErrorCode.none:
-            log.info("CreatePartitions %s from %s failed: %s", topic.name, ctx.peer, message)
-        results.append(
-            build(
-                types.CreatePartitionsTopicResult,
-                name=topic.name,
-                error_code=error,
-                error_message=message,
+                raise InvalidRequestError("Duplicate topic name.")
+            assignments = (
+                None
+                if topic.assignments is None
+                else [list(assignment.broker_ids) for assignment in topic.assignments]
             )
+            ctx.broker.topics.add_partitions(
+                topic.name, topic.count, assignments, validate_only=request.validate_only
+            )
+            outcomes.append((topic.name, None))
+        except KafkaError as exc:
+            log.info("CreatePartitions %s from %s failed: %s", topic.name, ctx.peer, exc.message)
+            outcomes.append((topic.name, exc))
+    return _response(ctx, types, outcomes)
+
+
+def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int:
+    """The partitions a request would add: each existing topic's increase, once per name."""
+    total = 0
+    for topic in topics:
+        existing = ctx.broker.topics.get(topic.name)
+        if existing is not None and names.count(topic.name) == 1:
+            total += max(topic.count - len(existing.partitions), 0)
+    return total
+
+
+def _response(
+    ctx: RequestContext, types: Any, outcomes: list[tuple[str, KafkaError | None]]
+) -> Any:
+    results = tuple(
+        build(
+            types.CreatePartitionsTopicResult,
+            name=name,
+            error_code=ErrorCode.none if error is None else error.error_code,
+            error_message=None if error is None else error.message,
         )
-    return build(ctx.response_type, throttle_time=NO_THROTTLE, results=tuple(results))
+        for name, error in outcomes
+    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, results=results)

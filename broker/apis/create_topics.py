@@ -2,7 +2,10 @@
 
 Each topic succeeds or fails on its own with Kafka's error: TOPIC_ALREADY_EXISTS,
 INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (more replicas
-than live brokers), INVALID_CONFIG, INVALID_REQUEST (a name twice in one request).
+than live brokers), INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, INVALID_REQUEST (a name
+twice in one request), KAFKA_STORAGE_ERROR (the logs could not be created; nothing of
+the topic is kept). A request that would create more than 10,000 partitions in all is
+refused whole, every topic with POLICY_VIOLATION, as Kafka's controller does.
 From v5 the response carries the topic's partitions, replication factor and configs.
 """
 
@@ -24,6 +27,7 @@ from ..config_describe import ConfigDescriber
 from ..config_values import config_to_string
 from ..request_context import RequestContext
 from ..topic_config import TOPIC_CONFIGS, effective_topic_config
+from ..topics import check_partitions_per_request, validate_manual_assignment
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.create_topics")
@@ -35,6 +39,17 @@ ZERO_UUID = uuid.UUID(int=0)
 def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
+    try:
+        check_partitions_per_request(_partitions_asked(ctx, request.topics, names))
+    except KafkaError as exc:
+        log.warning(
+            "CreateTopics from %s (client %r) refused: %s", ctx.peer, ctx.client_id, exc.message
+        )
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(_failed(types, topic.name, exc) for topic in request.topics),
+        )
     results = []
     for topic in request.topics:
         try:
@@ -46,19 +61,68 @@ def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
             results.append(_create(ctx, types, topic, request.validate_only))
         except KafkaError as exc:
             log.info("CreateTopics %s from %s failed: %s", topic.name, ctx.peer, exc.message)
-            results.append(
-                build(
-                    types.CreatableTopicResult,
-                    name=topic.name,
-                    topic_id=ZERO_UUID,
-                    error_code=exc.error_code,
-                    error_message=exc.message,
-                    num_partitions=-1,
-                    replication_factor=-1,
-                    configs=None,
-                )
-            )
+            results.append(_failed(types, topic.name, exc))
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int:
+    """The partitions a request would create, counted as Kafka's controller counts them:
+    the assignments if any, else the count (-1 is the default), once per distinct name
+    (a name given twice is refused on its own)."""
+    total = 0
+    for topic in topics:
+        if names.count(topic.name) > 1:
+            continue
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += ctx.broker.config["num.partitions"]
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
+def _failed(types: Any, name: str, exc: KafkaError) -> Any:
+    return build(
+        types.CreatableTopicResult,
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=exc.error_code,
+        error_message=exc.message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
+
+
+def _check_assignments(request_topic: Any, registered: set[int]) -> tuple[int, int]:
+    """Kafka's checks of a manual assignment; returns the partitions and replicas."""
+    if request_topic.replication_factor != -1:
+        raise InvalidRequestError(
+            "A manual partition assignment was specified, but replication factor was not set to -1."
+        )
+    if request_topic.num_partitions != -1:
+        raise InvalidRequestError(
+            "A manual partition assignment was specified, but numPartitions was not set to -1."
+        )
+    replicas: dict[int, list[int]] = {}
+    replication_factor = None
+    for assignment in request_topic.assignments:
+        if assignment.partition_index in replicas:
+            raise InvalidReplicaAssignmentError(
+                "Found multiple manual partition assignments for partition"
+                f" {assignment.partition_index}"
+            )
+        broker_ids = list(assignment.broker_ids)
+        validate_manual_assignment(broker_ids, replication_factor, registered)
+        replication_factor = len(broker_ids)
+        replicas[assignment.partition_index] = broker_ids
+    if any(index not in replicas for index in range(len(replicas))):
+        raise InvalidReplicaAssignmentError(
+            "partitions should be a consecutive 0-based integer sequence"
+        )
+    assert replication_factor is not None
+    return len(replicas), replication_factor
 
 
 def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: bool) -> Any:
@@ -66,20 +130,9 @@ def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: 
     num_partitions = request_topic.num_partitions
     replication_factor = request_topic.replication_factor
     if request_topic.assignments:
-        if num_partitions != -1 or replication_factor != -1:
-            raise InvalidRequestError(
-                "Both numPartitions or replicationFactor and"
-                " replicasAssignments were set. Both cannot be used at the"
-                " same time."
-            )
-        num_partitions = len(request_topic.assignments)
-        replication_factor = len(request_topic.assignments[0].broker_ids)
-        for assignment in request_topic.assignments:
-            unknown = set(assignment.broker_ids) - {ctx.broker.broker_id}
-            if unknown:
-                raise InvalidReplicaAssignmentError(
-                    f"Unknown broker ids {sorted(unknown)} in the replica assignment"
-                )
+        num_partitions, replication_factor = _check_assignments(
+            request_topic, {ctx.broker.broker_id}
+        )
     configs = {entry.name: entry.value for entry in request_topic.configs}
     num_partitions, replication_factor, parsed = topics.check_create(
         request_topic.name, num_partitions, replication_factor, configs

@@ -34,6 +34,24 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
         results = [_describe(types, topic, version) for topic in topics.topics.values()]
+    elif (refusal := _unsupported_lookup(requested, version)) is not None:
+        # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
+        # name as "", which the response cannot hold), and no broker is listed.
+        log.info("Metadata v%d from %s refused: %s", version, ctx.peer, refusal)
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            brokers=(),
+            cluster_id=None,
+            controller_id=-1,
+            topics=tuple(
+                _error_topic(
+                    types, entry.name or "", entry.topic_id or ZERO_UUID, ErrorCode.invalid_request
+                )
+                for entry in requested
+            ),
+            cluster_authorized_operations=-2147483648,
+        )
     else:
         allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
         for entry in requested:
@@ -72,6 +90,19 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
         topics=tuple(results),
         cluster_authorized_operations=-2147483648,
     )
+
+
+def _unsupported_lookup(requested: object, version: int) -> str | None:
+    """Why a request names topics as its version cannot: v10 and v11 carry topic ids in
+    the schema, but only v12 may look a topic up by id (or leave its name null)."""
+    if version >= 12:
+        return None
+    for entry in requested:  # type: ignore[attr-defined]
+        if entry.name is None:
+            return f"Topic name can not be null for version {version}"
+        if getattr(entry, "topic_id", None) not in (None, ZERO_UUID):
+            return f"Topic IDs are not supported in requests for version {version}"
+    return None
 
 
 def _maybe_create(

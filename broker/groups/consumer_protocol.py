@@ -14,6 +14,8 @@ from kio.index import load_entity_schema
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
+from brook.protocol.length_bounds import check_lengths
+
 MAX_KNOWN_VERSION = 3
 
 
@@ -24,6 +26,9 @@ def _decode(schema_name: str, data: bytes) -> object | None:
     version = min(max(version, 0), MAX_KNOWN_VERSION)
     entity_type = load_entity_schema(schema_name, version, EntityType.data)
     try:
+        # A member's bytes reach kio's reader only once no array length in them lies
+        # (kio would reserve room for it first and abort the process).
+        check_lengths(entity_type, data, 2)
         value, _ = entity_reader(entity_type)(data, 2)
     except Exception:  # a member may send anything; an unreadable one subscribes to nothing
         return None

@@ -17,6 +17,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from brook.protocol.length_bounds import check_lengths
+
 from .common import ToolError, split_bootstrap
 
 CLIENT_ID = "brook-groups"
@@ -90,7 +92,12 @@ class _Connection:
             raise ToolError(f"connection to the broker failed: {exc.strerror or exc}") from None
         # Response header v0 is the correlation id alone (flexible versions add tags).
         offset = 4 + (1 if response_type.__header_schema__.__flexible__ else 0)
-        response, _ = entity_reader(response_type)(data, offset)
+        try:
+            # No array length may lie to kio's reader (it would abort this process).
+            check_lengths(response_type, data, offset)
+            response, _ = entity_reader(response_type)(data, offset)
+        except Exception as exc:  # kio raises several types on bad input
+            raise ToolError(f"cannot read the broker's answer: {exc}") from None
         return response
 
     def _exactly(self, count: int) -> bytes:

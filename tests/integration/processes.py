@@ -7,6 +7,7 @@ Every process a test starts is tracked here and stopped at teardown, by its own 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -46,18 +47,30 @@ class ServeProcess(BrokerProcess):
         log_path: Path | None = None,
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        limits: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
         super().__init__(data_dir, overrides, port=port, log_path=log_path)
         self.args = list(args)
         self.env = dict(env or {})
+        self.limits = dict(limits or {})
 
     def start(self) -> ServeProcess:
         command = [*BROOK, "serve", *self.args]
         for key, value in self.overrides.items():
             command += ["--override", f"{key}={value}"]
+        limits = self.limits
+
+        def apply_limits() -> None:
+            for which, (soft, hard) in limits.items():
+                resource.setrlimit(which, (soft, hard))
+
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
-                command, stdout=log_file, stderr=subprocess.STDOUT, env=clean_env(self.env)
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=clean_env(self.env),
+                preexec_fn=apply_limits if limits else None,
             )
         wait_for_port(self.port, process=self.process)
         return self
@@ -79,11 +92,19 @@ class Brokers:
         port: int | None = None,
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        limits: Mapping[int, tuple[int, int]] | None = None,
     ) -> ServeProcess:
+        """`limits`: resource limits (resource.RLIMIT_* -> (soft, hard)) of the process."""
         # One log file per start, so a test reads what exactly this run logged.
         log_path = self.root / f"broker-run-{len(self.started) + 1}.log"
         broker = ServeProcess(
-            data_dir or self.data_dir, overrides, port, log_path, args=args, env=env
+            data_dir or self.data_dir,
+            overrides,
+            port,
+            log_path,
+            args=args,
+            env=env,
+            limits=limits,
         )
         self.started.append(broker)
         broker.start()

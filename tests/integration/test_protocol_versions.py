@@ -101,6 +101,38 @@ def test_metadata_auto_creation_rules(brook_broker):
     assert ask("not-asked-to-create", allow=False) == 3
 
 
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_topic_ids_before_v12_are_invalid_requests(loaded, version):
+    """v10 and v11 carry topic ids and nullable names, but only v12 may use them: Kafka
+    answers every topic INVALID_REQUEST (a null name as ""). Found by the fuzzer: the
+    null name went into a response field that cannot hold it, and the connection
+    closed without an answer."""
+    broker, topic, _ = loaded
+    request_type = load_request_schema(ApiKey.METADATA, version)
+    topic_type = nested(request_type, "MetadataRequestTopic")
+    some_id = uuid.uuid4()
+    asks = [
+        (make(topic_type, name=None, topic_id=some_id), ""),
+        (make(topic_type, name=topic, topic_id=some_id), topic),
+    ]
+    for entry, answered_name in asks:
+        with RawClient(broker.port) as client:
+            response = client.request(
+                make(
+                    request_type,
+                    topics=(make(topic_type, name=topic, topic_id=None), entry),
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+        assert [(t.name, t.error_code.value) for t in response.topics] == [
+            (topic, 42),  # INVALID_REQUEST, the valid one too
+            (answered_name, 42),
+        ]
+        assert response.brokers == ()
+
+
 @pytest.mark.parametrize("version", versions(ApiKey.PRODUCE))
 def test_produce_every_version(loaded, version):
     broker, topic, _ = loaded

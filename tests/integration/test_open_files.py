@@ -1,0 +1,217 @@
+"""Running out of file descriptors: the open-file limit is raised at start, and when it
+runs out anyway the request that needed one more gets an error, nothing half-made is
+left behind (on disk or open), and the broker keeps serving what it already has.
+
+The broker runs as a subprocess with a low RLIMIT_NOFILE (soft and hard), so the limit
+is its own and the test process keeps its descriptors.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+from kio.schema.delete_topics.v4.request import DeleteTopicsRequest
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+from brook.protocol.record_batch import Record, build_batch, split_batches
+
+from .clients import consume_all, create_topic, produce
+from .processes import Brokers
+from .raw_client import RawClient
+
+KAFKA_STORAGE_ERROR = 56
+LOW_LIMIT = 160
+SEGMENT_BYTES = 4096
+BIG = b"x" * 3900  # with what the segment already holds, more than SEGMENT_BYTES: rolls
+
+
+@pytest.fixture
+def pool(tmp_path):
+    brokers = Brokers(tmp_path)
+    try:
+        yield brokers
+    finally:
+        brokers.stop_all()
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _soft_limit(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError("no open-file limit in /proc/<pid>/limits")
+
+
+def _auto_create(client: RawClient, name: str) -> int:
+    response = client.request(
+        MetadataRequest(topics=(MetadataRequestTopic(name=name),), allow_auto_topic_creation=True)
+    )
+    return response.topics[0].error_code.value
+
+
+def _raw_produce(client: RawClient, topic: str, value: bytes) -> tuple[int, int]:
+    batch = build_batch([Record(0, int(time.time() * 1000), b"raw", value)])
+    response = client.request(
+        ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout=datetime.timedelta(seconds=10),
+            topic_data=(
+                TopicProduceData(
+                    name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
+                ),
+            ),
+        )
+    )
+    partition = response.responses[0].partition_responses[0]
+    return partition.error_code.value, partition.base_offset
+
+
+def _raw_fetch_batches(client: RawClient, topic: str) -> int:
+    response = client.request(
+        FetchRequest(
+            replica_id=-1,
+            max_wait=datetime.timedelta(milliseconds=10),
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=(
+                FetchTopic(
+                    topic=topic,
+                    partitions=(
+                        FetchPartition(
+                            partition=0,
+                            fetch_offset=0,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                            current_leader_epoch=-1,
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+    )
+    partition = response.responses[0].partitions[0]
+    assert partition.error_code.value == 0
+    return len(split_batches(bytearray(partition.records or b"")))
+
+
+def _wait_for_log(broker, text: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in broker.log_text():
+        assert time.monotonic() < deadline, f"no {text!r} in the broker's log"
+        time.sleep(0.05)
+
+
+def _connections_until_refused(port: int) -> list[RawClient]:
+    """Open connections (each answered once) until the broker closes a new one."""
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+    opened = []
+    for _ in range(LOW_LIMIT):
+        client = RawClient(port)
+        try:
+            client.request(ApiVersionsRequest())
+        except ConnectionError:
+            client.close()
+            return opened
+        opened.append(client)
+    raise AssertionError(f"{len(opened)} connections and the broker still accepts more")
+
+
+def test_soft_limit_raised_to_hard_limit_at_start(pool):
+    broker = pool.start(limits={resource.RLIMIT_NOFILE: (256, 2048)})
+    assert _soft_limit(broker.process.pid) == 2048
+    assert "Raised the open-file limit (RLIMIT_NOFILE) from 256 to its hard limit 2048" in (
+        broker.log_text()
+    )
+
+
+def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, topic_name):
+    broker = pool.start(limits={resource.RLIMIT_NOFILE: (LOW_LIMIT, LOW_LIMIT)})
+    pid = broker.process.pid
+    assert f"Open-file limit (RLIMIT_NOFILE): {LOW_LIMIT}" in broker.log_text()
+    # Message types load in the background after the start; each needs a descriptor.
+    _wait_for_log(broker, "Loaded the message types of ")
+    kept = topic_name
+    # Small segments, so that one produce at the limit needs a new segment (a roll).
+    create_topic(broker.bootstrap, kept, config={"segment.bytes": str(SEGMENT_BYTES)})
+    stored = [(b"k%d" % i, b"before the limit %d" % i) for i in range(10)]
+    produce(broker.bootstrap, kept, stored)
+
+    client = RawClient(broker.port)
+    created: list[str] = []
+    failed = None
+    for number in range(LOW_LIMIT):
+        name = f"{topic_name}-auto-{number}"
+        fds_before = _open_fds(pid)
+        error = _auto_create(client, name)
+        if error != 0:
+            failed = name
+            assert error == KAFKA_STORAGE_ERROR
+            break
+        created.append(name)
+    assert failed is not None, "never ran out of descriptors"
+    assert len(created) > 10
+
+    # The failed topic left nothing: no partition directory, no open descriptor, and
+    # asking again fails the same way without leaking either.
+    data_dir = broker.data_dir
+    assert not (data_dir / f"{failed}-0").exists()
+    assert _open_fds(pid) == fds_before
+    for _ in range(5):
+        assert _auto_create(client, failed) == KAFKA_STORAGE_ERROR
+        assert _open_fds(pid) == fds_before
+        assert not (data_dir / f"{failed}-0").exists()
+    assert "Too many open files" in broker.log_text()
+
+    # Take the last few descriptors with connections, until the broker can accept no
+    # more (it closes them at once rather than leaving them hanging).
+    extra = _connections_until_refused(broker.port)
+    assert broker.process.poll() is None
+
+    # The connection in hand is still served: the kept topic takes and returns records,
+    # and a batch that needs a new segment (three more files) fails alone, leaving the
+    # log as it was.
+    assert _raw_produce(client, kept, b"at the limit") == (0, len(stored))
+    segments_before = sorted((data_dir / f"{kept}-0").iterdir())
+    fds_full = _open_fds(pid)
+    assert _raw_produce(client, kept, BIG)[0] == KAFKA_STORAGE_ERROR
+    assert sorted((data_dir / f"{kept}-0").iterdir()) == segments_before
+    assert _open_fds(pid) == fds_full
+    assert _raw_fetch_batches(client, kept) >= 2  # the producer's batch(es) and one more
+
+    # Deleting topics frees descriptors; new connections are then answered.
+    deleted = client.request(
+        DeleteTopicsRequest(topic_names=tuple(created[:20]), timeout=datetime.timedelta(seconds=10))
+    )
+    assert all(r.error_code.value == 0 for r in deleted.responses)
+    client.close()
+    for connection in extra:
+        connection.close()
+    produce(broker.bootstrap, kept, [(b"k", BIG)])  # the roll that failed now succeeds
+    values = [m.value() for m in consume_all(broker.bootstrap, kept, len(stored) + 2)]
+    assert values == [v for _, v in stored] + [b"at the limit", BIG]
+    assert len(list((data_dir / f"{kept}-0").glob("*.log"))) == 2
+    assert broker.process.poll() is None
+    with RawClient(broker.port) as again:
+        assert _auto_create(again, failed) == 0
+    # What could not be removed at the limit (renamed `-delete`) is removed once it can.
+    deadline = time.monotonic() + 30
+    while any(p.name.endswith("-delete") for p in data_dir.iterdir()):
+        assert time.monotonic() < deadline, sorted(p.name for p in data_dir.iterdir())
+        time.sleep(0.1)
