@@ -95,3 +95,30 @@ def versions(api: ApiKey) -> list[int]:
     """Every version of an API that Brook serves."""
     served = SERVED[api]
     return list(range(served.min_version, served.max_version + 1))
+
+
+def produce_request(
+    topic: str, partition: int, records: bytes, version: int = 9, acks: int = -1
+) -> Any:
+    """A Produce request of one version carrying `records` to one partition."""
+    import datetime
+
+    from kio.index import load_request_schema
+
+    request_type = load_request_schema(ApiKey.PRODUCE, version)
+    partition_data = make(
+        nested(request_type, "PartitionProduceData"), index=partition, records=records
+    )
+    return make(
+        request_type,
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            make(
+                nested(request_type, "TopicProduceData"),
+                name=topic,
+                partition_data=(partition_data,),
+            ),
+        ),
+    )

@@ -10,7 +10,6 @@ read back at its acknowledged offset. Skipped where loop mounts are not allowed.
 
 from __future__ import annotations
 
-import datetime
 import os
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from brook.protocol.record_batch import Record, build_batch
 from .acked import AckRecorder, assert_all_acked_kept, read_all
 from .clients import create_topic, produce
 from .processes import Brokers
-from .raw_client import RawClient, make, nested
+from .raw_client import RawClient, make, produce_request
 from .test_groups_protocol import commit_errors, commit_request
 
 PARTITIONS = 3
@@ -144,28 +143,9 @@ def test_full_disk_loses_no_acknowledged_record(disk_brokers, topic_name, acks, 
 
 
 def _raw_produce(port: int, topic: str, value: bytes) -> str:
-    request_type = load_request_schema(ApiKey.PRODUCE, 9)
-    request = make(
-        request_type,
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            make(
-                nested(request_type, "TopicProduceData"),
-                name=topic,
-                partition_data=(
-                    make(
-                        nested(request_type, "PartitionProduceData"),
-                        index=0,
-                        records=build_batch([Record(0, int(time.time() * 1000), None, value)]),
-                    ),
-                ),
-            ),
-        ),
-    )
+    batch = build_batch([Record(0, int(time.time() * 1000), None, value)])
     with RawClient(port) as client:
-        response = client.request(request)
+        response = client.request(produce_request(topic, 0, batch))
     return response.responses[0].partition_responses[0].error_code.name
 
 

@@ -18,7 +18,7 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import create_topic
-from .raw_client import RawClient, make, nested, versions
+from .raw_client import RawClient, make, nested, produce_request, versions
 
 NOW_MS = int(datetime.datetime.now().timestamp() * 1000)
 
@@ -136,23 +136,8 @@ def test_metadata_topic_ids_before_v12_are_invalid_requests(loaded, version):
 @pytest.mark.parametrize("version", versions(ApiKey.PRODUCE))
 def test_produce_every_version(loaded, version):
     broker, topic, _ = loaded
-    request_type = load_request_schema(ApiKey.PRODUCE, version)
     batch = build_batch([Record(0, NOW_MS, b"key", b"v%d" % version)])
-    request = make(
-        request_type,
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            make(
-                nested(request_type, "TopicProduceData"),
-                name=topic,
-                partition_data=(
-                    make(nested(request_type, "PartitionProduceData"), index=1, records=batch),
-                ),
-            ),
-        ),
-    )
+    request = produce_request(topic, 1, batch, version)
     with RawClient(broker.port) as client:
         response = client.request(request)
     [result] = response.responses[0].partition_responses
