@@ -555,29 +555,14 @@ class LogManager:
         segments left behind by a roll, which keeps recovery after a crash short.
         """
         now_ms = self._clock() if now_ms is None else now_ms
-        flushed = 0
-        for log in list(self._logs.values()):
-            if log.is_offline:
-                continue
-            try:
-                if log.flush_if_due(now_ms):
-                    flushed += 1
-            except KafkaStorageError as exc:
-                logger.error("Error flushing log %s: %s", log.name, exc.message)
-        return flushed
+        return self._for_each_online_log("flushing", lambda log: int(log.flush_if_due(now_ms)))
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
         now_ms = self._clock() if now_ms is None else now_ms
-        deleted = 0
-        for log in list(self._logs.values()):
-            if log.is_offline:
-                continue
-            try:
-                deleted += log.delete_old_segments(now_ms)
-            except KafkaStorageError as exc:
-                logger.error("Error applying retention to log %s: %s", log.name, exc.message)
-        return deleted
+        return self._for_each_online_log(
+            "applying retention to", lambda log: log.delete_old_segments(now_ms)
+        )
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
         """Remove `.deleted` segment files whose file.delete.delay.ms has passed, and
@@ -585,15 +570,25 @@ class LogManager:
         now_ms = self._clock() if now_ms is None else now_ms
         if self._deleted_dirs_pending:
             self._deleted_dirs_pending = self._remove_deleted_dirs()
-        purged = 0
+        return self._for_each_online_log(
+            "removing deleted segments of", lambda log: log.purge_deleted_segments(now_ms)
+        )
+
+    def _for_each_online_log(self, action: str, work: Callable[[Log], int]) -> int:
+        """Periodic work on every log not in an offline dir; returns the sum of its counts.
+
+        A log that fails is logged and skipped (a disk error has taken its dir offline by
+        then), so one bad log does not stop the round for the others.
+        """
+        total = 0
         for log in list(self._logs.values()):
             if log.is_offline:
                 continue
             try:
-                purged += log.purge_deleted_segments(now_ms)
+                total += work(log)
             except KafkaStorageError as exc:
-                logger.error("Error removing deleted segments of %s: %s", log.name, exc.message)
-        return purged
+                logger.error("Error %s log %s: %s", action, log.name, exc.message)
+        return total
 
     def _remove_deleted_dirs(self) -> bool:
         """Remove `-delete` directories; True while some remain."""
