@@ -73,9 +73,15 @@ def test_after_bound_is_inclusive_and_one_ms_over_fails(frozen_broker, topic_nam
     assert at_bound.error_code.value == 0
     over = _produce_raw(frozen_broker, topic_name, _batch([FROZEN_NOW, FROZEN_NOW + HOUR + 1]))
     assert over.error_code.value == 32  # INVALID_TIMESTAMP
-    assert over.error_message == (
-        "Timestamp of the message with offset [1] is ahead of the broker's current time."
-    )
+    # Kafka's RecordValidationException: a fixed message, and one error per bad record.
+    assert over.error_message == "One or more records have been rejected due to invalid timestamp"
+    assert [(e.batch_index, e.batch_index_error_message) for e in over.record_errors] == [
+        (
+            1,
+            f"Timestamp {FROZEN_NOW + HOUR + 1} of message with offset 1 is out of range."
+            f" The timestamp should be within [{FROZEN_NOW - (2**63 - 1)}, {FROZEN_NOW + HOUR}]",
+        )
+    ]
     assert _stored(frozen_broker, topic_name) == 1  # nothing of the rejected batch
 
 
@@ -87,7 +93,13 @@ def test_before_bound_when_set(frozen_broker, topic_name):
     assert ok.error_code.value == 0
     late = _produce_raw(frozen_broker, topic_name, _batch([FROZEN_NOW - 60_001]))
     assert late.error_code.value == 32
-    assert "offset [0]" in late.error_message
+    assert [(e.batch_index, e.batch_index_error_message) for e in late.record_errors] == [
+        (
+            0,
+            f"Timestamp {FROZEN_NOW - 60_001} of message with offset 0 is out of range."
+            f" The timestamp should be within [{FROZEN_NOW - 60_000}, {FROZEN_NOW + HOUR}]",
+        )
+    ]
 
 
 def test_deprecated_difference_key_applies_where_new_keys_are_unset(frozen_broker, topic_name):
@@ -112,7 +124,7 @@ def test_one_bad_record_in_a_big_compressed_batch_rejects_all(frozen_broker, top
     timestamps[1234] = FROZEN_NOW + HOUR + 1
     result = _produce_raw(frozen_broker, topic_name, _batch(timestamps, codec))
     assert result.error_code.value == 32
-    assert "offset [1234]" in result.error_message
+    assert [e.batch_index for e in result.record_errors] == [1234]
     assert _stored(frozen_broker, topic_name) == 0
 
 
