@@ -22,15 +22,12 @@ enum {
     PREMATURE_EOF = 1,
     RECORD_SIZE = 2,
     OFFSET_DELTA = 3,
-    KEY_LENGTH = 4,
-    VALUE_LENGTH = 5,
-    OVERRUN = 6,
-    HEADER_COUNT_NEGATIVE = 7,
-    HEADER_COUNT_LARGE = 8,
-    HEADER_KEY_NEGATIVE = 9,
-    HEADER_VALUE_LENGTH = 10,
-    TRAILING = 11,
-    STRUCTURE = 12,
+    OVERRUN = 4,
+    HEADER_COUNT_NEGATIVE = 5,
+    HEADER_COUNT_LARGE = 6,
+    HEADER_KEY_NEGATIVE = 7,
+    TRAILING = 8,
+    STRUCTURE = 9,
 };
 
 /*
@@ -131,11 +128,7 @@ walk(PyObject *self, PyObject *args)
         int64_t key_length;
         if ((kind = read_varint(p, &pos, record_end, 5, &key_length)) != OK)
             break;
-        if (key_length < -1) {
-            kind = KEY_LENGTH;
-            a = key_length;
-            break;
-        }
+        /* Any negative length is null, as Kafka reads it. */
         if (key_length > 0) {
             pos += (Py_ssize_t)key_length;
             if (pos > record_end) {
@@ -158,11 +151,6 @@ walk(PyObject *self, PyObject *args)
         int64_t value_length;
         if ((kind = read_varint(p, &pos, record_end, 5, &value_length)) != OK)
             break;
-        if (value_length < -1) {
-            kind = VALUE_LENGTH;
-            a = value_length;
-            break;
-        }
         if (value_length > 0) {
             pos += (Py_ssize_t)value_length;
             if (pos > record_end) {
@@ -204,11 +192,6 @@ walk(PyObject *self, PyObject *args)
             }
             if ((kind = read_varint(p, &pos, record_end, 5, &header_value_length)) != OK)
                 break;
-            if (header_value_length < -1) {
-                kind = HEADER_VALUE_LENGTH;
-                a = header_value_length;
-                break;
-            }
             if (header_value_length > 0) {
                 pos += (Py_ssize_t)header_value_length;
                 if (pos > record_end) {

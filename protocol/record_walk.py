@@ -14,8 +14,9 @@ skips the bytes they name, and checks that they end exactly where the length sai
   rewrites a compressed batch that has them; no v2 producer writes them, and Brook's log
   takes a record's offset to be the batch's base offset plus its index, so it refuses
   them);
-- key, value and header-value lengths are -1 (null) or more, header keys 0 or more, the
-  header count 0 or more and no larger than the bytes left, and none runs past its record;
+- a negative key, value or header-value length is null (as Kafka reads it), a header
+  key length is 0 or more, the header count 0 or more and no larger than the bytes left,
+  and nothing runs past its record;
 - the records end exactly where the batch does.
 
 This runs for every record of every produced batch. In Python it costs 0.6-0.9 us a
@@ -50,15 +51,12 @@ class Malformed(enum.IntEnum):
     PREMATURE_EOF = 1
     RECORD_SIZE = 2
     OFFSET_DELTA = 3
-    KEY_LENGTH = 4
-    VALUE_LENGTH = 5
-    OVERRUN = 6
-    HEADER_COUNT_NEGATIVE = 7
-    HEADER_COUNT_LARGE = 8
-    HEADER_KEY_NEGATIVE = 9
-    HEADER_VALUE_LENGTH = 10
-    TRAILING = 11
-    STRUCTURE = 12
+    OVERRUN = 4
+    HEADER_COUNT_NEGATIVE = 5
+    HEADER_COUNT_LARGE = 6
+    HEADER_KEY_NEGATIVE = 7
+    TRAILING = 8
+    STRUCTURE = 9
 
     def describe(self, index: int, a: int, b: int) -> str:
         """Kafka's wording where it has one (DefaultRecord, DefaultRecordBatch)."""
@@ -73,10 +71,6 @@ class Malformed(enum.IntEnum):
                 )
             case Malformed.OFFSET_DELTA:
                 return f"Record {index} has offset delta {a}, not {index}"
-            case Malformed.KEY_LENGTH:
-                return f"Invalid key size {a}" + where
-            case Malformed.VALUE_LENGTH:
-                return f"Invalid value size {a}" + where
             case Malformed.OVERRUN:
                 return (
                     f"Invalid record size: expected to read {a} bytes in record payload, but"
@@ -91,8 +85,6 @@ class Malformed(enum.IntEnum):
                 )
             case Malformed.HEADER_KEY_NEGATIVE:
                 return f"Invalid negative header key size {a}" + where
-            case Malformed.HEADER_VALUE_LENGTH:
-                return f"Invalid header value size {a}" + where
             case Malformed.TRAILING:
                 return "Incorrect declared batch size, records still remaining in file"
             case Malformed.STRUCTURE:
@@ -205,8 +197,6 @@ def python_walk(
             key_length, position = _varint(data, position, record_end, INT_BYTES)
         if key_length is None:
             return Malformed.STRUCTURE, index, 0, 0
-        if key_length < -1:
-            return Malformed.KEY_LENGTH, index, key_length, 0
         if key_length > 0:
             position += key_length
             if position > record_end:
@@ -225,8 +215,6 @@ def python_walk(
             value_length, position = _varint(data, position, record_end, INT_BYTES)
         if value_length is None:
             return Malformed.STRUCTURE, index, 0, 0
-        if value_length < -1:
-            return Malformed.VALUE_LENGTH, index, value_length, 0
         if value_length > 0:
             position += value_length
             if position > record_end:
@@ -255,8 +243,6 @@ def python_walk(
             header_value_length, position = _varint(data, position, record_end, INT_BYTES)
             if header_value_length is None:
                 return Malformed.STRUCTURE, index, 0, 0
-            if header_value_length < -1:
-                return Malformed.HEADER_VALUE_LENGTH, index, header_value_length, 0
             if header_value_length > 0:
                 position += header_value_length
                 if position > record_end:

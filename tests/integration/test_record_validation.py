@@ -79,7 +79,6 @@ MALFORMED = [
     ("offset deltas out of sequence", record(offset_delta=0) + record(offset_delta=5), 2),
     ("record length past the batch", record(length=200), 1),
     ("bytes left inside a record", record(trailing=b"\x00\x00\x00"), 1),
-    ("key length below -1", record(key=b"", key_length=-7), 1),
 ]
 
 
