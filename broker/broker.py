@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from brook.protocol.record_walk import native_walk
 from brook.storage.log_manager import LogManager
 
 from .apis import load_all
@@ -114,6 +115,12 @@ class Broker:
             self.cluster_id,
             (time.monotonic() - started) * 1000,
         )
+        if native_walk() is None:
+            log.warning(
+                "The C record walk (brook.protocol._record_walk) was not built, so produced"
+                " records are checked in Python, several times slower; reinstall Brook where"
+                " a C compiler is available"
+            )
         self.started.set()
 
     async def stop(self) -> None:

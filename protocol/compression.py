@@ -158,6 +158,11 @@ def decompressed(codec: int, data: bytes | memoryview, limit: int) -> Iterator[m
 
 
 def _too_large(codec: int, limit: int) -> RecordTooLargeError:
+    # Kafka sets no bound on what a batch inflates to (it streams the records through a
+    # small buffer), so it has no error for this exactly. MESSAGE_TOO_LARGE is its answer
+    # for a batch larger than the broker accepts, which is what this is; clients take it
+    # as final rather than retrying, and the Java producer splits such a batch in two and
+    # sends the halves, which is what a legitimate over-bound batch needs.
     return RecordTooLargeError(
         f"The {Codec(codec).name.lower()} records of the batch inflate to more than"
         f" {limit} bytes, the most a batch may hold uncompressed"
