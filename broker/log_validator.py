@@ -109,6 +109,10 @@ def validate_records(
             b"".join(rb.rewrite_records(buffer, header, target_codec) for header in batches)
         )
         batches = rb.split_batches(buffer)
+        if not log_append_time:
+            # Re-encoding took the records' maximum as is; Kafka's starts at NO_TIMESTAMP.
+            for header in batches:
+                set_max_timestamp(buffer, header, max(NO_TIMESTAMP, header.max_timestamp))
     if log_append_time:
         for header in batches:
             stamp_log_append_time(buffer, header, now_ms)

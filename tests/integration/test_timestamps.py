@@ -217,9 +217,13 @@ def test_only_no_timestamp_is_exempt_from_the_before_bound(frozen_broker, topic_
     assert _stored_timestamps(frozen_broker, topic_name) == [(-1, [-1, -1])]
 
 
-def test_timestamps_below_no_timestamp_leave_max_timestamp_at_minus_one(frozen_broker, topic_name):
-    # Kafka starts the maximum at NO_TIMESTAMP, so -5 and -3 give the batch -1.
-    create_topic(frozen_broker.bootstrap, topic_name)
+@pytest.mark.parametrize("compression", ["producer", "zstd"])
+def test_timestamps_below_no_timestamp_leave_max_timestamp_at_minus_one(
+    frozen_broker, topic_name, compression
+):
+    # Kafka starts the maximum at NO_TIMESTAMP, so -5 and -3 give the batch -1, also when
+    # the topic's compression.type has the batch re-encoded.
+    create_topic(frozen_broker.bootstrap, topic_name, config={"compression.type": compression})
     assert _produce_raw(frozen_broker, topic_name, _lying([0, 2], -5, 7)).error_code.value == 0
     assert _stored_timestamps(frozen_broker, topic_name) == [(-1, [-5, -3])]
 
