@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # Install everything the tests need and run them: the one test command of README.md.
 #   ./test.sh            the whole suite
-#   ./test.sh -k fetch   extra arguments go to pytest
+#   ./test.sh -k fetch   extra arguments go to pytest (run by 4 pytest-xdist workers)
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# kcat from Debian (librdkafka 2.0.2): the tests drive it as a real client.
-if ! command -v kcat >/dev/null 2>&1; then
+# Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, and mkfs.ext4
+# (e2fsprogs) for the full-disk tests, which mount a small ext4 image.
+missing=""
+command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
+command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
+if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq kcat >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
 fi
 
 venv="${BROOK_VENV:-.venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$venv/bin/ruff" check .
-exec "$venv/bin/python" -m pytest "$@"
+# Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
+# Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
+# the suite in this process.
+exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" "$@"

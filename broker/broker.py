@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from brook.protocol.record_walk import native_walk
+from brook.storage.clock import Clock, system_clock
 from brook.storage.log_manager import LogManager
 
 from .apis import load_all
@@ -18,6 +19,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
 from .groups.offsets_store import OffsetsStore
+from .log_dir_mover import LogDirMover
 from .producer_ids import ProducerIdManager
 from .topics import TopicManager
 
@@ -29,18 +31,15 @@ PURGE_INTERVAL_MS = 1000
 FLUSH_CHECK_MS = 1000
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = system_clock) -> None:
         # Static, then from start() on with the dynamic configs. AlterConfigs replaces it,
         # so read broker.config where a value is needed rather than keeping it.
         self.config = config
         self.dynamic_config = DynamicBrokerConfig(config)
         # Wall-clock milliseconds for record semantics (timestamp validation,
-        # LogAppendTime); tests pass their own clock to probe exact bounds.
+        # LogAppendTime) and for the storage it owns (segment ages, retention, flushes,
+        # delayed deletes); tests pass their own clock to probe exact bounds.
         self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
@@ -55,6 +54,10 @@ class Broker:
         self.cluster_id = ""
         self.started = asyncio.Event()
         self.stopping = False
+        # Set by a signal, a test, or the broker itself when it cannot go on (every log
+        # dir offline); whoever runs the broker awaits it, then calls stop().
+        self.stop_requested = asyncio.Event()
+        self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
         self.parked_fetches: set[asyncio.Future[None]] = set()
         load_all()
@@ -80,10 +83,13 @@ class Broker:
             cluster_id=None,
             default_config_factory=self.topics.log_config_of,
             progress=log.info,
+            clock=self.clock,
         )
+        self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
         self.topics.load()
+        self.log_dir_mover = LogDirMover(self.log_manager, self.topics.hosted)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
         self.groups.load()
@@ -123,6 +129,24 @@ class Broker:
             )
         self.started.set()
 
+    def request_stop(self, exit_code: int = 0) -> None:
+        """Ask whoever runs the broker to stop it; the first exit code asked for wins."""
+        if not self.stop_requested.is_set():
+            self.exit_code = exit_code
+            self.stop_requested.set()
+
+    def _on_log_dir_failure(self, log_dir: Path) -> None:
+        if self.log_manager.online_dirs:
+            return
+        # As Kafka: a broker with no usable log dir cannot serve anything; stop, and
+        # let the next start recover the dirs (none of them gets the clean marker).
+        log.error(
+            "Shutting down broker %d because all log dirs in %s have failed",
+            self.broker_id,
+            ", ".join(str(d) for d in self.log_manager.log_dirs),
+        )
+        self.request_stop(1)
+
     async def stop(self) -> None:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
@@ -141,6 +165,7 @@ class Broker:
             connection.close()
         for server in self.servers:
             await server.wait_closed()
+        self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
 
@@ -154,12 +179,12 @@ class Broker:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
         thread for deletion does every log.retention.check.interval.ms."""
         interval_ms = self.config["log.retention.check.interval.ms"]
-        next_check = now_ms() + interval_ms
+        next_check = self.clock() + interval_ms
         while True:
             # Wake at least every second to remove files whose file.delete.delay.ms
             # has passed; retention itself runs on its own interval.
             await asyncio.sleep(min(interval_ms, PURGE_INTERVAL_MS) / 1000)
-            now = now_ms()
+            now = self.clock()
             if now >= next_check:
                 deleted = self.log_manager.delete_old_segments(now)
                 if deleted:
@@ -182,4 +207,4 @@ class Broker:
         interval_ms = min(self.config["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MS)
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
-            self.log_manager.flush_dirty_logs(now_ms())
+            self.log_manager.flush_dirty_logs(self.clock())

@@ -14,7 +14,7 @@ from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
 from .tools import configs as configs_tool
-from .tools import dump_log, topics
+from .tools import dump_log, storage_zip, topics
 from .tools import groups as groups_tool
 
 log = logging.getLogger("brook.cli")
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("configs-list", help="list every broker config key with its default")
     # The operator's tools: each module adds its subcommand and the function that runs it.
-    for tool in (topics, configs_tool, groups_tool, dump_log):
+    for tool in (topics, configs_tool, groups_tool, dump_log, storage_zip):
         tool.add_parser(commands)
     return parser
 
@@ -99,14 +99,13 @@ async def _run(config: BrokerConfig) -> int:
     from .broker import Broker
 
     broker = Broker(config)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, broker.request_stop)
     await broker.start()
-    await stop.wait()
+    await broker.stop_requested.wait()
     await broker.stop()
-    return 0
+    return broker.exit_code
 
 
 if __name__ == "__main__":

@@ -25,6 +25,11 @@ class Partition:
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
+    def is_offline(self) -> bool:
+        """Its log dir failed: every request for it answers KAFKA_STORAGE_ERROR."""
+        return self.log.is_offline
+
+    @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
 

@@ -105,7 +105,11 @@ class BrokerThread:
                 self._ready.set()
                 return
             self._ready.set()
-            await self._stop.wait()
+            stop_asked = asyncio.ensure_future(self._stop.wait())
+            stopped_itself = asyncio.ensure_future(self.broker.stop_requested.wait())
+            await asyncio.wait({stop_asked, stopped_itself}, return_when=asyncio.FIRST_COMPLETED)
+            stop_asked.cancel()
+            stopped_itself.cancel()
             await self.broker.stop()
 
         uvloop.run(main())

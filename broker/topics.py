@@ -25,6 +25,7 @@ from brook.protocol.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from brook.storage.errors import KafkaStorageError
 
 from .config import ConfigError
 from .partition import Partition
@@ -143,13 +144,23 @@ class TopicManager:
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
 
+    def hosted(self, name: str, index: int) -> Partition | None:
+        """The partition if this broker hosts it (offline or not), else None."""
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
     def partition(self, name: str, index: int) -> Partition:
         topic = self.topics.get(name)
         if topic is None or not 0 <= index < len(topic.partitions):
             raise UnknownTopicOrPartitionError(
                 f"This server does not host this topic-partition: {name}-{index}"
             )
-        return topic.partitions[index]
+        partition = topic.partitions[index]
+        if partition.is_offline:
+            raise KafkaStorageError(f"Partition {name}-{index} is in an offline log dir")
+        return partition
 
     # --- changes ------------------------------------------------------------------------
 

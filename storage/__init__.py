@@ -1,7 +1,9 @@
 """A partition's log on disk, byte-compatible with Apache Kafka's.
 
 Synchronous and free of asyncio, so the broker, tools and Spark executors can all use
-it. Depends only on brook.protocol and the standard library.
+it. Depends only on brook.protocol, the standard library and what brook.protocol needs
+(kio, crc32c, cramjam). brook.storage.reader reads a log dir without changing it, for
+tools and Spark; the broker's classes below open, recover and write logs.
 """
 
 from .checkpoints import (

@@ -13,11 +13,17 @@ nothing but the directory listing.
 A file from an unclean shutdown may still be preallocated: its tail is zeros. Zero
 entries are never written (the first entry of a segment always points past position
 0), so trailing all-zero entries are taken as free space rather than as corruption.
+
+An index opened with `writable=False` (Kafka's flag, used by DumpLogSegments) reads the
+file O_RDONLY and closes it again: it never creates, preallocates, trims or locks the
+file, and loading does not judge the entries (a tool lists them as they are); its
+sanity_check() reports what a writable index would refuse to load.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import operator
 import os
@@ -46,11 +52,16 @@ class AbstractIndex:
     ENTRY_SIZE: ClassVar[int]
 
     def __init__(
-        self, path: Path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+        self,
+        path: Path,
+        base_offset: int,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        writable: bool = True,
     ) -> None:
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
+        self.writable = writable
         self._fd: int | None = None
         self._loaded = False
         # How many entries the file has room for at its current length (Kafka's
@@ -63,7 +74,11 @@ class AbstractIndex:
         raise NotImplementedError
 
     def _parse(self, data: bytes) -> None:
-        """Fill the in-memory entries from the used part of the file, checking them."""
+        """Fill the in-memory entries from the used part of the file."""
+        raise NotImplementedError
+
+    def _check(self) -> None:
+        """Raise CorruptIndexError when the loaded entries are out of order."""
         raise NotImplementedError
 
     def _truncate_entries(self, count: int) -> None:
@@ -79,6 +94,9 @@ class AbstractIndex:
             self._load()
 
     def _load(self) -> None:
+        if not self.writable:
+            self._load_read_only()
+            return
         created = False
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
@@ -91,26 +109,48 @@ class AbstractIndex:
                 os.ftruncate(fd, length)
                 self._parse(b"")
             else:
-                length = os.fstat(fd).st_size
-                if length % self.ENTRY_SIZE:
-                    raise CorruptIndexError(
-                        f"index file {self.path} has size {length}, which is not a multiple"
-                        f" of the entry size {self.ENTRY_SIZE}"
-                    )
-                data = os.pread(fd, length, 0) if length else b""
-                used = len(data.rstrip(b"\x00"))
-                used += -used % self.ENTRY_SIZE
-                self._parse(data[:used])
+                length = self._read_used_part(fd)
+                self._check()
         except BaseException:
             os.close(fd)
+            self._truncate_entries(0)
             raise
         self._fd = fd
         self._max_entries = length // self.ENTRY_SIZE
         self._loaded = True
 
+    def _load_read_only(self) -> None:
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            length = self._read_used_part(fd)
+        finally:
+            os.close(fd)
+        self._max_entries = length // self.ENTRY_SIZE
+        self._loaded = True
+
+    def _read_used_part(self, fd: int) -> int:
+        """Parse the entries before the zero tail; returns the file's length."""
+        length = os.fstat(fd).st_size
+        if length % self.ENTRY_SIZE:
+            raise CorruptIndexError(
+                f"index file {self.path} has size {length}, which is not a multiple"
+                f" of the entry size {self.ENTRY_SIZE}"
+            )
+        data = os.pread(fd, length, 0) if length else b""
+        used = len(data.rstrip(b"\x00"))
+        used += -used % self.ENTRY_SIZE
+        self._parse(data[:used])
+        return length
+
     def sanity_check(self) -> None:
         """Load the index if needed; raises CorruptIndexError when it is damaged."""
         self._ensure_loaded()
+        if not self.writable:  # a writable index is checked as it loads
+            self._check()
+
+    def _check_writable(self, action: str) -> None:
+        if not self.writable:
+            raise io.UnsupportedOperation(f"cannot {action} {self.path}: it is open read-only")
 
     # --- state ------------------------------------------------------------------------
 
@@ -156,6 +196,7 @@ class AbstractIndex:
 
     def resize(self, new_size: int) -> None:
         """Set the file length (never below the used part): preallocate or trim."""
+        self._check_writable("resize")
         self._ensure_loaded()
         assert self._fd is not None
         length = max(self._round(new_size), self._entry_count() * self.ENTRY_SIZE)
@@ -172,6 +213,7 @@ class AbstractIndex:
         The dropped entries are cut off and the file is grown back to its length,
         which leaves zeros (free space) rather than stale entries behind.
         """
+        self._check_writable("truncate")
         self._ensure_loaded()
         assert self._fd is not None
         if count >= self._entry_count():
@@ -211,6 +253,7 @@ class AbstractIndex:
         self._max_entries = 0
 
     def delete(self) -> bool:
+        self._check_writable("delete")
         self.close_handler()
         try:
             self.path.unlink()
@@ -220,6 +263,7 @@ class AbstractIndex:
 
     def rename_to(self, path: Path) -> None:
         """Rename the file (missing files are fine: the index may never have been used)."""
+        self._check_writable("rename")
         with contextlib.suppress(FileNotFoundError):
             os.rename(self.path, path)
         self.path = path

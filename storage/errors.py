@@ -13,6 +13,7 @@ from brook.protocol.errors import ErrorCode, KafkaError
 __all__ = [
     "CorruptCheckpointError",
     "CorruptIndexError",
+    "CorruptSnapshotError",
     "InconsistentBrokerIdError",
     "InconsistentClusterIdError",
     "InconsistentTopicIdError",
@@ -33,6 +34,10 @@ class StorageError(Exception):
 
 class CorruptIndexError(StorageError):
     """An .index or .timeindex file failed its sanity check; the segment rebuilds it."""
+
+
+class CorruptSnapshotError(StorageError):
+    """A producer-state snapshot (`.snapshot`) has an unknown version or a bad CRC."""
 
 
 class IndexFullError(StorageError):

@@ -4,10 +4,16 @@ Appends go through one O_APPEND descriptor with os.write (page cache only; fsync
 in flush()). Reads use os.pread, so readers never move a shared file position and a
 read costs one system call. Walking the file batch by batch reads only the 12-byte
 prefix and the header of each batch, a chunk at a time.
+
+Opened with `mutable=False` (as Kafka's FileRecords.open does for DumpLogSegments), the
+file is opened O_RDONLY, never created, and every change is refused: what tools and
+Spark executors use on files a broker may own.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import struct
 from collections.abc import Iterator
@@ -21,29 +27,45 @@ _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 LAST_OFFSET_DELTA_OFFSET = 23
 
+logger = logging.getLogger("brook.storage.file_records")
+
 HEADER_SCAN_CHUNK = 16 * 1024
 RECOVERY_CHUNK = 1024 * 1024
 
 
 class FileRecords:
-    """The .log file of one segment. The descriptor is opened on first use."""
+    """The .log file of one segment. The descriptor is opened on first use.
 
-    def __init__(self, path: Path, size: int | None = None) -> None:
+    A mutable file is created when missing; an immutable one must exist (its size is
+    taken when it is opened: bytes a broker appends later are not seen).
+    """
+
+    def __init__(self, path: Path, size: int | None = None, *, mutable: bool = True) -> None:
         self.path = path
+        self.mutable = mutable
         self._fd: int | None = None
         if size is None:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
+                if not mutable:
+                    raise
                 self._open()
                 size = 0
         self._size = size
 
     def _open(self) -> int:
         if self._fd is None:
-            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            if self.mutable:
+                flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            else:
+                flags = os.O_RDONLY | os.O_CLOEXEC
             self._fd = os.open(self.path, flags, 0o644)
         return self._fd
+
+    def _check_mutable(self, action: str) -> None:
+        if not self.mutable:
+            raise io.UnsupportedOperation(f"cannot {action} {self.path}: it is open read-only")
 
     @property
     def size(self) -> int:
@@ -53,18 +75,36 @@ class FileRecords:
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write `data` at the end of the file; returns the number of bytes written."""
+        if not self.mutable:  # inline: this runs on every produce
+            self._check_mutable("append to")
         fd = self._fd if self._fd is not None else self._open()
         total = len(data)
-        written = os.write(fd, data)
-        if written < total:  # only on a full disk or a signal; finish or raise
-            view = memoryview(data)
-            while written < total:
-                written += os.write(fd, view[written:])
+        try:
+            written = os.write(fd, data)
+            if written < total:  # only on a full disk or a signal; finish or raise
+                view = memoryview(data)
+                while written < total:
+                    written += os.write(fd, view[written:])
+        except OSError:
+            # A write cut short (ENOSPC after part of the batch) must not leave bytes
+            # that `size` does not count: later appends would land after them while
+            # indexes and reads use the stale size. Cut back to where this append began.
+            self._discard_after(fd, self._size)
+            raise
         self._size += total
         return total
 
+    def _discard_after(self, fd: int, size: int) -> None:
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:  # the dir goes offline; recovery cuts the tail at start
+            logger.error(
+                "Could not cut %s back to %d bytes after a failed write: %s", self.path, size, exc
+            )
+
     def truncate_to(self, size: int) -> int:
         """Cut the file to `size` bytes; returns how many bytes were removed."""
+        self._check_mutable("truncate")
         if size < 0 or size > self._size:
             raise ValueError(f"cannot truncate {self.path} of size {self._size} to {size}")
         removed = self._size - size
@@ -111,6 +151,8 @@ class FileRecords:
                 buffer = self.read(position, min(max(chunk_size, HEADER_SIZE), limit - position))
                 buffer_start = position
                 relative = 0
+                if len(buffer) < HEADER_SIZE:  # the file shrank under an immutable reader
+                    return
             header = parse_header(buffer, relative)
             if header.batch_length < MIN_BATCH_LENGTH:
                 return
@@ -121,6 +163,8 @@ class FileRecords:
                 buffer = self.read(position, max(chunk_size, size))
                 buffer_start = position
                 header.position = 0
+                if len(buffer) < size:
+                    return
             yield position, header, buffer
             position += size
 
@@ -160,6 +204,7 @@ class FileRecords:
             self._fd = None
 
     def delete(self) -> bool:
+        self._check_mutable("delete")
         self.close()
         try:
             self.path.unlink()
@@ -168,6 +213,7 @@ class FileRecords:
         return True
 
     def rename_to(self, path: Path) -> None:
+        self._check_mutable("rename")
         os.rename(self.path, path)
         self.path = path
 

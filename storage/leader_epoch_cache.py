@@ -36,6 +36,18 @@ def _from_line(line: str) -> EpochEntry:
     return EpochEntry(int(epoch), int(start_offset))
 
 
+def _checkpoint_file(path: Path) -> CheckpointFile[EpochEntry]:
+    return CheckpointFile(path, LeaderEpochFileCache.VERSION, _to_line, _from_line)
+
+
+def read_leader_epoch_checkpoint(path: Path) -> list[EpochEntry]:
+    """The entries of a `leader-epoch-checkpoint` as stored (none when it is missing).
+
+    Only reads: for tools and readers that must not change the file.
+    """
+    return _checkpoint_file(path).read()
+
+
 class LeaderEpochFileCache:
     """Epoch -> start offset, persisted on every change (changes are rare)."""
 
@@ -44,9 +56,7 @@ class LeaderEpochFileCache:
     def __init__(self, path: Path, name: str = "") -> None:
         self.path = path
         self._name = name or path.parent.name
-        self._checkpoint: CheckpointFile[EpochEntry] = CheckpointFile(
-            path, self.VERSION, _to_line, _from_line
-        )
+        self._checkpoint = _checkpoint_file(path)
         self._entries: list[EpochEntry] = sorted(self._checkpoint.read(), key=lambda e: e.epoch)
 
     # --- queries ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import functools
 import logging
 import os
 import shutil
@@ -26,6 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from brook.protocol.errors import KafkaError, OffsetOutOfRangeError
 from brook.protocol.record_batch import (
@@ -38,13 +40,16 @@ from brook.protocol.record_batch import (
 
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, write_partition_metadata
+from .clock import Clock, system_clock
 from .errors import (
     InconsistentTopicIdError,
+    KafkaStorageError,
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
+from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .log_loader import LogLoader, new_segment
 from .log_segment import LogSegment, TimestampAndOffset
 from .producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
@@ -79,8 +84,32 @@ class FetchDataInfo:
     log_end_offset: int
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _io(
+    action: str,
+) -> Callable[[Callable[Concatenate[Log, _P], _R]], Callable[Concatenate[Log, _P], _R]]:
+    """Turn an OSError of the method into KAFKA_STORAGE_ERROR, taking the dir offline.
+
+    As Kafka's maybeHandleIOException: after a disk error nothing more is done with
+    the log (its state may no longer match its files) until the next start recovers it.
+    """
+
+    def decorate(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
+        @functools.wraps(method)
+        def guarded(self: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if self._offline:
+                raise KafkaStorageError(f"Log dir {self.dir.parent} holding {self.name} is offline")
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                raise self._io_error(action, exc) from exc
+
+        return guarded
+
+    return decorate
 
 
 class Log:
@@ -97,8 +126,11 @@ class Log:
         recovery_point: int,
         leader_epoch_cache: LeaderEpochFileCache,
         topic_id: uuid.UUID | None,
+        failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self.dir = directory
+        self._clock = clock
         self.topic, self.partition = files.parse_topic_partition(directory.name)
         self._config = config
         self._segments = segments
@@ -110,7 +142,7 @@ class Log:
         self._high_watermark = log_start_offset
         self.leader_epoch_cache = leader_epoch_cache
         self.topic_id = topic_id
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = self._clock()
         # Set by roll(): everything below this offset should be fsynced soon (Kafka
         # schedules that flush right after a roll; here flush_if_due() performs it).
         self._pending_flush_offset: int | None = None
@@ -119,6 +151,8 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._producer_state: ProducerStateManager | None = None
+        self._failure_channel = failure_channel
+        self._offline = False
 
     # --- opening ----------------------------------------------------------------------
 
@@ -132,6 +166,8 @@ class Log:
         log_start_offset: int = 0,
         clean_shutdown: bool = True,
         progress: Callable[[str], None] | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> Log:
         """Open (or create) the log in `dir`, recovering it after an unclean shutdown.
 
@@ -161,6 +197,7 @@ class Log:
             clean_shutdown=clean_shutdown,
             leader_epoch_cache=leader_epoch_cache,
             progress=progress,
+            clock=clock,
         ).load()
         if topic_id is not None and stored_topic_id is None:
             write_partition_metadata(dir, topic_id)
@@ -173,6 +210,8 @@ class Log:
             recovery_point=loaded.recovery_point,
             leader_epoch_cache=leader_epoch_cache,
             topic_id=topic_id or stored_topic_id,
+            failure_channel=failure_channel,
+            clock=clock,
         )
         logger.info(
             "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
@@ -195,6 +234,30 @@ class Log:
     @property
     def name(self) -> str:
         return self.dir.name
+
+    # --- I/O errors -------------------------------------------------------------------
+
+    @property
+    def is_offline(self) -> bool:
+        return self._offline
+
+    def _io_error(self, action: str, exc: OSError) -> KafkaStorageError:
+        message = f"Error while {action} {self.name} in dir {self.dir.parent}"
+        if is_disk_error(exc):
+            self._offline = True
+            if self._failure_channel is not None:
+                self._failure_channel.maybe_add_offline_log_dir(self.dir.parent, message, exc)
+        return KafkaStorageError(f"{message}: {exc.strerror or exc}")
+
+    def mark_offline(self) -> None:
+        """Stop using the log (its dir failed): release its files, write nothing more."""
+        self._offline = True
+        for segment in self._segments:
+            try:
+                segment.close_handlers()
+            except OSError as exc:
+                logger.warning("Could not close the files of %s: %s", segment, exc)
+        self._closed = True
 
     @property
     def config(self) -> LogConfig:
@@ -254,6 +317,7 @@ class Log:
 
     # --- appending --------------------------------------------------------------------
 
+    @_io("appending to")
     def append_as_leader(
         self,
         buffer: bytearray | memoryview,
@@ -386,6 +450,7 @@ class Log:
             else:
                 producers[producer_id] = entry
 
+    @_io("appending to")
     def append_as_follower(
         self,
         buffer: bytes | bytearray | memoryview,
@@ -401,7 +466,7 @@ class Log:
             batches = split_batches(buffer)
         if not batches:
             raise ValueError("an append needs at least one batch")
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         size = len(buffer)
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -485,6 +550,7 @@ class Log:
 
     # --- rolling and flushing ---------------------------------------------------------
 
+    @_io("rolling a segment of")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (or a later expected offset)."""
         new_offset = max(expected_next_offset or 0, self._log_end_offset)
@@ -510,7 +576,7 @@ class Log:
             if stale.exists():
                 logger.warning("Deleting stale file %s before rolling to it", stale)
                 stale.unlink()
-        segment = new_segment(self.dir, new_offset, self._config)
+        segment = new_segment(self.dir, new_offset, self._config, clock=self._clock)
         segment.resize_indexes(self._config.max_index_size)  # creates the index files
         self._segments.append(segment)
         self._bases.append(new_offset)
@@ -518,6 +584,7 @@ class Log:
         logger.info("Rolled new log segment %d of %s", new_offset, self.name)
         return segment
 
+    @_io("flushing")
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync the segments holding offsets below `up_to_offset` (default: all).
 
@@ -539,7 +606,7 @@ class Log:
         if new_segments:
             files.fsync_dir(self.dir)
         self._recovery_point = offset
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = self._clock()
         if self._pending_flush_offset is not None and self._pending_flush_offset <= offset:
             self._pending_flush_offset = None
 
@@ -559,6 +626,7 @@ class Log:
 
     # --- reading ----------------------------------------------------------------------
 
+    @_io("reading")
     def read(
         self,
         fetch_offset: int,
@@ -610,6 +678,7 @@ class Log:
 
     # --- offsets by timestamp ---------------------------------------------------------
 
+    @_io("searching by timestamp in")
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The earliest record at or after the log start whose timestamp >= `timestamp`."""
         for segment in self._segments:
@@ -633,6 +702,7 @@ class Log:
             NO_TIMESTAMP, self._log_end_offset, self.leader_epoch_cache.latest_epoch
         )
 
+    @_io("searching by timestamp in")
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """ListOffsets -3: the first record holding the largest timestamp in the log."""
         best: LogSegment | None = None
@@ -645,6 +715,7 @@ class Log:
 
     # --- truncation and deletion ------------------------------------------------------
 
+    @_io("truncating")
     def truncate_to(self, target_offset: int) -> bool:
         """Remove everything from `target_offset` on (a follower diverged from its leader).
 
@@ -674,13 +745,14 @@ class Log:
             self._pending_flush_offset = min(self._pending_flush_offset, self._log_end_offset)
         return True
 
+    @_io("truncating")
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
         self._producer_state = None  # rebuilt from what remains, when next needed
         logger.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
         for segment in self._segments:
             self._delete_segment_files(segment)
-        segment = new_segment(self.dir, new_offset, self._config)
+        segment = new_segment(self.dir, new_offset, self._config, clock=self._clock)
         segment.resize_indexes(self._config.max_index_size)
         self._segments = [segment]
         self._bases = [new_offset]
@@ -691,6 +763,7 @@ class Log:
         self._recovery_point = new_offset
         self._pending_flush_offset = None
 
+    @_io("deleting records of")
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """Move the log start offset forward (DeleteRecords) and drop segments below it.
 
@@ -722,6 +795,7 @@ class Log:
         self._high_watermark = max(self._high_watermark, offset)
         self._recovery_point = max(self._recovery_point, offset)
 
+    @_io("deleting old segments of")
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Retention: delete whole segments past retention.ms / retention.bytes.
 
@@ -729,7 +803,7 @@ class Log:
         itself is past retention it is rolled first, as Kafka does, so an idle topic
         empties. Returns the number of segments deleted.
         """
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         config = self._config
         deleted = 0
         if config.delete_enabled:
@@ -808,13 +882,14 @@ class Log:
         if delay <= 0:
             segment.delete()
         else:
-            self._pending_deletes.append((_now_ms() + delay, segment))
+            self._pending_deletes.append((self._clock() + delay, segment))
 
+    @_io("removing deleted segments of")
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
         """Remove the `.deleted` files whose file.delete.delay.ms has passed."""
         if not self._pending_deletes:
             return 0
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         due = [segment for deadline, segment in self._pending_deletes if deadline <= now_ms]
         self._pending_deletes = [
             (deadline, segment) for deadline, segment in self._pending_deletes if deadline > now_ms
@@ -828,6 +903,9 @@ class Log:
     def close(self) -> None:
         """Flush everything, record max timestamps, trim the indexes, close the files."""
         if self._closed:
+            return
+        if self._offline:
+            self.mark_offline()
             return
         self.flush()
         for segment in self._segments:
@@ -847,7 +925,7 @@ class Log:
         start recognises and removes.
         """
         self.close_handlers()
-        target = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+        target = self.dir.with_name(files.delete_dir_name(self.topic, self.partition))
         try:
             os.rename(self.dir, target)
         except FileNotFoundError:

@@ -7,6 +7,7 @@ plain directory listing sorts segments in offset order.
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 LOG_FILE_SUFFIX = ".log"
@@ -52,6 +53,10 @@ def txn_index_file(directory: Path, offset: int, suffix: str = "") -> Path:
     return directory / f"{filename_prefix_from_offset(offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
 
 
+def producer_snapshot_file(directory: Path, offset: int) -> Path:
+    return directory / f"{filename_prefix_from_offset(offset)}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
+
+
 def offset_from_file_name(name: str) -> int | None:
     """The base offset a segment file name starts with, or None for other files."""
     prefix = name.split(".", 1)[0]
@@ -61,7 +66,14 @@ def offset_from_file_name(name: str) -> int | None:
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
-    """Split a partition directory name `<topic>-<n>` (topics may contain dashes)."""
+    """Split a partition directory name `<topic>-<n>` (topics may contain dashes).
+
+    Also reads the names Kafka gives a partition's directory while it is being deleted,
+    moved to another log dir or left stray: `<topic>-<n>.<unique id>-delete` (`-future`,
+    `-stray`).
+    """
+    if dir_name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+        dir_name = dir_name.rpartition(".")[0]
     topic, sep, partition = dir_name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"{dir_name!r} is not a partition directory name (<topic>-<partition>)")
@@ -78,3 +90,13 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """Where a partition being moved to another log dir is copied: Kafka's name for it."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """What a partition directory is renamed to before it is removed."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"

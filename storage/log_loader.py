@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import log_file_utils as files
+from .clock import Clock, system_clock
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_segment import LogSegment
@@ -38,7 +39,11 @@ class LoadedLogOffsets:
 
 
 def new_segment(
-    directory: Path, base_offset: int, config: LogConfig, suffix: str = ""
+    directory: Path,
+    base_offset: int,
+    config: LogConfig,
+    suffix: str = "",
+    clock: Clock = system_clock,
 ) -> LogSegment:
     return LogSegment(
         directory,
@@ -47,6 +52,7 @@ def new_segment(
         max_index_size=config.max_index_size,
         roll_jitter_ms=config.random_segment_jitter(),
         file_suffix=suffix,
+        clock=clock,
     )
 
 
@@ -61,8 +67,10 @@ class LogLoader:
         clean_shutdown: bool,
         leader_epoch_cache: LeaderEpochFileCache,
         progress: Callable[[str], None] | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self.dir = directory
+        self.clock = clock
         self.config = config
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
@@ -70,6 +78,9 @@ class LogLoader:
         self.leader_epoch_cache = leader_epoch_cache
         self.progress = progress
         self.name = directory.name
+
+    def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
+        return new_segment(self.dir, base_offset, self.config, suffix, self.clock)
 
     def load(self) -> LoadedLogOffsets:
         swap_files = self._remove_temp_files_and_collect_swap_files()
@@ -91,7 +102,7 @@ class LogLoader:
             ordered = []
             self.leader_epoch_cache.clear_and_flush()
         if not ordered:
-            ordered = [new_segment(self.dir, self.log_start_offset, self.config)]
+            ordered = [self._new_segment(self.log_start_offset)]
             next_offset = self.log_start_offset
 
         log_start_offset = max(self.log_start_offset, ordered[0].base_offset)
@@ -143,7 +154,7 @@ class LogLoader:
                     logger.warning("Deleting orphaned index file %s/%s", self.dir, name)
                     (self.dir / name).unlink(missing_ok=True)
             elif name == f"{prefix}{files.LOG_FILE_SUFFIX}":
-                segments[base_offset] = new_segment(self.dir, base_offset, self.config)
+                segments[base_offset] = self._new_segment(base_offset)
                 index = f"{prefix}{files.INDEX_FILE_SUFFIX}"
                 time_index = f"{prefix}{files.TIME_INDEX_FILE_SUFFIX}"
                 if index not in names or time_index not in names:
@@ -159,7 +170,7 @@ class LogLoader:
             base_offset = files.offset_from_file_name(path.name)
             if base_offset is None:
                 continue
-            swapped = new_segment(self.dir, base_offset, self.config, files.SWAP_FILE_SUFFIX)
+            swapped = self._new_segment(base_offset, files.SWAP_FILE_SUFFIX)
             swapped.recover()
             next_offset = swapped.next_offset
             replaced = [
@@ -174,7 +185,7 @@ class LogLoader:
                 segment.delete()
             swapped.close()
             swapped.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
-            segments[base_offset] = new_segment(self.dir, base_offset, self.config)
+            segments[base_offset] = self._new_segment(base_offset)
 
     # --- step 4 -----------------------------------------------------------------------
 
@@ -195,6 +206,14 @@ class LogLoader:
                 segment.recover(self.leader_epoch_cache)
         unflushed = segments[first_unflushed:]
         if not unflushed:
+            last = segments[-1] if segments else None
+            if last is not None and not last.tail_is_consistent():
+                logger.warning(
+                    "The active segment %s does not end where its batches end, although the"
+                    " log was shut down cleanly; recovering it",
+                    last.log.path,
+                )
+                last.recover(self.leader_epoch_cache)
             return segments
         total = len(unflushed)
         logger.info(

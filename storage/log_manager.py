@@ -39,16 +39,19 @@ from .checkpoints import (
     write_meta_properties,
     write_partition_metadata,
 )
+from .clock import Clock, system_clock
 from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
     InconsistentTopicIdError,
+    KafkaStorageError,
     LogDirLockedError,
     StorageError,
 )
 from .log import Log
 from .log_config import LogConfig
+from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 
 logger = logging.getLogger("brook.storage.log_manager")
 
@@ -63,10 +66,6 @@ def generate_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class LogManager:
     """Opens, creates, flushes, checkpoints and closes the partition logs of a broker."""
 
@@ -78,11 +77,14 @@ class LogManager:
         default_config_factory: Callable[[str], LogConfig],
         *,
         progress: Callable[[str], None] | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         """`default_config_factory(topic)` gives the config of a topic's logs at startup.
 
         `cluster_id` None adopts the id stored in meta.properties (or generates one
-        when there is none); otherwise a stored id must match it.
+        when there is none); otherwise a stored id must match it. I/O errors on a log
+        dir are reported to `failure_channel` (whose listeners learn of offline dirs).
         """
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
         if not self.log_dirs:
@@ -91,14 +93,58 @@ class LogManager:
         self._cluster_id = cluster_id
         self._config_factory = default_config_factory
         self._progress = progress
+        self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        # Copies of partitions being moved to another log dir (AlterReplicaLogDirs).
+        self._future_logs: dict[TopicPartition, Log] = {}
         self._lock_fds: dict[Path, int] = {}
         self._started = False
+        self.failure_channel = failure_channel or LogDirFailureChannel()
+        self.failure_channel.add_listener(self._on_log_dir_failure)
 
     @property
     def cluster_id(self) -> str | None:
         return self._cluster_id
+
+    # --- offline log dirs ---------------------------------------------------------------
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
+
+    def is_offline(self, log_dir: Path) -> bool:
+        return self.failure_channel.is_offline(log_dir)
+
+    def dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def _on_log_dir_failure(self, log_dir: Path) -> None:
+        # Every log of the dir stops at once: none of them may take another write that
+        # would land after bytes of unknown state. They stay listed, answering
+        # KAFKA_STORAGE_ERROR, until the broker restarts.
+        offline = [log for tp, log in self._logs.items() if self._dir_of[tp] == log_dir]
+        for log in offline:
+            log.mark_offline()
+        for topic_partition, future in list(self._future_logs.items()):
+            if future.dir.parent == log_dir or self._dir_of[topic_partition] == log_dir:
+                # A move into or out of the failed dir cannot complete.
+                future.mark_offline()
+                del self._future_logs[topic_partition]
+        logger.error(
+            "Log dir %s is offline: %d partition(s) in it answer KAFKA_STORAGE_ERROR (%d of"
+            " %d log dirs online)",
+            log_dir,
+            len(offline),
+            len(self.online_dirs),
+            len(self.log_dirs),
+        )
+
+    def _report_io_error(self, log_dir: Path, message: str, exc: OSError) -> None:
+        if is_disk_error(exc):
+            self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
+        else:
+            logger.error("%s: %s", message, exc)
 
     # --- startup ----------------------------------------------------------------------
 
@@ -109,8 +155,10 @@ class LogManager:
             log_dir.mkdir(parents=True, exist_ok=True)
             self._lock(log_dir)
         self._check_meta_properties()
+        future_dirs: list[Path] = []
         for log_dir in self.log_dirs:
-            self._load_logs(log_dir)
+            future_dirs += self._load_logs(log_dir)
+        self._settle_future_dirs(future_dirs)
         self._started = True
         logger.info(
             "Loaded %d partition log(s) from %d log dir(s) in %d ms",
@@ -179,7 +227,8 @@ class LogManager:
             logger.error("Ignoring unreadable checkpoint file: %s", exc)
             return {}
 
-    def _load_logs(self, log_dir: Path) -> None:
+    def _load_logs(self, log_dir: Path) -> list[Path]:
+        """Open every partition log of `log_dir`; returns the `-future` dirs found."""
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean_shutdown = marker.exists()
         if clean_shutdown:
@@ -190,6 +239,7 @@ class LogManager:
         high_watermarks = self._read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT_FILE)
 
         to_load: list[tuple[TopicPartition, Path]] = []
+        future_dirs: list[Path] = []
         for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
             if not entry.is_dir():
                 continue
@@ -198,8 +248,11 @@ class LogManager:
                 logger.info("Removing %s, a partition whose deletion was interrupted", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if entry.name.endswith((files.FUTURE_DIR_SUFFIX, files.STRAY_DIR_SUFFIX)):
-                logger.warning("Skipping %s: future and stray logs are not supported", path)
+            if entry.name.endswith(files.FUTURE_DIR_SUFFIX):
+                future_dirs.append(path)
+                continue
+            if entry.name.endswith(files.STRAY_DIR_SUFFIX):
+                logger.warning("Skipping %s: stray logs are not supported", path)
                 continue
             try:
                 topic_partition = files.parse_topic_partition(entry.name)
@@ -236,12 +289,49 @@ class LogManager:
                 log_start_offset=log_start_offsets.get(topic_partition, 0),
                 clean_shutdown=clean_shutdown,
                 progress=progress,
+                failure_channel=self.failure_channel,
+                clock=self._clock,
             )
             high_watermark = high_watermarks.get(topic_partition)
             if high_watermark is not None:
                 log.high_watermark = high_watermark
             self._logs[topic_partition] = log
             self._dir_of[topic_partition] = log_dir
+        return future_dirs
+
+    def _settle_future_dirs(self, future_dirs: list[Path]) -> None:
+        """Finish or undo moves between log dirs that a stop interrupted.
+
+        A move renames the current directory away only once the copy is complete and
+        synced, so a `-future` dir without a current log is the whole partition: it
+        takes the partition's name. One beside a current log is an unfinished copy and
+        is removed; the move can be asked for again.
+        """
+        for path in future_dirs:
+            topic_partition = files.parse_topic_partition(path.name)
+            topic, partition = topic_partition
+            if topic_partition in self._logs:
+                logger.warning(
+                    "Removing %s: the move of %s-%d to %s did not finish before the broker stopped",
+                    path,
+                    topic,
+                    partition,
+                    path.parent,
+                )
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            target = path.with_name(f"{topic}-{partition}")
+            logger.info("Completing the move of %s-%d to %s", topic, partition, path.parent)
+            os.rename(path, target)
+            files.fsync_dir(path.parent)
+            self._logs[topic_partition] = Log.open(
+                target,
+                self._config_factory(topic),
+                clean_shutdown=False,
+                failure_channel=self.failure_channel,
+                clock=self._clock,
+            )
+            self._dir_of[topic_partition] = path.parent
 
     def _report(self, message: str) -> None:
         if self._progress is not None:
@@ -283,24 +373,133 @@ class LogManager:
             return log
         if not topic or "/" in topic or os.sep in topic or topic in (".", "..") or partition < 0:
             raise ValueError(f"invalid topic partition {topic!r}-{partition}")
-        counts = {log_dir: 0 for log_dir in self.log_dirs}
+        online = self.online_dirs
+        if not online:
+            raise KafkaStorageError(
+                f"Cannot create log {topic}-{partition}: no log dir is online"
+                f" (offline: {', '.join(str(d) for d in self.log_dirs)})"
+            )
+        counts = {log_dir: 0 for log_dir in online}
         for log_dir in self._dir_of.values():
-            counts[log_dir] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
-        log = Log.open(
-            log_dir / f"{topic}-{partition}",
-            config or self._config_factory(topic),
-            topic_id=topic_id,
-            clean_shutdown=True,
-        )
+            if log_dir in counts:
+                counts[log_dir] += 1
+        log_dir = min(online, key=lambda d: counts[d])
+        try:
+            log = Log.open(
+                log_dir / f"{topic}-{partition}",
+                config or self._config_factory(topic),
+                topic_id=topic_id,
+                clean_shutdown=True,
+                failure_channel=self.failure_channel,
+                clock=self._clock,
+            )
+        except OSError as exc:
+            message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
+            self._report_io_error(log_dir, message, exc)
+            self._remove_partial_log_dir(log_dir / f"{topic}-{partition}")
+            raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
         logger.info("Created log %s in %s", log.name, log_dir)
         self._logs[topic_partition] = log
         self._dir_of[topic_partition] = log_dir
         return log
 
+    def _remove_partial_log_dir(self, path: Path) -> None:
+        # A partition whose creation failed half-way must not be found at the next start.
+        if path.exists() and not self.failure_channel.is_offline(path.parent):
+            shutil.rmtree(path, ignore_errors=True)
+
+    # --- moving a partition to another log dir -------------------------------------------
+
+    def log_dir_by_path(self, path: str) -> Path | None:
+        """The configured log dir with this absolute path (None when there is none)."""
+        return next((d for d in self.log_dirs if str(d) == path), None)
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    @property
+    def future_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._future_logs)
+
+    def create_future_log(self, topic: str, partition: int, log_dir: Path) -> Log:
+        """An empty copy of a partition's log in `log_dir`, to be filled and swapped in.
+
+        Any earlier copy (to another dir) is dropped first.
+        """
+        current = self._logs[(topic, partition)]
+        self.abandon_future_log(topic, partition)
+        path = log_dir / files.future_dir_name(topic, partition)
+        try:
+            future = Log.open(
+                path,
+                current.config,
+                topic_id=current.topic_id,
+                clean_shutdown=True,
+                failure_channel=self.failure_channel,
+                clock=self._clock,
+            )
+        except OSError as exc:
+            message = f"Error while creating a future log for {topic}-{partition} in {log_dir}"
+            self._report_io_error(log_dir, message, exc)
+            self._remove_partial_log_dir(path)
+            raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
+        self._future_logs[(topic, partition)] = future
+        logger.info("Created future log %s for %s-%d in %s", path.name, topic, partition, log_dir)
+        return future
+
+    def abandon_future_log(self, topic: str, partition: int) -> None:
+        future = self._future_logs.pop((topic, partition), None)
+        if future is not None:
+            logger.info("Abandoning the move of %s-%d to %s", topic, partition, future.dir.parent)
+            future.delete()
+
+    def replace_current_with_future_log(
+        self, topic: str, partition: int, *, log_start_offset: int
+    ) -> Log:
+        """Swap a caught-up future log in for the current one; returns the new log.
+
+        The future is synced and closed first, then the current directory is renamed
+        away, then the future takes the partition's name: a crash at any point leaves
+        a state that startup completes (see _settle_future_dirs).
+        """
+        topic_partition = (topic, partition)
+        future = self._future_logs.pop(topic_partition)
+        current = self._logs[topic_partition]
+        target_dir = future.dir.parent
+        high_watermark = current.high_watermark
+        try:
+            future.close()
+            current.close()
+            doomed = current.dir.with_name(files.delete_dir_name(topic, partition))
+            os.rename(current.dir, doomed)
+            files.fsync_dir(current.dir.parent)
+            final = target_dir / f"{topic}-{partition}"
+            os.rename(future.dir, final)
+            files.fsync_dir(target_dir)
+        except OSError as exc:
+            message = f"Error while moving {topic}-{partition} to {target_dir}"
+            self._report_io_error(target_dir, message, exc)
+            raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
+        replaced = Log.open(
+            final,
+            current.config,
+            topic_id=current.topic_id,
+            log_start_offset=log_start_offset,
+            clean_shutdown=True,
+            failure_channel=self.failure_channel,
+            clock=self._clock,
+        )
+        replaced.high_watermark = high_watermark
+        self._logs[topic_partition] = replaced
+        self._dir_of[topic_partition] = target_dir
+        shutil.rmtree(doomed, ignore_errors=True)
+        logger.info("Moved %s-%d to %s", topic, partition, target_dir)
+        return replaced
+
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove a partition's log and its files; False when there was none."""
         topic_partition = (topic, partition)
+        self.abandon_future_log(topic, partition)
         log = self._logs.pop(topic_partition, None)
         self._dir_of.pop(topic_partition, None)
         if log is None:
@@ -310,31 +509,43 @@ class LogManager:
 
     # --- periodic work ----------------------------------------------------------------
 
-    def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, Log]]]:
-        by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+    def _logs_by_online_dir(self) -> dict[Path, list[tuple[TopicPartition, Log]]]:
+        by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.online_dirs}
         for topic_partition, log in self._logs.items():
-            by_dir[self._dir_of[topic_partition]].append((topic_partition, log))
+            logs = by_dir.get(self._dir_of[topic_partition])
+            if logs is not None:
+                logs.append((topic_partition, log))
         return by_dir
 
     def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
-        for log_dir, logs in self._logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                {tp: log.recovery_point for tp, log in logs}
-            )
-            # As Kafka: only where the start differs from the first segment's base.
-            OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-                {
-                    tp: log.log_start_offset
-                    for tp, log in logs
-                    if log.log_start_offset > log.segments[0].base_offset
-                }
-            )
+        for log_dir, logs in self._logs_by_online_dir().items():
+            try:
+                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                    {tp: log.recovery_point for tp, log in logs}
+                )
+                # As Kafka: only where the start differs from the first segment's base.
+                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
+                    {
+                        tp: log.log_start_offset
+                        for tp, log in logs
+                        if log.log_start_offset > log.segments[0].base_offset
+                    }
+                )
+            except OSError as exc:
+                self._report_io_error(
+                    log_dir, f"Error while writing the offset checkpoints of {log_dir}", exc
+                )
 
     def checkpoint_high_watermarks(self) -> None:
-        for log_dir, logs in self._logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                {tp: log.high_watermark for tp, log in logs}
-            )
+        for log_dir, logs in self._logs_by_online_dir().items():
+            try:
+                OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
+                    {tp: log.high_watermark for tp, log in logs}
+                )
+            except OSError as exc:
+                self._report_io_error(
+                    log_dir, f"Error while writing the high watermark checkpoint of {log_dir}", exc
+                )
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """fsync logs that rolled since their last flush or whose flush.ms has passed.
@@ -343,50 +554,74 @@ class LogManager:
         log.flush.scheduler.interval.ms); with Kafka's defaults it only flushes the
         segments left behind by a roll, which keeps recovery after a crash short.
         """
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
+            if log.is_offline:
+                continue
             try:
                 if log.flush_if_due(now_ms):
                     flushed += 1
-            except OSError:
-                logger.exception("Error flushing log %s", log.name)
+            except KafkaStorageError as exc:
+                logger.error("Error flushing log %s: %s", log.name, exc.message)
         return flushed
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = self._clock() if now_ms is None else now_ms
         deleted = 0
         for log in list(self._logs.values()):
+            if log.is_offline:
+                continue
             try:
                 deleted += log.delete_old_segments(now_ms)
-            except OSError:
-                logger.exception("Error applying retention to log %s", log.name)
+            except KafkaStorageError as exc:
+                logger.error("Error applying retention to log %s: %s", log.name, exc.message)
         return deleted
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:
         """Remove `.deleted` segment files whose file.delete.delay.ms has passed."""
-        now_ms = _now_ms() if now_ms is None else now_ms
-        return sum(log.purge_deleted_segments(now_ms) for log in self._logs.values())
+        now_ms = self._clock() if now_ms is None else now_ms
+        purged = 0
+        for log in list(self._logs.values()):
+            if log.is_offline:
+                continue
+            try:
+                purged += log.purge_deleted_segments(now_ms)
+            except KafkaStorageError as exc:
+                logger.error("Error removing deleted segments of %s: %s", log.name, exc.message)
+        return purged
 
     # --- shutdown ---------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
         logger.info("Shutting down the log manager (%d logs)", len(self._logs))
-        failed = False
-        for log in self._logs.values():
+        for future in self._future_logs.values():
+            # Left on disk: the next start sees the copy is unfinished and removes it.
+            future.close_handlers()
+        self._future_logs.clear()
+        failed_dirs: set[Path] = set()
+        for topic_partition, log in self._logs.items():
             try:
                 log.close()
-            except OSError:
-                failed = True
-                logger.exception("Error closing log %s", log.name)
+            except (OSError, KafkaStorageError) as exc:
+                failed_dirs.add(self._dir_of[topic_partition])
+                logger.error("Error closing log %s: %s", log.name, exc)
         if self._started:
             self.checkpoint_recovery_points_and_log_start_offsets()
             self.checkpoint_high_watermarks()
-            if not failed:
-                for log_dir in self.log_dirs:
+            # An offline dir (or one whose logs did not close) gets no marker: the next
+            # start recovers it from its recovery point.
+            for log_dir in self.online_dirs:
+                if log_dir in failed_dirs:
+                    continue
+                try:
                     self._write_clean_shutdown_marker(log_dir)
+                except OSError as exc:
+                    logger.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)
+                    failed_dirs.add(log_dir)
+        failed = bool(failed_dirs) or bool(self.failure_channel.offline_dirs)
         self._logs.clear()
         self._dir_of.clear()
         for fd in self._lock_fds.values():

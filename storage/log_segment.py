@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from brook.protocol.record_batch import (
 
 from . import log_file_utils as files
 from .abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
+from .clock import Clock, system_clock
 from .errors import CorruptIndexError, StorageError
 from .file_records import RECOVERY_CHUNK, FileRecords, whole_batches_end
 from .offset_index import OffsetIndex
@@ -56,10 +56,6 @@ def _epoch_or_none(epoch: int) -> int | None:
     return epoch if epoch >= 0 else None
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class LogSegment:
     """A `.log` file plus its offset and time indexes, all starting at `base_offset`."""
 
@@ -73,13 +69,15 @@ class LogSegment:
         roll_jitter_ms: int = 0,
         created_ms: int | None = None,
         file_suffix: str = "",
+        clock: Clock = system_clock,
     ) -> None:
         self.dir = directory
+        self._clock = clock
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
         self.roll_jitter_ms = roll_jitter_ms
-        self.created_ms = _now_ms() if created_ms is None else created_ms
+        self.created_ms = clock() if created_ms is None else created_ms
         self.log = FileRecords(files.log_file(directory, base_offset, file_suffix))
         self.offset_index = OffsetIndex(
             files.offset_index_file(directory, base_offset, file_suffix),
@@ -135,6 +133,29 @@ class LogSegment:
                 f" {self.offset_index.last_position}, past the end of {self.log.path}"
                 f" ({self.log.size} bytes)"
             )
+
+    def tail_is_consistent(self) -> bool:
+        """Whether the batches from the last index entry on fill the file exactly.
+
+        A clean shutdown vouches for the segment, but not for bytes a failed write left
+        past the last whole batch, nor for an index pointing where no batch starts; a
+        segment failing this is recovered rather than trusted. Reads at most about one
+        index interval of batch headers.
+        """
+        try:
+            self.sanity_check()
+        except CorruptIndexError:
+            return False
+        position = self.offset_index.last_position
+        indexed_offset = self.offset_index.last_offset
+        end = position
+        first = True
+        for batch_position, header, _ in self.log.batches(position):
+            if first and self.offset_index.entries and header.last_offset != indexed_offset:
+                return False
+            first = False
+            end = batch_position + header.size
+        return end == self.log.size
 
     @property
     def next_offset(self) -> int:
@@ -488,7 +509,7 @@ class LogSegment:
         self.time_index.resize(self.max_index_size)
         truncated = 0 if found is None else self.log.truncate_to(found[0])
         if self.log.size == 0:
-            self.created_ms = _now_ms()
+            self.created_ms = self._clock()
             self._rolling_based_timestamp = None
         self._bytes_since_last_index_entry = 0
         self._next_offset = None

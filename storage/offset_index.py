@@ -26,9 +26,13 @@ class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
 
     def __init__(
-        self, path: Path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+        self,
+        path: Path,
+        base_offset: int,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        writable: bool = True,
     ) -> None:
-        super().__init__(path, base_offset, max_index_size)
+        super().__init__(path, base_offset, max_index_size, writable)
         self._offsets = array("i")  # relative offsets
         self._positions = array("i")
 
@@ -42,16 +46,17 @@ class OffsetIndex(AbstractIndex):
         values.frombytes(data)
         if sys.byteorder == "little":
             values.byteswap()
-        offsets = values[0::2]
-        positions = values[1::2]
+        self._offsets = values[0::2]
+        self._positions = values[1::2]
+
+    def _check(self) -> None:
+        offsets, positions = self._offsets, self._positions
         if offsets and (offsets[0] < 0 or positions[0] < 0):
             raise CorruptIndexError(f"index file {self.path} starts with a negative entry")
         if not strictly_increasing(offsets):
             raise CorruptIndexError(f"index file {self.path} has offsets that do not increase")
         if not strictly_increasing(positions):
             raise CorruptIndexError(f"index file {self.path} has positions that do not increase")
-        self._offsets = offsets
-        self._positions = positions
 
     def _truncate_entries(self, count: int) -> None:
         del self._offsets[count:]
@@ -91,6 +96,7 @@ class OffsetIndex(AbstractIndex):
     # --- updates ----------------------------------------------------------------------
 
     def append(self, offset: int, position: int) -> None:
+        self._check_writable("append to")
         self._ensure_loaded()
         if self._entry_count() >= self._max_entries:
             raise IndexFullError(f"attempt to append to a full index {self.path}")

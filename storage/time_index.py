@@ -33,9 +33,13 @@ class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
 
     def __init__(
-        self, path: Path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+        self,
+        path: Path,
+        base_offset: int,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        writable: bool = True,
     ) -> None:
-        super().__init__(path, base_offset, max_index_size)
+        super().__init__(path, base_offset, max_index_size, writable)
         self._timestamps = array("q")
         self._offsets = array("i")  # relative offsets
 
@@ -45,8 +49,11 @@ class TimeIndex(AbstractIndex):
         return len(self._offsets)
 
     def _parse(self, data: bytes) -> None:
-        timestamps = array("q", map(itemgetter(0), _ENTRY.iter_unpack(data)))
-        offsets = array("i", map(itemgetter(1), _ENTRY.iter_unpack(data)))
+        self._timestamps = array("q", map(itemgetter(0), _ENTRY.iter_unpack(data)))
+        self._offsets = array("i", map(itemgetter(1), _ENTRY.iter_unpack(data)))
+
+    def _check(self) -> None:
+        timestamps, offsets = self._timestamps, self._offsets
         if offsets and offsets[0] < 0:
             raise CorruptIndexError(f"time index file {self.path} has a negative offset")
         if not strictly_increasing(timestamps):
@@ -55,8 +62,6 @@ class TimeIndex(AbstractIndex):
             )
         if not non_decreasing(offsets):
             raise CorruptIndexError(f"time index file {self.path} has offsets that go backwards")
-        self._timestamps = timestamps
-        self._offsets = offsets
 
     def _truncate_entries(self, count: int) -> None:
         del self._timestamps[count:]
@@ -97,6 +102,7 @@ class TimeIndex(AbstractIndex):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if `timestamp` is larger than the last entry's."""
+        self._check_writable("append to")
         self._ensure_loaded()
         if not skip_full_check and self.is_full:
             raise IndexFullError(f"attempt to append to a full time index {self.path}")

@@ -1,4 +1,5 @@
-"""README.md documents every broker config key and every served API: keep them in step."""
+"""README.md documents every broker config key and every served API: keep them in step;
+its reader example runs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from brook.broker.config import BROKER_CONFIGS
 from brook.broker.topic_config import TOPIC_CONFIGS
 from brook.protocol.api_table import SERVED
+from brook.protocol.record_batch import Record, build_batch, split_batches
+from brook.storage import Log, LogConfig
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
@@ -36,3 +39,21 @@ def test_compatibility_table_matches_the_served_versions():
         assert rows.get(str(int(api_key))) == expected, (
             f"README's compatibility table is wrong for {api_key.name}"
         )
+
+
+def test_the_reader_example_runs(tmp_path, capsys):
+    """The Python example of "Reading segment files from Python", on a log Brook wrote."""
+    section = README.split("## Reading segment files from Python", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    log = Log.open(tmp_path / "orders-0", LogConfig(segment_bytes=512))
+    for n in range(12):
+        batch = bytearray(build_batch([Record(0, 1_700_000_000_000 + n, b"k", b"hello %d" % n)]))
+        log.append_as_leader(batch, split_batches(batch), 0, 1_700_000_000_000)
+    log.close()
+    exec(example.replace('"/tmp/brook"', repr(str(tmp_path))), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"orders 0 {sum(p.stat().st_size for p in log.dir.glob('*.log'))} bytes"
+    assert sum(line.startswith("  ") and "indexed: True" in line for line in printed) > 1
+    assert [line.strip() for line in printed if line.startswith("    ")] == [
+        f"{n} {1_700_000_000_000 + n} b'k' b'hello {n}'" for n in range(12)
+    ]

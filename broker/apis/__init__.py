@@ -38,6 +38,7 @@ def load_all() -> dict[int, Handler]:
     """Import every API module so that each registers itself, and check the table."""
     from . import (  # noqa: F401
         alter_configs,
+        alter_replica_log_dirs,
         api_versions,
         create_partitions,
         create_topics,
@@ -46,6 +47,7 @@ def load_all() -> dict[int, Handler]:
         delete_topics,
         describe_configs,
         describe_groups,
+        describe_log_dirs,
         fetch,
         find_coordinator,
         heartbeat,

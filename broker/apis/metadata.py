@@ -14,6 +14,7 @@ import uuid
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..partition import Partition
 from ..request_context import RequestContext
 from ..topics import Topic, validate_topic_name
 from . import NO_THROTTLE, build, handles, schema_module
@@ -103,19 +104,7 @@ def _error_topic(types: object, name: str | None, topic_id: uuid.UUID, error: Er
 
 
 def _describe(types: object, topic: Topic, version: int) -> object:
-    partitions = tuple(
-        build(
-            types.MetadataResponsePartition,
-            error_code=ErrorCode.none,
-            partition_index=partition.index,
-            leader_id=partition.leader_id,
-            leader_epoch=partition.leader_epoch,
-            replica_nodes=tuple(partition.replicas),
-            isr_nodes=tuple(partition.isr),
-            offline_replicas=(),
-        )
-        for partition in topic.partitions
-    )
+    partitions = tuple(_describe_partition(types, partition) for partition in topic.partitions)
     return build(
         types.MetadataResponseTopic,
         error_code=ErrorCode.none,
@@ -124,4 +113,30 @@ def _describe(types: object, topic: Topic, version: int) -> object:
         is_internal=topic.internal,
         partitions=partitions,
         topic_authorized_operations=-2147483648,
+    )
+
+
+def _describe_partition(types: object, partition: Partition) -> object:
+    if partition.is_offline:
+        # Its only replica sits in a failed log dir: no leader, as Kafka reports an
+        # offline partition, with the replica listed as offline.
+        return build(
+            types.MetadataResponsePartition,
+            error_code=ErrorCode.leader_not_available,
+            partition_index=partition.index,
+            leader_id=-1,
+            leader_epoch=partition.leader_epoch,
+            replica_nodes=tuple(partition.replicas),
+            isr_nodes=tuple(partition.isr),
+            offline_replicas=tuple(partition.replicas),
+        )
+    return build(
+        types.MetadataResponsePartition,
+        error_code=ErrorCode.none,
+        partition_index=partition.index,
+        leader_id=partition.leader_id,
+        leader_epoch=partition.leader_epoch,
+        replica_nodes=tuple(partition.replicas),
+        isr_nodes=tuple(partition.isr),
+        offline_replicas=(),
     )

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import ErrorCode
+from brook.storage.errors import KafkaStorageError
 
 from .group import (
     CommittedOffset,
@@ -541,7 +542,13 @@ class GroupCoordinator:
         if member is not None:
             self._schedule_session_expiry(group, member)
         if offsets:
-            self.store.write_offsets(group, offsets)
+            try:
+                self.store.write_offsets(group, offsets)
+            except KafkaStorageError as exc:
+                # Kafka's mapping of a failed offsets append: the client looks for the
+                # coordinator again rather than retrying here.
+                log.warning("Offset commit of group %s not stored: %s", group_id, exc.message)
+                return ErrorCode.not_coordinator.value
             group.offsets.update(offsets)
         return 0
 

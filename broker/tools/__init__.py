@@ -1,4 +1,4 @@
-"""The operator's command-line tools behind `brook topics`, `brook configs` and `brook dump-log`.
+"""The operator's command-line tools: brook topics, configs, groups, dump-log, storage-zip.
 
 Each tool is one module with `add_parser(subcommands)` and `run(args) -> exit code`;
 broker/cli.py only registers them. The tools that talk to a broker use confluent-kafka's

@@ -1,8 +1,9 @@
 """`brook dump-log`: print and check a partition's files, like Kafka's DumpLogSegments.
 
-No broker is needed: the files are read directly, read-only, whether Brook or Apache
-Kafka wrote them (the format is the same). Output lines use DumpLogSegments' field
-names so they read as operators expect:
+No broker is needed: the files are read through brook.storage.reader, read-only (no
+file is created, changed or locked), whether Brook or Apache Kafka wrote them. This
+module is presentation and checks; the formats are the storage layer's. Output lines
+use DumpLogSegments' field names so they read as operators expect:
 
     Dumping /data/orders-0/00000000000000000000.log
     Log starting offset: 0
@@ -28,27 +29,21 @@ from typing import Any
 
 from brook.protocol.compression import Codec
 from brook.protocol.errors import KafkaError
-from brook.protocol.record_batch import (
-    DELETE_HORIZON_BIT,
-    BatchHeader,
-    Record,
-    compute_crc,
-    decode_records,
+from brook.protocol.record_batch import DELETE_HORIZON_BIT, BatchHeader, Record
+from brook.storage.errors import StorageError
+from brook.storage.log_file_utils import offset_from_file_name
+from brook.storage.reader import (
+    Batch,
+    Damage,
+    OffsetIndex,
+    SegmentReader,
+    TimeIndex,
+    TransactionIndex,
+    read_leader_epoch_checkpoint,
+    read_snapshot,
 )
 
 from .common import stdout_closed
-from .log_files import (
-    Batch,
-    Damage,
-    FileFormatError,
-    base_offset_of,
-    read_batches,
-    read_leader_epochs,
-    read_offset_index,
-    read_producer_snapshot,
-    read_time_index,
-    read_txn_index,
-)
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
@@ -67,6 +62,10 @@ examples:
 
 exit code 0 when every file reads and every check passes, 1 otherwise.
 """
+
+
+class DumpError(Exception):
+    """A file this tool cannot make sense of (e.g. an index not named by an offset)."""
 
 
 @dataclass
@@ -195,7 +194,7 @@ def _dump_one(path: Path, options: Options) -> bool:
         if path.suffix == ".snapshot":
             return _dump_snapshot(path)
         return _dump_leader_epochs(path)
-    except FileFormatError as exc:
+    except (StorageError, DumpError) as exc:
         return _fail(path, str(exc))
     except OSError as exc:
         return _fail(path, exc.strerror or str(exc))
@@ -205,12 +204,17 @@ def _dump_one(path: Path, options: Options) -> bool:
 
 
 def _dump_log(path: Path, options: Options) -> bool:
-    base_offset = base_offset_of(path)
-    if base_offset is not None:
-        print(f"Log starting offset: {base_offset}")
+    with SegmentReader(path) as segment:
+        if segment.base_offset is not None:
+            print(f"Log starting offset: {segment.base_offset}")
+        return _dump_batches(segment, options)
+
+
+def _dump_batches(segment: SegmentReader, options: Options) -> bool:
+    path = segment.path
     ok = True
     last_offset: int | None = None
-    for item in read_batches(path):
+    for item in segment.batches():
         if isinstance(item, Damage):
             print(
                 f"Found {item.invalid_bytes} invalid bytes at position {item.position}"
@@ -218,7 +222,7 @@ def _dump_log(path: Path, options: Options) -> bool:
             )
             return False
         header = item.header
-        valid = compute_crc(item.data, header) == header.crc
+        valid = item.crc_is_valid()
         print(_batch_line(item, valid))
         ok &= valid
         if last_offset is not None and header.base_offset <= last_offset:
@@ -264,7 +268,7 @@ def _bool(value: bool) -> str:
 def _dump_records(batch: Batch, options: Options) -> bool:
     header = batch.header
     try:
-        records = decode_records(batch.data, header)
+        records = batch.records()
     except KafkaError as exc:
         print(f"| the records of the batch at position {batch.position} do not decode: {exc}")
         return False
@@ -319,8 +323,13 @@ def _control_text(record: Record) -> str:
 
 
 def _scan_segment(log_path: Path) -> SegmentScan:
-    scan = SegmentScan(size=log_path.stat().st_size)
-    for item in read_batches(log_path):
+    with SegmentReader(log_path) as segment:
+        return _scan_batches(segment)
+
+
+def _scan_batches(segment: SegmentReader) -> SegmentScan:
+    scan = SegmentScan(size=segment.size)
+    for item in segment.batches():
         if isinstance(item, Damage):
             scan.damage = item
             break
@@ -336,9 +345,9 @@ def _scan_segment(log_path: Path) -> SegmentScan:
 
 
 def _segment_for(index_path: Path) -> tuple[int, SegmentScan | None]:
-    base_offset = base_offset_of(index_path)
+    base_offset = offset_from_file_name(index_path.name)
     if base_offset is None:
-        raise FileFormatError(
+        raise DumpError(
             "an index file is named by its segment's base offset (20 digits); this name"
             " is not, so its relative offsets cannot be resolved"
         )
@@ -368,22 +377,22 @@ def _report(path: Path, problems: list[str], options: Options, scan: SegmentScan
 
 def _dump_offset_index(path: Path, options: Options) -> bool:
     base_offset, scan = _segment_for(path)
-    entries = read_offset_index(path)
+    index = OffsetIndex(path, base_offset, writable=False)
+    entries = [index.entry(n) for n in range(index.entries)]  # as stored, unchecked
     listing = not (options.verify_only or options.sanity_only)
     problems: list[str] = []
     batch_at = dict(zip(scan.positions, scan.last_offsets, strict=True)) if scan else {}
     previous: tuple[int, int] | None = None
-    for number, (relative, position) in enumerate(entries):
-        offset = base_offset + relative
+    for number, (offset, position) in enumerate(entries):
         if listing:
             print(f"offset: {offset} position: {position}")
         where = f"entry {number} (offset {offset}, position {position})"
-        if previous is not None and (relative <= previous[0] or position <= previous[1]):
+        if previous is not None and (offset <= previous[0] or position <= previous[1]):
             problems.append(
                 f"{where} does not increase on the entry before it"
-                f" (offset {base_offset + previous[0]}, position {previous[1]})"
+                f" (offset {previous[0]}, position {previous[1]})"
             )
-        previous = (relative, position)
+        previous = (offset, position)
         if scan is None:
             continue
         if position >= scan.size:
@@ -401,7 +410,8 @@ def _dump_offset_index(path: Path, options: Options) -> bool:
 
 def _dump_time_index(path: Path, options: Options) -> bool:
     base_offset, scan = _segment_for(path)
-    entries = read_time_index(path)
+    index = TimeIndex(path, base_offset, writable=False)
+    entries = [index.entry(n) for n in range(index.entries)]  # as stored, unchecked
     listing = not (options.verify_only or options.sanity_only)
     problems: list[str] = []
     running_max: list[int] = []
@@ -411,17 +421,15 @@ def _dump_time_index(path: Path, options: Options) -> bool:
             largest = max(largest, timestamp)
             running_max.append(largest)
     previous: tuple[int, int] | None = None
-    for number, (timestamp, relative) in enumerate(entries):
-        offset = base_offset + relative
+    for number, (timestamp, offset) in enumerate(entries):
         if listing:
             print(f"timestamp: {timestamp} offset: {offset}")
         where = f"entry {number} (timestamp {timestamp}, offset {offset})"
-        if previous is not None and (timestamp <= previous[0] or relative < previous[1]):
+        if previous is not None and (timestamp <= previous[0] or offset < previous[1]):
             problems.append(
-                f"{where} is out of order after timestamp {previous[0]},"
-                f" offset {base_offset + previous[1]}"
+                f"{where} is out of order after timestamp {previous[0]}, offset {previous[1]}"
             )
-        previous = (timestamp, relative)
+        previous = (timestamp, offset)
         if scan is None:
             continue
         # The batch holding the entry's offset (Kafka indexes a batch's last offset;
@@ -444,7 +452,9 @@ def _dump_time_index(path: Path, options: Options) -> bool:
 
 
 def _dump_txn_index(path: Path) -> bool:
-    for entry in read_txn_index(path):
+    # The start offset matters only to sanity_check(); a file not named by one still reads.
+    index = TransactionIndex(path, offset_from_file_name(path.name) or 0)
+    for entry in index.all_aborted_txns():
         print(
             f"version: {entry.version} producerId: {entry.producer_id}"
             f" firstOffset: {entry.first_offset} lastOffset: {entry.last_offset}"
@@ -457,7 +467,7 @@ def _dump_txn_index(path: Path) -> bool:
 
 
 def _dump_snapshot(path: Path) -> bool:
-    for entry in read_producer_snapshot(path):
+    for entry in read_snapshot(path):
         first_txn = entry.current_txn_first_offset
         print(
             f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch}"
@@ -470,6 +480,6 @@ def _dump_snapshot(path: Path) -> bool:
 
 
 def _dump_leader_epochs(path: Path) -> bool:
-    for entry in read_leader_epochs(path):
+    for entry in read_leader_epoch_checkpoint(path):
         print(f"epoch: {entry.epoch} startOffset: {entry.start_offset}")
     return True

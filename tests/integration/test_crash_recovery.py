@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from .acked import AckRecorder, assert_all_acked_kept, read_all
 from .clients import create_topic, produce
 from .processes import Brokers, read_partition, stop_with, watermarks
 from .segments import check_indexes
@@ -39,115 +39,6 @@ def brokers(tmp_path: Path) -> Iterator[Brokers]:
         pool.stop_all()
 
 
-class AckRecorder:
-    """A producer thread that sends without pause and records every acknowledged record.
-
-    Values are unique (`<run>-<sequence>`), partitions round-robin. Only a delivery
-    report without error counts as acknowledged: that is the promise acks=1 makes.
-    """
-
-    def __init__(self, bootstrap: str, topic: str, run: str) -> None:
-        self.acked: list[tuple[int, int, bytes]] = []
-        self.sent = 0
-        self.failed = 0
-        self._bootstrap = bootstrap
-        self._topic = topic
-        self._run = run
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._produce, name=f"producer-{run}", daemon=True)
-
-    def __enter__(self) -> AckRecorder:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _on_delivery(self, error: object, message: object) -> None:
-        if error is None:
-            self.acked.append((message.partition(), message.offset(), message.value()))  # type: ignore[attr-defined]
-        else:
-            self.failed += 1
-
-    def _produce(self) -> None:
-        producer = Producer(
-            {
-                "bootstrap.servers": self._bootstrap,
-                "acks": "1",
-                "enable.idempotence": False,
-                "linger.ms": 2,
-                "batch.num.messages": 200,
-                "reconnect.backoff.max.ms": 200,
-            }
-        )
-        try:
-            while not self._stop.is_set():
-                # Keep a bounded number outstanding, so the kill catches some in flight
-                # without the queue growing without end.
-                if self.sent - len(self.acked) - self.failed > 3000:
-                    producer.poll(0.005)
-                    continue
-                value = f"{self._run}-{self.sent:08d}-".encode() + b"x" * 40
-                try:
-                    producer.produce(
-                        self._topic,
-                        value=value,
-                        partition=self.sent % PARTITIONS,
-                        on_delivery=self._on_delivery,
-                    )
-                except BufferError:
-                    producer.poll(0.01)
-                    continue
-                self.sent += 1
-                producer.poll(0)
-            # The broker is gone: whatever was not answered is not acknowledged.
-            producer.purge()
-            producer.flush(10)
-        except BaseException as exc:
-            self._error = exc
-
-    def wait_for_acks(self, count: int, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.acked) < count:
-            assert self._error is None, self._error
-            assert time.monotonic() < deadline, f"only {len(self.acked)} of {count} acked"
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), "producer thread did not stop"
-        if self._error is not None:
-            raise self._error
-
-
-def _read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
-    """Every partition's records as (offset, value), checking that offsets are contiguous
-    from 0 to the high watermark."""
-    stored: dict[int, list[tuple[int, bytes]]] = {}
-    for partition, (low, high) in enumerate(watermarks(bootstrap, topic, PARTITIONS)):
-        assert low == 0
-        messages = read_partition(bootstrap, topic, partition, high)
-        stored[partition] = [(m.offset(), m.value()) for m in messages]
-        assert [offset for offset, _ in stored[partition]] == list(range(high)), (
-            f"partition {partition}: offsets are not 0..{high - 1} without gaps"
-        )
-    return stored
-
-
-def _assert_all_acked_kept(
-    stored: dict[int, list[tuple[int, bytes]]], acked: list[tuple[int, int, bytes]]
-) -> None:
-    for partition, offset, value in acked:
-        records = stored[partition]
-        assert offset < len(records), f"acked {partition}/{offset} is beyond the log end"
-        assert records[offset][1] == value, f"acked {partition}/{offset} holds another value"
-    # Each value was sent once and no retry reached a broker: nothing is stored twice.
-    values = [value for records in stored.values() for _, value in records]
-    assert len(values) == len(set(values)), "a record is stored twice"
-
-
 def _assert_recovery_logged(log_text: str, topic: str) -> None:
     assert "after an unclean shutdown" in log_text
     progress = [m.groups() for m in PROGRESS_LINE.finditer(log_text) if m[3].startswith(topic)]
@@ -166,7 +57,7 @@ def test_sigkill_during_produce_loses_no_acknowledged_record(brokers, topic_name
 
     # Two rounds: the second crash hits a broker that itself started by recovering.
     for run in ("first", "second"):
-        with AckRecorder(broker.bootstrap, topic_name, run) as recorder:
+        with AckRecorder(broker.bootstrap, topic_name, run, partitions=PARTITIONS) as recorder:
             recorder.wait_for_acks(8000)
             broker.kill()
             time.sleep(0.2)  # let the producer see the dead connection mid-stream
@@ -176,8 +67,8 @@ def test_sigkill_during_produce_loses_no_acknowledged_record(brokers, topic_name
 
         broker = brokers.restart(broker)
         _assert_recovery_logged(broker.log_text(), topic_name)
-        stored = _read_all(broker.bootstrap, topic_name)
-        _assert_all_acked_kept(stored, acked)
+        stored = read_all(broker.bootstrap, topic_name, PARTITIONS)
+        assert_all_acked_kept(stored, acked)
         assert sum(len(records) for records in stored.values()) >= len(acked)
 
     # Producing after the restart continues each partition right at its log end.
@@ -191,8 +82,8 @@ def test_sigkill_during_produce_loses_no_acknowledged_record(brokers, topic_name
         )
         start = ends[partition]
         assert [m.offset() for m in delivered] == list(range(start, start + 50))
-    stored = _read_all(broker.bootstrap, topic_name)
-    _assert_all_acked_kept(stored, acked)
+    stored = read_all(broker.bootstrap, topic_name, PARTITIONS)
+    assert_all_acked_kept(stored, acked)
     for partition in range(PARTITIONS):
         tail = stored[partition][ends[partition] :]
         assert [value for _, value in tail] == [b"after-%d-%d" % (partition, i) for i in range(50)]
@@ -207,7 +98,7 @@ def test_sigterm_during_produce_stops_cleanly_and_keeps_every_acknowledged_recor
 ):
     broker = brokers.start()
     create_topic(broker.bootstrap, topic_name, PARTITIONS, TOPIC_CONFIG)
-    with AckRecorder(broker.bootstrap, topic_name, "sigterm") as recorder:
+    with AckRecorder(broker.bootstrap, topic_name, "sigterm", partitions=PARTITIONS) as recorder:
         recorder.wait_for_acks(8000)
         # Requests keep arriving while the broker stops: those it read are answered,
         # the rest fail on the closed connection and are not acknowledged.
@@ -218,8 +109,8 @@ def test_sigterm_during_produce_stops_cleanly_and_keeps_every_acknowledged_recor
     broker = brokers.restart(broker)
     text = broker.log_text()
     assert "after a clean shutdown" in text and "Recovering" not in text
-    stored = _read_all(broker.bootstrap, topic_name)
-    _assert_all_acked_kept(stored, recorder.acked)
+    stored = read_all(broker.bootstrap, topic_name, PARTITIONS)
+    assert_all_acked_kept(stored, recorder.acked)
     assert broker.stop() == 0
 
 

@@ -78,10 +78,13 @@ def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
     )
     now = int(time.time() * 1000)
     _produce_batches(bootstrap, topic_name, [b"%02d" % i + b"." * 500 for i in range(12)], now)
-    data_dir = brook_broker.data_dir
 
     def total_size() -> int:
-        return sum(path.stat().st_size for path in (data_dir / f"{topic_name}-0").glob("*.log"))
+        # Read on the broker's loop: a file listed here may be deleted by retention
+        # before this thread could stat it.
+        return brook_broker.call(
+            lambda: brook_broker.broker.log_manager.get_log(topic_name, 0).size_in_bytes
+        )
 
     _wait_until(lambda: total_size() <= 2500 + 1000)
     start = _earliest(bootstrap, topic_name)

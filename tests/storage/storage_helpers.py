@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
+
+from kafka.record import MemoryRecordsBuilder
 
 from brook.protocol.record_batch import BatchHeader, Record, build_batch, split_batches
 from brook.storage import AppendInfo, Log
@@ -44,3 +47,30 @@ def append(log: Log, *batches: bytearray, epoch: int = 0, now_ms: int = BASE_TS)
     info = log.append_as_leader(buffer, headers, epoch, now_ms)
     log.high_watermark = log.log_end_offset
     return info
+
+
+def build_kafka_python_segment(
+    first_offset: int, batches: int, per_batch: int
+) -> tuple[bytes, list]:
+    """A `.log` file's bytes as kafka-python builds batches (half of them gzip), with the
+    (offset, timestamp, key, value) of every record."""
+    data = b""
+    expected = []
+    offset = first_offset
+    for b in range(batches):
+        builder = MemoryRecordsBuilder(magic=2, compression_type=b % 2, batch_size=1 << 20)
+        for r in range(per_batch):
+            # Timestamps step back inside each batch to exercise the time index.
+            ts = BASE_TS + b * 100 + (per_batch - r) * 3
+            key = b"k%d" % (offset + r)
+            value = b"value-%d" % (offset + r) * 5
+            builder.append(ts, key, value, headers=[("n", b"%d" % r)])
+            expected.append((offset + r, ts, key, value))
+        builder.close()
+        batch = bytearray(builder.buffer())
+        # kafka-python builds producer batches (base offset 0); a broker assigns the
+        # base offset, which the CRC does not cover.
+        struct.pack_into(">q", batch, 0, offset)
+        data += bytes(batch)
+        offset += per_batch
+    return data, expected

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from kafka.record import MemoryRecords, MemoryRecordsBuilder
-from storage_helpers import BASE_TS, BatchFactory, append
+from kafka.record import MemoryRecords
+from storage_helpers import BASE_TS, BatchFactory, append, build_kafka_python_segment
 
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import iter_records, split_batches
@@ -78,31 +78,6 @@ def test_brook_segments_decode_with_kafka_python(
         for timestamp, relative in time_index:
             assert expected[base_offset + relative][0] == timestamp
     assert seen == expected
-
-
-def build_kafka_python_segment(
-    first_offset: int, batches: int, per_batch: int
-) -> tuple[bytes, list]:
-    data = b""
-    expected = []
-    offset = first_offset
-    for b in range(batches):
-        builder = MemoryRecordsBuilder(magic=2, compression_type=b % 2, batch_size=1 << 20)
-        for r in range(per_batch):
-            # Timestamps step back inside each batch to exercise the time index.
-            ts = BASE_TS + b * 100 + (per_batch - r) * 3
-            key = b"k%d" % (offset + r)
-            value = b"value-%d" % (offset + r) * 5
-            builder.append(ts, key, value, headers=[("n", b"%d" % r)])
-            expected.append((offset + r, ts, key, value))
-        builder.close()
-        batch = bytearray(builder.buffer())
-        # kafka-python builds producer batches (base offset 0); a broker assigns the
-        # base offset, which the CRC does not cover.
-        struct.pack_into(">q", batch, 0, offset)
-        data += bytes(batch)
-        offset += per_batch
-    return data, expected
 
 
 def test_segment_written_by_kafka_python_opens_and_reads(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from storage_helpers import BatchFactory, append
+from storage_helpers import BASE_TS, BatchFactory, append
 
 from brook.storage import (
     InconsistentBrokerIdError,
@@ -178,4 +178,30 @@ def test_retention_pass(tmp_path: Path, make_batch: BatchFactory) -> None:
     before = len(log.segments)
     assert lm.delete_old_segments(now_ms=10**15) == before  # all expired: active rolled too
     assert log.log_start_offset == log.log_end_offset == 100
+    lm.shutdown()
+
+
+def test_the_managers_clock_runs_every_log(tmp_path: Path, make_batch: BatchFactory) -> None:
+    """One injected clock (Kafka's Time): segment creation times, retention and delayed
+    deletes all read it, never the system clock (which is years past these records)."""
+    now = [BASE_TS]
+    config = CONFIG.with_overrides(retention_ms=10_000, file_delete_delay_ms=5_000)
+    lm = LogManager([tmp_path / "d"], 1, "c", lambda topic: config, clock=lambda: now[0])
+    lm.startup()
+    log = lm.get_or_create_log("t", 0)
+    for n in range(60):
+        append(log, make_batch(1, BASE_TS, tag=n))
+    segments = len(log.segments)
+    assert segments > 1
+    assert {segment.created_ms for segment in log.segments} == {BASE_TS}
+    assert lm.delete_old_segments() == 0  # 0 ms old by the manager's clock
+    now[0] += 10_001
+    assert lm.delete_old_segments() == segments
+    assert log.active_segment.created_ms == now[0]  # rolled by retention, at the clock's time
+    assert len(list(log.dir.glob("*.log.deleted"))) == segments
+    now[0] += 4_999
+    assert lm.purge_deleted_segments() == 0
+    now[0] += 1
+    assert lm.purge_deleted_segments() == segments
+    assert not list(log.dir.glob("*.deleted"))
     lm.shutdown()

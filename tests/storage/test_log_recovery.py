@@ -188,3 +188,44 @@ def test_unclean_open_of_copied_directory_rebuilds_epochs(
     assert (reopened.topic, reopened.partition) == ("other", 3)
     assert reopened.leader_epoch_cache.epoch_entries() == entries
     assert reopened.recovery_point == 0  # only a flush moves it
+
+
+def test_clean_shutdown_does_not_vouch_for_bytes_past_the_last_batch(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
+) -> None:
+    # What a write cut short by a full disk could leave: bytes after the last whole
+    # batch. A clean start still recovers the active segment instead of trusting it.
+    log = build(partition_dir, small_config, make_batch, 120)
+    expected = read_all(log)
+    end = log.log_end_offset
+    active_path = log.active_segment.log.path
+    log.close()
+    size = active_path.stat().st_size
+    partial = make_batch(3, tag=999)[:40]
+    with open(active_path, "ab") as file:
+        file.write(partial)
+    reopened = Log.open(partition_dir, small_config, clean_shutdown=True)
+    assert reopened.log_end_offset == end
+    assert active_path.stat().st_size == size
+    assert read_all(reopened) == expected
+    assert append(reopened, make_batch(1)).first_offset == end
+    assert read_all(reopened)[-1][0] == end
+
+
+def test_clean_shutdown_with_an_index_pointing_inside_a_batch_recovers(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
+) -> None:
+    log = build(partition_dir, small_config, make_batch, 120)
+    expected = read_all(log)
+    active = log.active_segment
+    assert active.offset_index.entries > 0
+    end = log.log_end_offset
+    index_path = active.offset_index.path
+    log.close()
+    # The last entry points a few bytes into a batch: no batch starts there.
+    data = bytearray(index_path.read_bytes())
+    data[-4:] = (int.from_bytes(data[-4:], "big") + 5).to_bytes(4, "big")
+    index_path.write_bytes(bytes(data))
+    reopened = Log.open(partition_dir, small_config, clean_shutdown=True)
+    assert reopened.log_end_offset == end
+    assert read_all(reopened) == expected

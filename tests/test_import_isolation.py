@@ -1,0 +1,123 @@
+"""What the packages import, checked in fresh interpreters.
+
+brook.storage and brook.protocol are what a Spark executor imports: they must load no
+part of the broker, no Kafka client and (for the storage reader's path) no asyncio. The
+broker must not load a client library to serve: only the CLI tools that need
+confluent-kafka import it, when they run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from brook.broker.testing import BrokerProcess
+
+CLIENT_LIBRARIES = ("confluent_kafka", "kafka", "aiokafka")
+
+# Runs in a fresh interpreter: records which module first imported asyncio, imports every
+# module of the given packages (and runs the reader over a damaged batch when asked),
+# then prints the modules loaded.
+PROBE = r"""
+import importlib, json, pkgutil, sys
+
+first_importer = []
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "asyncio" and not first_importer:
+            frame = sys._getframe(1)
+            while frame and frame.f_globals.get("__name__", "").startswith(
+                ("importlib", "_frozen_importlib")
+            ):
+                frame = frame.f_back
+            first_importer.append(frame.f_globals.get("__name__") if frame else None)
+        return None
+
+sys.meta_path.insert(0, Watch())
+packages, exercise = json.loads(sys.argv[1])
+for name in packages:
+    package = importlib.import_module(name)
+    for module in pkgutil.walk_packages(package.__path__, name + "."):
+        importlib.import_module(module.name)
+if exercise:
+    import tempfile
+    from pathlib import Path
+    from brook.protocol.errors import InvalidRecordError
+    from brook.protocol.record_batch import Record, build_batch, parse_header
+    from brook.storage.reader import SegmentReader
+    from brook.storage.record_decoder import decode_records
+
+    # Records that end early: the second is one byte long (its attributes), so the
+    # next varint would start at the end of the buffer.
+    batch = bytearray(build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, b"k", b"v")]))
+    first_length = batch[61] >> 1
+    del batch[61 + 1 + first_length :]
+    batch += b"\x02\x00"
+    for malformed in (batch, batch[:-1]):
+        header = parse_header(malformed)
+        header.batch_length = len(malformed) - 12
+        try:
+            decode_records(malformed, header)
+            raise SystemExit("a malformed batch decoded")
+        except InvalidRecordError:
+            pass
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / ("0" * 20 + ".log")
+        path.write_bytes(build_batch([Record(0, 0, b"k", b"v")]) + b"\x00" * 30)
+        with SegmentReader(path) as reader:
+            assert len(list(reader.batches())) == 2  # a batch and the damage after it
+print(json.dumps({"modules": sorted(sys.modules), "asyncio_importer": first_importer}))
+"""
+
+
+def probe(packages: list[str], exercise: bool = False) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps([packages, exercise])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def loaded(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in prefixes or m.startswith("brook.broker")]
+
+
+def test_storage_reader_path_loads_no_broker_client_or_asyncio():
+    """Every module of brook.storage, and the reader at work on damaged data (kio raises
+    from native code by importing kio.serial, which imports asyncio)."""
+    found = probe(["brook.storage"], exercise=True)
+    assert loaded(found["modules"], (*CLIENT_LIBRARIES, "uvloop", "asyncio")) == []
+    assert "brook.storage.reader" in found["modules"]
+
+
+def test_protocol_loads_asyncio_only_through_kio():
+    """brook.protocol's codecs of request/response bodies use kio.serial, whose writers
+    module imports asyncio (for a type alias): a third party's import, not Brook's."""
+    found = probe(["brook.protocol", "brook.storage"])
+    assert loaded(found["modules"], (*CLIENT_LIBRARIES, "uvloop")) == []
+    importer = found["asyncio_importer"]
+    assert importer and importer[0].startswith("kio."), importer
+
+
+def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
+    """`brook serve` up to listening, with Python's import log: no Kafka client."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        assert broker.process is not None and broker.process.poll() is None
+    finally:
+        assert broker.stop() == 0
+    log = broker.log_text()
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in log.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    assert "brook.broker.broker" in imported and "uvloop" in imported
+    assert sorted(m for m in imported if m.split(".")[0] in CLIENT_LIBRARIES) == []
