@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from brook.protocol.record_walk import native_walk
 from brook.storage.clock import Clock, system_clock
 from brook.storage.log_manager import LogManager
 
@@ -121,12 +120,6 @@ class Broker:
             self.cluster_id,
             (time.monotonic() - started) * 1000,
         )
-        if native_walk() is None:
-            log.warning(
-                "The C record walk (brook.protocol._record_walk) was not built, so produced"
-                " records are checked in Python, several times slower; reinstall Brook where"
-                " a C compiler is available"
-            )
         self.started.set()
 
     def request_stop(self, exit_code: int = 0) -> None:

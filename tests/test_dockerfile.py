@@ -115,14 +115,9 @@ def test_hadolint_reports_nothing(tmp_path: Path) -> None:
 
 
 def test_base_image_is_python_311_slim_pinned_by_tag() -> None:
-    # The shipped image is slim; the build stage may use the full image of the same Python,
-    # which carries the C compiler the record walk extension is built with.
-    instructions = parse(DOCKERFILE.read_text())
-    for ins in only(instructions, "FROM"):
+    for ins in only(parse(DOCKERFILE.read_text()), "FROM"):
         image = ins.args.split()[0]
-        assert image.startswith("python:3.11-"), f"line {ins.line}: base image {image}"
-    shipped = only(final_stage(instructions), "FROM")[0].args.split()[0]
-    assert shipped.startswith("python:3.11-slim"), f"shipped base image {shipped}"
+        assert image.startswith("python:3.11-slim"), f"line {ins.line}: base image {image}"
 
 
 def test_runs_as_a_non_root_user(stage: list[Instruction]) -> None:

@@ -1,7 +1,7 @@
-"""The record walk: every field of every record must add up, in C and in Python alike.
+"""The record walk: every field of every record must add up.
 
 Records are built field by field (tests/crafted_batches.py), so each malformed case
-below breaks exactly one rule; both walkers must name it, and agree on everything else.
+below breaks exactly one rule, and the walk must name it.
 """
 
 from __future__ import annotations
@@ -16,21 +16,12 @@ from brook.protocol.record_batch import decode_records, split_batches
 from brook.protocol.record_walk import (
     Malformed,
     RecordsSummary,
-    native_walk,
     python_walk,
     summarize,
     walk_records,
 )
 
-NATIVE = native_walk()
 WALKERS = [pytest.param(python_walk, id="python")]
-if NATIVE is not None:
-    WALKERS.append(pytest.param(NATIVE, id="native"))
-
-
-def test_the_c_walk_is_built():
-    # The broker's produce path depends on it for speed; the package builds it.
-    assert NATIVE is not None
 
 
 @pytest.mark.parametrize("walk", WALKERS)
@@ -157,10 +148,9 @@ def test_walk_records_raises_invalid_record_with_kafkas_wording():
     )
 
 
-@pytest.mark.skipif(NATIVE is None, reason="the C walk is not built")
-def test_both_walkers_agree_on_damaged_batches():
-    """Random damage to well-formed records: the C and Python walks give the same answer,
-    and a batch either walk accepts decodes record by record."""
+def test_damaged_batches_the_walk_accepts_decode():
+    """Random damage to well-formed records: a batch the walk accepts decodes record by
+    record."""
     rng = random.Random(937)
     base = b"".join(
         record(
@@ -178,9 +168,8 @@ def test_both_walkers_agree_on_damaged_batches():
         for _ in range(rng.randrange(1, 4)):
             data[rng.randrange(len(data))] = rng.randrange(256)
         count = 20 + rng.choice([0, 0, 0, -1, 1])
-        native = NATIVE(bytes(data), 0, len(data), count, True)
-        assert python_walk(bytes(data), 0, len(data), count, True) == native, data.hex()
-        if native[0] == 0:
+        result = python_walk(bytes(data), 0, len(data), count, True)
+        if result[0] == 0:
             accepted += 1
             sealed = bytearray(batch(bytes(data), count, base_timestamp=0, max_timestamp=0))
             assert len(decode_records(sealed, split_batches(sealed)[0])) == count
