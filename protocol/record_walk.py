@@ -343,7 +343,8 @@ def _uniform_run(
     value and header lengths, header count) are the same bytes at the same places, whose
     timestamp delta takes as many bytes and whose offset delta is their index, add up
     exactly as it does. So each of those bytes is checked for all of them at once, down
-    a stride of the record size, by slicing: the per-record work is done in C.
+    a stride of the record size, by slicing: the per-record work happens inside bytes'
+    methods.
 
     (count, low, high): how many of the next records (at most `window`) pass, and the
     extremes of their timestamp deltas; (0, 0, 0) when none does or the template's
@@ -454,7 +455,6 @@ def _short_varint(data: bytes | bytearray, position: int, fixed: list[int]) -> t
         return (b >> 1) ^ -(b & 1), position + 1
     c = data[position + 1]
     if c >= 0x80:
-        fixed.append(_NOWHERE)
         return 0, _NOWHERE
     fixed += (position, position + 1)
     raw = (b & 0x7F) | c << 7
@@ -485,7 +485,7 @@ def _one_byte_deltas(column: bytes | bytearray, count: int) -> tuple[int, int, i
 def _two_byte_deltas(
     lows: bytes | bytearray, highs: bytes | bytearray, count: int
 ) -> tuple[int, int, int]:
-    """As _one_byte_deltas, for deltas of two bytes (64 ms to 8 s past the first record)."""
+    """As _one_byte_deltas, for deltas of two bytes (64 ms to 8 s from the first record)."""
     for at in (lows.translate(_ENDS).find(1), highs.translate(_ENDS).find(0)):
         if 0 <= at < count:
             if not at:
