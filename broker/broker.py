@@ -48,6 +48,8 @@ class Broker:
         self.servers: list[asyncio.base_events.Server] = []
         self.bound: list[Listener] = []  # listeners with their real ports (port 0 resolved)
         self.background: list[asyncio.Task[Any]] = []
+        # Retention passes run so far: what a test waits on instead of sleeping.
+        self.retention_checks = 0
         self.fetch_sessions = FetchSessionCache()
         self.log_manager: LogManager
         self.topics: TopicManager
@@ -186,6 +188,7 @@ class Broker:
                 deleted = _carry_on("applying retention", self.log_manager.delete_old_segments, now)
                 if deleted:
                     log.info("Retention deleted %d segment(s)", deleted)
+                self.retention_checks += 1
                 next_check = now + interval_ms
             _carry_on("removing deleted segments", self.log_manager.purge_deleted_segments, now)
 

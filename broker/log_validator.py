@@ -1,14 +1,18 @@
 """What Kafka's LogValidator does to a partition's record set before it is appended.
 
 Checks framing, CRC, offsets against the record count, and producer fields on the
-batch headers; walks the record lengths of uncompressed batches and decodes
-compressed ones; validates CreateTime timestamps (KIP-937) and stamps LogAppendTime;
-recompresses when the topic's compression.type names another codec.
+batch headers; walks every record of every batch (decompressed, within a bound, when
+the batch is compressed) and refuses one whose fields do not add up with INVALID_RECORD;
+applies the per-record rules (a key in compacted topics, KIP-937 timestamp bounds for
+CreateTime, no client-set LogAppendTime) and answers their failures as Kafka's
+RecordValidationException does, with one error per refused record; sets each CreateTime
+batch's MaxTimestamp to the largest of its records' timestamps, re-sealing the CRC only
+when the header said otherwise; stamps LogAppendTime; recompresses when the topic's
+compression.type names another codec.
 
-Timestamp checks avoid per-record work where the header answers: a batch's
-maxTimestamp bounds every record from above, so the "ahead of the broker" check
-decodes records only to name the offending one. The "before" bound needs each record,
-and is checked record by record only when it is set (its default is off).
+The walk yields the smallest and largest timestamp delta of a batch, which answer the
+timestamp bounds for the whole batch at once; records are decoded one by one only when
+a bound is crossed, to name the offending records.
 """
 
 from __future__ import annotations
@@ -17,16 +21,25 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from brook.protocol import record_batch as rb
-from brook.protocol.compression import Codec
+from brook.protocol.compression import Codec, decompressed
 from brook.protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
+    RecordError,
     RecordTooLargeError,
+    RecordValidationError,
 )
+from brook.protocol.record_walk import RecordsSummary, walk_records
 
 from .config import LONG_MAX
+
+NO_TIMESTAMP = rb.NO_TIMESTAMP
+# Timestamps within this range cannot overflow a Java long in the bound arithmetic, so
+# the whole batch is judged from its extremes; outside it each record is judged on its own.
+_SAFE_TIMESTAMP = 1 << 62
 
 
 @dataclass(slots=True)
@@ -48,7 +61,19 @@ class TimestampBounds:
         )
 
 
-def validate_records(records: bytes, config: dict[str, Any], now_ms: int) -> ValidatedRecords:
+def validate_records(
+    records: bytes,
+    config: dict[str, Any],
+    now_ms: int,
+    *,
+    topic_partition: str,
+    max_decompressed_bytes: int,
+) -> ValidatedRecords:
+    """Validate one partition's records of a produce request and prepare them for the log.
+
+    `max_decompressed_bytes` bounds what a compressed batch may inflate to (the broker's
+    socket.request.max.bytes: no more than the same records could take uncompressed).
+    """
     buffer = bytearray(records)
     batches = rb.split_batches(buffer)
     if not batches:
@@ -57,6 +82,7 @@ def validate_records(records: bytes, config: dict[str, Any], now_ms: int) -> Val
     target = config["compression.type"]
     target_codec = None if target == "producer" else Codec.from_name(target)
     log_append_time = config["message.timestamp.type"] == "LogAppendTime"
+    compacted = "compact" in config["cleanup.policy"]
     bounds = TimestampBounds.from_topic_config(config)
     rewrite = False
     for header in batches:
@@ -66,13 +92,15 @@ def validate_records(records: bytes, config: dict[str, Any], now_ms: int) -> Val
                 f"={max_size}"
             )
         _check_header(buffer, header)
-        records_of_batch = None
-        if header.codec == Codec.NONE:
-            rb.check_uncompressed_framing(buffer, header)
-        else:
-            records_of_batch = rb.decode_records(buffer, header)
+        summary = _walk_batch(buffer, header, max_decompressed_bytes, compacted)
+        timestamps = _BatchTimestamps.of(header, summary)
+        errors = _record_errors(
+            buffer, header, summary, timestamps, log_append_time, bounds, now_ms, topic_partition
+        )
+        if errors:
+            raise RecordValidationError.of(errors)
         if not log_append_time:
-            _check_timestamps(buffer, header, records_of_batch, bounds, now_ms)
+            set_max_timestamp(buffer, header, _batch_max_timestamp(buffer, header, timestamps))
         if target_codec is not None and header.codec != target_codec:
             rewrite = True
     if rewrite:
@@ -81,6 +109,10 @@ def validate_records(records: bytes, config: dict[str, Any], now_ms: int) -> Val
             b"".join(rb.rewrite_records(buffer, header, target_codec) for header in batches)
         )
         batches = rb.split_batches(buffer)
+        if not log_append_time:
+            # Re-encoding took the records' maximum as is; Kafka's starts at NO_TIMESTAMP.
+            for header in batches:
+                set_max_timestamp(buffer, header, max(NO_TIMESTAMP, header.max_timestamp))
     if log_append_time:
         for header in batches:
             stamp_log_append_time(buffer, header, now_ms)
@@ -102,33 +134,160 @@ def _check_header(buffer: bytearray, header: rb.BatchHeader) -> None:
         raise InvalidRecordError("idempotent batch has no base sequence")
 
 
-def _check_timestamps(
+def _walk_batch(
+    buffer: bytearray, header: rb.BatchHeader, max_decompressed_bytes: int, compacted: bool
+) -> RecordsSummary:
+    """Kafka reads every record before it writes a batch; so does this."""
+    start = header.position + rb.HEADER_SIZE
+    end = header.position + header.size
+    if header.codec == Codec.NONE:
+        return walk_records(buffer, start, end, header.record_count, find_keyless=compacted)
+    with decompressed(
+        header.codec, rb.records_section(buffer, header), max_decompressed_bytes
+    ) as data:
+        return walk_records(data, 0, len(data), header.record_count, find_keyless=compacted)
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchTimestamps:
+    """The smallest and largest record timestamp of a batch, as Kafka computes them."""
+
+    min_timestamp: int
+    max_timestamp: int
+
+    @classmethod
+    def of(cls, header: rb.BatchHeader, summary: RecordsSummary) -> _BatchTimestamps:
+        if header.is_log_append_time:
+            # A batch marked LogAppendTime gives every record its max timestamp.
+            return cls(header.max_timestamp, header.max_timestamp)
+        return cls(
+            header.base_timestamp + summary.min_timestamp_delta,
+            header.base_timestamp + summary.max_timestamp_delta,
+        )
+
+    @property
+    def overflows(self) -> bool:
+        """Whether Java's long arithmetic could wrap for some record of the batch."""
+        return not -_SAFE_TIMESTAMP < self.min_timestamp <= self.max_timestamp < _SAFE_TIMESTAMP
+
+
+def _batch_max_timestamp(
+    buffer: bytearray, header: rb.BatchHeader, timestamps: _BatchTimestamps
+) -> int:
+    """The largest record timestamp, or -1 (NO_TIMESTAMP) when none is larger.
+
+    Kafka starts its maximum at NO_TIMESTAMP, so records that carry no timestamp (-1)
+    give the batch -1, and time retention then ages the segment by its file's mtime.
+    """
+    if header.is_log_append_time or not timestamps.overflows:
+        return max(NO_TIMESTAMP, timestamps.max_timestamp)
+    # Some record's timestamp wraps around a Java long: take them one by one.
+    return max(
+        [NO_TIMESTAMP, *(_long(record.timestamp) for record in rb.decode_records(buffer, header))]
+    )
+
+
+def _record_errors(
     buffer: bytearray,
     header: rb.BatchHeader,
-    records: list[rb.Record] | None,
+    summary: RecordsSummary,
+    timestamps: _BatchTimestamps,
+    log_append_time: bool,
     bounds: TimestampBounds,
     now_ms: int,
-) -> None:
-    latest_allowed = now_ms + bounds.after_max_ms
-    check_before = bounds.before_max_ms < LONG_MAX
-    if header.max_timestamp <= latest_allowed and not check_before and records is None:
+    topic_partition: str,
+) -> list[tuple[ErrorCode, RecordError]]:
+    """Kafka's validateKey and validateTimestamp for every record, fast when all pass."""
+    keyless = summary.keyless or []
+    client_log_append_time = header.is_log_append_time and (
+        log_append_time or header.max_timestamp == NO_TIMESTAMP
+    )
+    timestamps_in_bounds = log_append_time or (
+        not timestamps.overflows
+        and timestamps.max_timestamp - now_ms <= bounds.after_max_ms
+        and (
+            bounds.before_max_ms >= LONG_MAX
+            or now_ms - timestamps.min_timestamp <= bounds.before_max_ms
+        )
+    )
+    if not keyless and not client_log_append_time and timestamps_in_bounds:
+        return []
+    # The slow path: decode the records to name each one that breaks a rule.
+    without_key = set(keyless)
+    errors: list[tuple[ErrorCode, RecordError]] = []
+    for index, record in enumerate(rb.decode_records(buffer, header)):
+        if index in without_key:
+            errors.append(
+                (
+                    ErrorCode.invalid_record,
+                    RecordError(
+                        index,
+                        "Compacted topic cannot accept message without key in topic partition"
+                        f" {topic_partition}",
+                    ),
+                )
+            )
+            continue
+        timestamp = header.max_timestamp if header.is_log_append_time else _long(record.timestamp)
+        if not log_append_time and timestamp != NO_TIMESTAMP:
+            if _out_of_bounds(timestamp, now_ms, bounds):
+                errors.append(
+                    (
+                        ErrorCode.invalid_timestamp,
+                        RecordError(
+                            index,
+                            f"Timestamp {timestamp} of message with offset {record.offset} is"
+                            " out of range. The timestamp should be within"
+                            f" [{_long(now_ms - bounds.before_max_ms)},"
+                            f" {_long(now_ms + bounds.after_max_ms)}]",
+                        ),
+                    )
+                )
+        elif header.is_log_append_time:
+            errors.append(
+                (
+                    ErrorCode.invalid_timestamp,
+                    RecordError(
+                        index,
+                        f"Invalid timestamp type in message {_describe(record, timestamp)}."
+                        " Producer should not set timestamp type to LogAppendTime.",
+                    ),
+                )
+            )
+    return errors
+
+
+def _out_of_bounds(timestamp: int, now_ms: int, bounds: TimestampBounds) -> bool:
+    # Kafka's recordHasInvalidTimestamp, with its long arithmetic.
+    difference = _long(now_ms - timestamp)
+    return difference > bounds.before_max_ms or _long(-difference) > bounds.after_max_ms
+
+
+def _describe(record: rb.Record, timestamp: int) -> str:
+    # Kafka's DefaultRecord.toString.
+    key = 0 if record.key is None else len(record.key)
+    value = 0 if record.value is None else len(record.value)
+    return (
+        f"DefaultRecord(offset={record.offset}, timestamp={timestamp}, key={key} bytes,"
+        f" value={value} bytes)"
+    )
+
+
+def _long(value: int) -> int:
+    """`value` wrapped to a Java long."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def set_max_timestamp(buffer: bytearray, header: rb.BatchHeader, max_timestamp: int) -> None:
+    """Make a batch CreateTime with this max timestamp, re-sealing the CRC only on change.
+
+    Kafka's DefaultRecordBatch.setMaxTimestamp: a client's header is trusted for nothing,
+    but a header that already holds the records' maximum costs no CRC.
+    """
+    if header.max_timestamp == max_timestamp and not header.is_log_append_time:
         return
-    if records is None:
-        records = rb.decode_records(buffer, header)
-    earliest_allowed = now_ms - bounds.before_max_ms if check_before else -(2**63)
-    # Offsets are relative until the log assigns them, as in Kafka's message.
-    for record in records:
-        relative = record.offset - header.base_offset
-        if record.timestamp > latest_allowed:
-            raise InvalidTimestampError(
-                f"Timestamp of the message with offset [{relative}] is ahead of the broker's"
-                " current time."
-            )
-        if record.timestamp < earliest_allowed:
-            raise InvalidTimestampError(
-                f"Timestamp of the message with offset [{relative}] is before the broker's"
-                " current time minus message.timestamp.before.max.ms."
-            )
+    header.attributes &= ~rb.TIMESTAMP_TYPE_BIT
+    _reseal(buffer, header, max_timestamp)
 
 
 def stamp_log_append_time(buffer: bytearray, header: rb.BatchHeader, now_ms: int) -> None:
@@ -138,8 +297,12 @@ def stamp_log_append_time(buffer: bytearray, header: rb.BatchHeader, now_ms: int
     record's timestamp when the type is LogAppendTime.
     """
     header.attributes |= rb.TIMESTAMP_TYPE_BIT
-    header.max_timestamp = now_ms
+    _reseal(buffer, header, now_ms)
+
+
+def _reseal(buffer: bytearray, header: rb.BatchHeader, max_timestamp: int) -> None:
+    header.max_timestamp = max_timestamp
     struct.pack_into(">h", buffer, header.position + rb.ATTRIBUTES_OFFSET, header.attributes)
-    struct.pack_into(">q", buffer, header.position + rb.MAX_TIMESTAMP_OFFSET, now_ms)
+    struct.pack_into(">q", buffer, header.position + rb.MAX_TIMESTAMP_OFFSET, max_timestamp)
     header.crc = rb.compute_crc(buffer, header)
     struct.pack_into(">I", buffer, header.position + rb.CRC_OFFSET, header.crc)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import enum
 import gzip
+import mmap
 import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import cramjam
 from kio.schema.errors import ErrorCode
 
-from .errors import CorruptRecordError, KafkaError
+from .errors import CorruptRecordError, KafkaError, RecordTooLargeError
 
 
 class UnsupportedCompressionTypeError(KafkaError):
@@ -98,3 +102,112 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == Codec.ZSTD:
         return bytes(cramjam.zstd.compress(data, 3))
     raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
+
+
+# --- bounded decompression (the produce path) -----------------------------------------
+
+# What cramjam's *_into functions say when the output buffer is full: the stream holds
+# more than the buffer, which decompress_bounded turns into "too large".
+_OUTPUT_FULL = "failed to write whole buffer"
+# A per-thread output buffer that touched more than this is unmapped after use, so one
+# large batch does not stay resident; smaller use keeps its pages for the next batch.
+_RETAINED_SCRATCH_BYTES = 8 * 1024 * 1024
+
+
+class _Scratch(threading.local):
+    """One output buffer per thread (each BrokerThread of a test runs its own loop).
+
+    An anonymous mapping costs address space only until bytes are written into it, so it
+    can be as large as the bound while a small batch touches a few pages.
+    """
+
+    buffer: mmap.mmap | None = None
+
+
+_scratch = _Scratch()
+
+
+@contextmanager
+def decompressed(codec: int, data: bytes | memoryview, limit: int) -> Iterator[memoryview]:
+    """Inflate a batch's records section, refusing more than `limit` bytes of output.
+
+    The bytes are written into a reused per-thread buffer and are valid only inside the
+    `with` block. A stream that inflates past `limit` is stopped when the buffer is
+    full, so a tiny batch that would expand into gigabytes costs at most `limit` bytes
+    of memory, and only for the moment it is checked.
+    """
+    buffer = _scratch.buffer
+    if buffer is None or len(buffer) != limit + 1:
+        if buffer is not None:
+            buffer.close()
+        buffer = _scratch.buffer = mmap.mmap(-1, limit + 1)
+    size = limit + 1  # what to assume touched if inflating fails part way
+    view = memoryview(buffer)
+    try:
+        size = _decompress_into(codec, data, view, limit)
+        if size > limit:
+            raise _too_large(codec, limit)
+        with view[:size] as records:
+            yield records
+    finally:
+        view.release()
+        if size > _RETAINED_SCRATCH_BYTES:
+            # Give the pages back: unmapping is the one way that works on every platform.
+            buffer.close()
+            _scratch.buffer = None
+
+
+def _too_large(codec: int, limit: int) -> RecordTooLargeError:
+    # Kafka sets no bound on what a batch inflates to (it streams the records through a
+    # small buffer), so it has no error for this exactly. MESSAGE_TOO_LARGE is its answer
+    # for a batch larger than the broker accepts, which is what this is; clients take it
+    # as final rather than retrying, and the Java producer splits such a batch in two and
+    # sends the halves, which is what a legitimate over-bound batch needs.
+    return RecordTooLargeError(
+        f"The {Codec(codec).name.lower()} records of the batch inflate to more than"
+        f" {limit} bytes, the most a batch may hold uncompressed"
+    )
+
+
+def _decompress_into(codec: int, data: bytes | memoryview, out: memoryview, limit: int) -> int:
+    try:
+        if codec == Codec.GZIP:
+            return cramjam.gzip.decompress_into(data, out)
+        if codec == Codec.SNAPPY:
+            return _snappy_decompress_into(data, out, limit)
+        if codec == Codec.LZ4:
+            return cramjam.lz4.decompress_into(data, out)
+        if codec == Codec.ZSTD:
+            return cramjam.zstd.decompress_into(data, out)
+    except (CorruptRecordError, RecordTooLargeError):
+        raise
+    except Exception as exc:  # every codec library raises its own error types
+        if _OUTPUT_FULL in str(exc):
+            raise _too_large(codec, limit) from None
+        raise CorruptRecordError(f"cannot decompress {Codec(codec).name} records: {exc}") from exc
+    raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
+
+
+def _snappy_decompress_into(data: bytes | memoryview, out: memoryview, limit: int) -> int:
+    # Raw snappy states its inflated length up front, so an oversized block is refused
+    # before any of it is inflated; xerial framing is a sequence of such blocks.
+    data = bytes(data)
+    if not data.startswith(XERIAL_MAGIC):
+        blocks = [data]
+    else:
+        blocks = []
+        position = _XERIAL_HEADER.size
+        while position < len(data):
+            (length,) = struct.unpack_from(">i", data, position)
+            position += 4
+            if length < 0 or position + length > len(data):
+                raise CorruptRecordError("truncated xerial snappy block")
+            blocks.append(data[position : position + length])
+            position += length
+    written = 0
+    for block in blocks:
+        size = cramjam.snappy.decompress_raw_len(block)
+        if written + size > limit:
+            raise _too_large(Codec.SNAPPY, limit)
+        written += cramjam.snappy.decompress_raw_into(block, out[written : written + size])
+    return written

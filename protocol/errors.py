@@ -7,6 +7,8 @@ generated from Kafka's own message definitions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kio.schema.errors import ErrorCode
 
 
@@ -18,6 +20,49 @@ class KafkaError(Exception):
     def __init__(self, message: str = "") -> None:
         super().__init__(message or self.error_code.name)
         self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One refused record of a produced batch: its index in the batch and why."""
+
+    batch_index: int
+    message: str
+
+    def __str__(self) -> str:
+        # Kafka's RecordError.toString, which the INVALID_RECORD message embeds.
+        return f"RecordError(batchIndex={self.batch_index}, message='{self.message}')"
+
+
+class RecordValidationError(KafkaError):
+    """Kafka's RecordValidationException: records of a batch broke a per-record rule.
+
+    The produce response carries the per-record errors and, unlike other produce
+    errors, the message as its error_message.
+    """
+
+    def __init__(self, error_code: ErrorCode, message: str, record_errors: list[RecordError]):
+        super().__init__(message)
+        self.error_code = error_code
+        self.record_errors = record_errors
+
+    @classmethod
+    def of(cls, errors: list[tuple[ErrorCode, RecordError]]) -> RecordValidationError:
+        """The exception Kafka's processRecordErrors throws for a batch's record errors."""
+        record_errors = [error for _, error in errors]
+        if any(code == ErrorCode.invalid_timestamp for code, _ in errors):
+            return cls(
+                ErrorCode.invalid_timestamp,
+                "One or more records have been rejected due to invalid timestamp",
+                record_errors,
+            )
+        shown = ", ".join(str(error) for error in record_errors[:3])
+        return cls(
+            ErrorCode.invalid_record,
+            f"One or more records have been rejected due to {len(record_errors)} record"
+            f" errors in total, and only showing the first three errors at most: [{shown}]",
+            record_errors,
+        )
 
 
 class CorruptRecordError(KafkaError):
@@ -33,7 +78,7 @@ class InvalidRecordError(KafkaError):
 
 
 class RecordTooLargeError(KafkaError):
-    """MESSAGE_TOO_LARGE: a batch exceeds max.message.bytes."""
+    """MESSAGE_TOO_LARGE: a batch exceeds max.message.bytes (or inflates past the bound)."""
 
     error_code = ErrorCode.message_too_large
 

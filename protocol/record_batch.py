@@ -280,37 +280,6 @@ def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) 
     return records
 
 
-def check_uncompressed_framing(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> None:
-    """Walk the record length prefixes of an uncompressed batch without decoding fields.
-
-    Cheaper than decode_records; catches a record count or lengths that lie. This runs
-    for every produced batch, so the common one- and two-byte lengths are read inline.
-    """
-    data = records_section(buffer, header)
-    position = 0
-    size = len(data)
-    for index in range(header.record_count):
-        if position >= size:
-            raise InvalidRecordError(f"record {index} starts past the end of its batch")
-        first = data[position]
-        if first < 0x80:
-            length = (first >> 1) ^ -(first & 1)
-            position += 1
-        elif position + 1 < size and data[position + 1] < 0x80:
-            raw = (first & 0x7F) | (data[position + 1] << 7)
-            length = (raw >> 1) ^ -(raw & 1)
-            position += 2
-        else:
-            length, position = read_varint(data, position)
-        if length <= 0:
-            raise InvalidRecordError(f"record {index} has length {length}")
-        position += length
-    if position != size:
-        raise InvalidRecordError(
-            f"batch has {size - position} bytes after its {header.record_count} records"
-        )
-
-
 def encode_record(record: Record, offset_delta: int, timestamp_delta: int) -> bytes:
     body = bytearray(b"\x00")
     write_varint(timestamp_delta, body)

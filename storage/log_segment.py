@@ -372,10 +372,12 @@ class LogSegment:
         return None
 
     def find_max_timestamp_record(self) -> TimestampAndOffset | None:
-        """The first record holding the segment's max timestamp (ListOffsets -3)."""
+        """The first record holding the segment's max timestamp (ListOffsets -3).
+
+        As in Kafka, a segment whose records carry no timestamp (-1) answers its first
+        such record with timestamp -1; only a segment without records answers nothing.
+        """
         timestamp, offset = self._max_timestamp()
-        if timestamp < 0:
-            return None
         _, position = self.offset_index.lookup(offset)
         for _, header, buffer in self.log.batches(position, whole=True):
             if header.max_timestamp != timestamp:

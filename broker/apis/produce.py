@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError, NotEnoughReplicasError
+from brook.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    NotEnoughReplicasError,
+    RecordError,
+    RecordValidationError,
+)
 
 from ..log_validator import validate_records
 from ..request_context import RequestContext
@@ -29,7 +35,10 @@ class PartitionResult:
     base_offset: int = -1
     log_start_offset: int = -1
     log_append_time: int = -1
+    # Kafka answers a message and per-record errors only for a RecordValidationException
+    # (records refused by a per-record rule); every other error goes without a message.
     message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()
 
     @property
     def log_append_datetime(self) -> datetime.datetime | None:
@@ -63,7 +72,7 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
                     base_offset=result.base_offset,
                     log_append_time=result.log_append_datetime,
                     log_start_offset=result.log_start_offset,
-                    record_errors=(),
+                    record_errors=_record_errors(types, result.record_errors),
                     error_message=result.message,
                 )
             )
@@ -81,6 +90,20 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
             ctx.connection.close()
         return NO_RESPONSE
     return build(ctx.response_type, responses=tuple(results), throttle_time=NO_THROTTLE)
+
+
+def _record_errors(types: Any, errors: tuple[RecordError, ...]) -> tuple[Any, ...]:
+    """The per-record errors, for versions that carry them (v8+)."""
+    if not errors or not hasattr(types, "BatchIndexAndErrorMessage"):
+        return ()
+    return tuple(
+        build(
+            types.BatchIndexAndErrorMessage,
+            batch_index=error.batch_index,
+            batch_index_error_message=error.message,
+        )
+        for error in errors
+    )
 
 
 def _append(
@@ -105,9 +128,18 @@ def _append(
                 f" the min.isr requirement of {min_insync} for partition {name}-{index}"
             )
         now = ctx.broker.clock()
-        validated = validate_records(records, topic.effective_config, now)
+        validated = validate_records(
+            records,
+            topic.effective_config,
+            now,
+            topic_partition=f"{name}-{index}",
+            max_decompressed_bytes=ctx.broker.config["socket.request.max.bytes"],
+        )
         info = partition.append_as_leader(validated.buffer, validated.batches, now)
     except KafkaError as exc:
+        detail = exc.message
+        if isinstance(exc, RecordValidationError):
+            detail += ": " + ", ".join(str(error) for error in exc.record_errors[:3])
         log.warning(
             "Rejected produce to %s-%d from %s (client %r): %s: %s",
             name,
@@ -115,11 +147,16 @@ def _append(
             ctx.peer,
             ctx.client_id,
             exc.error_code.name.upper(),
-            exc.message,
+            detail,
         )
-        return PartitionResult(
-            exc.error_code, log_start_offset=partition.log_start_offset, message=exc.message
-        )
+        if isinstance(exc, RecordValidationError):
+            return PartitionResult(
+                exc.error_code,
+                log_start_offset=partition.log_start_offset,
+                message=exc.message,
+                record_errors=tuple(exc.record_errors),
+            )
+        return PartitionResult(exc.error_code, log_start_offset=partition.log_start_offset)
     return PartitionResult(
         ErrorCode.none, info.first_offset, partition.log_start_offset, validated.log_append_time
     )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -238,6 +239,29 @@ def test_retention_by_size_and_time(
     assert log.delete_old_segments(BASE_TS + 10**9) > 0
     assert log.log_start_offset == log.log_end_offset == 200
     assert log.read(200, 100).records == b""
+
+
+def test_time_retention_ages_segments_without_timestamps_by_mtime(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
+) -> None:
+    # Records a client sent without timestamps: the segments' max timestamp is -1, so
+    # retention.ms counts from the .log file's mtime, as in Kafka, not from 1970.
+    log = open_log(partition_dir, small_config)
+    for i in range(100):
+        append(log, make_batch(1, -1, tag=i))
+    assert len(log.segments) > 3
+    week = 7 * 24 * 3600 * 1000
+    log.update_config(LogConfig(retention_ms=week, segment_bytes=2048))
+    now = int(time.time() * 1000)
+    assert log.delete_old_segments(now) == 0
+    best = log.max_timestamp_and_offset()
+    assert best is not None and (best.timestamp, best.offset) == (-1, 0)
+    # Segments whose files were last written more than a week ago go; the rest stay.
+    old = (now - week - 60_000) * 1_000_000
+    for segment in log.segments[:2]:
+        os.utime(segment.log.path, ns=(old, old))
+    assert log.delete_old_segments(now) == 2
+    assert log.log_start_offset == log.segments[0].base_offset > 0
 
 
 def test_retention_never_passes_the_high_watermark(

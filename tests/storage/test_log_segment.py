@@ -196,3 +196,27 @@ def test_rebuild_grows_indexes_too_small_for_the_segment(
     assert tiny.offset_index.entries > 10
     for header in headers:
         assert tiny.translate_offset(header.base_offset) == (header.position, header.size)
+
+
+def test_records_without_timestamps(tmp_path: Path, make_batch: BatchFactory) -> None:
+    """-1 (NO_TIMESTAMP) everywhere: no time index entry, the file's mtime for retention,
+    ListOffsets -3 answering the first record with -1, as Kafka's LogSegment does."""
+    segment = LogSegment(tmp_path, 0, index_interval_bytes=1)  # an index entry per batch
+    fill(segment, make_batch, 4, timestamps=[-1] * 4)
+    assert segment.max_timestamp_so_far == -1
+    assert segment.time_index.entries == 0
+    os.utime(segment.log.path, ns=(0, 1_234_567 * 1_000_000))
+    assert segment.largest_timestamp == 1_234_567
+    best = segment.find_max_timestamp_record()
+    assert best is not None and (best.timestamp, best.offset) == (-1, 0)
+    assert segment.find_offset_by_timestamp(0) is None
+    segment.close()
+    reopened = LogSegment(tmp_path, 0)
+    assert (reopened.max_timestamp_so_far, reopened.time_index.entries) == (-1, 0)
+    assert reopened.largest_timestamp == 1_234_567
+    best = reopened.find_max_timestamp_record()
+    assert best is not None and (best.timestamp, best.offset) == (-1, 0)
+
+
+def test_empty_segment_has_no_max_timestamp_record(tmp_path: Path) -> None:
+    assert LogSegment(tmp_path, 0).find_max_timestamp_record() is None
