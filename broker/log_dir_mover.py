@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,8 +25,11 @@ from .partition import Partition
 
 log = logging.getLogger("brook.log_dir_mover")
 
-# Bytes copied per turn of the event loop.
+# Bytes read from the current log at a time, and how long one turn of the event loop
+# may copy before it lets other work run. The copy must outpace the appends of a busy
+# partition, or it would never catch up; a few milliseconds a turn keep the others served.
 COPY_CHUNK_BYTES = 1024 * 1024
+COPY_TURN_S = 0.005
 
 PartitionLookup = Callable[[str, int], Partition | None]
 
@@ -76,7 +80,7 @@ class LogDirMover:
                     return  # the partition was deleted, or another move replaced this one
                 if partition.is_offline or future.is_offline:
                     return
-                if self._copy_chunk(partition.log, future):
+                if self._copy_for_a_turn(partition.log, future):
                     self._swap(partition, future)
                     return
                 await asyncio.sleep(0)
@@ -87,6 +91,15 @@ class LogDirMover:
         finally:
             if self._tasks.get(key) is asyncio.current_task():
                 del self._tasks[key]
+
+    def _copy_for_a_turn(self, current: Log, future: Log) -> bool:
+        """Copy chunks for up to COPY_TURN_S; True once the future log has caught up."""
+        deadline = time.monotonic() + COPY_TURN_S
+        while True:
+            if self._copy_chunk(current, future):
+                return True
+            if time.monotonic() >= deadline:
+                return False
 
     def _copy_chunk(self, current: Log, future: Log) -> bool:
         """Copy the next batches; True once the future log has caught up."""
