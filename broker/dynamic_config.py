@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from brook.protocol.errors import InvalidRequestError
+from brook.storage.checkpoints import atomic_write_text
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
 
@@ -170,6 +170,4 @@ class DynamicBrokerConfig:
         brokers = stored.setdefault("brokers", {})
         brokers[str(self.static.broker_id)] = self.per_broker
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(stored, indent=1, sort_keys=True))
-        os.replace(temporary, self.path)
+        atomic_write_text(self.path, json.dumps(stored, indent=1, sort_keys=True))

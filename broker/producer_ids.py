@@ -8,8 +8,9 @@ instead of repeating ids.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from brook.storage.checkpoints import atomic_write_text
 
 BLOCK_SIZE = 1000
 STATE_FILE = "brook-producer-ids.json"
@@ -31,10 +32,5 @@ class ProducerIdManager:
         return producer_id
 
     def _reserve(self, block_end: int) -> None:
-        temporary = self.path.with_suffix(".tmp")
-        with open(temporary, "w") as file:
-            json.dump({"next_block": block_end}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self.path)
+        atomic_write_text(self.path, json.dumps({"next_block": block_end}))
         self._block_end = block_end

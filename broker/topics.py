@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from brook.protocol.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from brook.storage.checkpoints import atomic_write_text
 from brook.storage.errors import KafkaStorageError
 
 from .config import ConfigError
@@ -177,9 +177,7 @@ class TopicManager:
 
     def _write_configs(self) -> None:
         data = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
-        temporary = self._configs_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(temporary, self._configs_path)
+        atomic_write_text(self._configs_path, json.dumps(data, indent=1, sort_keys=True))
 
     # --- lookups ------------------------------------------------------------------------
 
