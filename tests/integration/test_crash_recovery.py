@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from confluent_kafka import Producer
 
 from .acked import AckRecorder, assert_all_acked_kept, read_all
 from .clients import create_topic, produce
-from .processes import Brokers, read_partition, stop_with, watermarks
+from .processes import read_partition, stop_with, watermarks
 from .segments import check_indexes
 
 PARTITIONS = 4
@@ -28,15 +27,6 @@ TOPIC_CONFIG = {"segment.bytes": str(64 * 1024), "index.interval.bytes": "1024"}
 PROGRESS_LINE = re.compile(
     r"\[\d+/\d+ in [^\]]+\] Recovering segment (\d+)/(\d+) of (\S+) \((\d+)%\)"
 )
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 def _assert_recovery_logged(log_text: str, topic: str) -> None:

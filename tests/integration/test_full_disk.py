@@ -68,13 +68,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def disk_brokers(small_disk: Path, tmp_path: Path) -> Iterator[tuple[Brokers, Path]]:
-    # Requested after small_disk, so the brokers stop before the disk is unmounted.
-    pool = Brokers(tmp_path)
-    try:
-        yield pool, small_disk
-    finally:
-        pool.stop_all()
+def disk_brokers(small_disk: Path, brokers: Brokers) -> tuple[Brokers, Path]:
+    # Asked for after small_disk, so the brokers stop before the disk is unmounted.
+    return brokers, small_disk
 
 
 def _fill(path: Path, megabytes: int) -> None:

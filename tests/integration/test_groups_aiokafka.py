@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from brook.broker.groups.consumer_protocol import assigned_partitions
 
 from .clients import create_topic, produce
 from .groups import MemberProcess, broker_view, produce_spread, python_client_settings, split_evenly
-from .processes import Brokers
 
 pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
 
@@ -259,15 +257,6 @@ def test_every_record_consumed_once_while_members_come_and_go(brook_broker, topi
         assert committed == [50] * 6
 
     run(brook_broker, scenario)
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 async def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list[Any]:

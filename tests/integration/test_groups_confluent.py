@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +32,6 @@ from .groups import (
     stored_generation,
     wait_for,
 )
-from .processes import Brokers
 
 pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
 
@@ -208,15 +206,6 @@ def test_every_record_consumed_once_while_members_come_and_go(brook_broker, memb
     assert not [value for value, n in Counter(seen).items() if n > 1]
     committed = second.committed([TopicPartition(topic_name, p) for p in range(6)], timeout=10)
     assert [tp.offset for tp in committed] == [50] * 6
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 def committed_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:

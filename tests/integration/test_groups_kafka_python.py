@@ -14,7 +14,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +30,6 @@ from .groups import (
     split_evenly,
     wait_for,
 )
-from .processes import Brokers
 
 pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
 
@@ -239,15 +237,6 @@ def test_every_record_consumed_once_while_members_come_and_go(brook_broker, memb
     finally:
         admin.close()
     assert {tp.partition: o.offset for tp, o in offsets.items()} == dict.fromkeys(range(6), 50)
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list[Any]:

@@ -16,14 +16,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .clients import create_topic, produce
 from .groups import broker_view, produce_spread, split_evenly, wait_for
-from .processes import Brokers
 
 KCAT = shutil.which("kcat")
 pytestmark = [
@@ -214,15 +212,6 @@ def test_every_record_consumed_once_while_kcats_come_and_go(brook_broker, kcats,
     assert sorted(seen()) == sorted(expected)
     assert not [value for value, n in Counter(seen()).items() if n > 1]
     assert everyone[2].values  # the newcomer took part
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 def read_as_group(bootstrap: str, group: str, topic: str, count: int) -> list[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import signal
 import struct
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,20 +27,11 @@ from kafka import KafkaProducer
 from kafka.record import MemoryRecordsBuilder
 
 from .clients import create_topic
-from .processes import Brokers, read_partition, stop_with, watermarks
+from .processes import read_partition, stop_with, watermarks
 from .segments import check_indexes, decode_segment, segments_of
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_ID = {name: number for number, name in enumerate(CODECS)}  # Kafka's attribute bits
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import signal
 import socket
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,9 @@ from kio.serial import entity_reader, entity_writer
 from brook.broker.testing import free_port
 
 from .clients import create_topic
-from .processes import Brokers, read_partition, run_brook, stop_with, watermarks
+from .processes import read_partition, run_brook, stop_with, watermarks
 
 LISTENING = re.compile(r"listening on (\S+)")
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[Brokers]:
-    pool = Brokers(tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 def _serve_args(port: int, data_dir: Path) -> list[str]:
