@@ -364,6 +364,14 @@ def _parked_sockets(
     return sockets
 
 
+def _wait_until_parked(brook_broker, count: int, timeout: float = 30) -> None:
+    """Until the broker itself holds `count` fetches in long polls."""
+    deadline = time.monotonic() + timeout
+    while brook_broker.call(lambda: len(brook_broker.broker.parked_fetches)) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} fetches were parked"
+        time.sleep(0.01)
+
+
 def test_empty_fetch_is_held_for_max_wait(brook_broker, topic_name):
     """With nothing to return and min_bytes=1, the broker holds the fetch until max_wait
     (a lower bound, which load can only make longer), then answers empty."""
@@ -382,7 +390,7 @@ def test_one_produce_wakes_every_parked_fetch(brook_broker, topic_name):
     create_topic(bootstrap, topic_name)
     sockets = _parked_sockets(bootstrap, topic_name, 12, max_wait_ms=LONG_WAIT_MS)
     try:
-        time.sleep(0.5)  # let the broker read and park every request
+        _wait_until_parked(brook_broker, 12)
         produced_at = time.monotonic()
         produce_with("kafka-python", bootstrap, topic_name, 0, [b"for everyone"])
         answers = [_read_fetch_response(sock) for sock in sockets]
@@ -401,7 +409,7 @@ def test_deleting_a_topic_answers_fetches_parked_on_it(brook_broker, topic_name)
     create_topic(bootstrap, topic_name)
     [sock] = _parked_sockets(bootstrap, topic_name, 1, max_wait_ms=LONG_WAIT_MS)
     with sock:
-        time.sleep(0.5)
+        _wait_until_parked(brook_broker, 1)
         deleted_at = time.monotonic()
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.delete_topics([topic_name])[topic_name].result(15)
