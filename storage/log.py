@@ -17,7 +17,6 @@ Appends and reads work on batch headers and byte ranges only, never on records.
 from __future__ import annotations
 
 import bisect
-import copy
 import functools
 import logging
 import os
@@ -52,7 +51,7 @@ from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .log_loader import LogLoader, new_segment
 from .log_segment import LogSegment, TimestampAndOffset
-from .producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+from .producer_state import BatchMetadata, ProducerAppendInfo, ProducerStateManager
 
 logger = logging.getLogger("brook.storage.log")
 
@@ -365,9 +364,11 @@ class Log:
                 max_timestamp = header.max_timestamp
                 offset_of_max_timestamp = next_offset - 1
         last_offset = next_offset - 1
+        producer_updates: list[ProducerAppendInfo] = []
         if any(header.producer_id >= 0 for header in batches):
-            duplicate = self._apply_producer_state(batches)
-            if duplicate is not None:
+            prepared = self._prepare_producer_state(batches)
+            if isinstance(prepared, BatchMetadata):
+                duplicate = prepared
                 # A retried batch: answer with where it was written the first time.
                 return AppendInfo(
                     duplicate.first_offset,
@@ -379,6 +380,7 @@ class Log:
                     0,
                     0,
                 )
+            producer_updates = prepared
         log_append_time = NO_TIMESTAMP
         if self._config.log_append_time:
             log_append_time = now_ms
@@ -396,6 +398,8 @@ class Log:
             offset_of_max_timestamp,
             now_ms,
         )
+        for update in producer_updates:  # written: the producers' state moves on
+            self.producer_state.update(update)
         self._maybe_flush_after_append()
         return AppendInfo(
             first_offset,
@@ -426,40 +430,28 @@ class Log:
             self._producer_state = state
         return self._producer_state
 
-    def _apply_producer_state(self, batches: Sequence[BatchHeader]) -> BatchMetadata | None:
-        """Check idempotent batches against their producers' state and record them.
+    def _prepare_producer_state(
+        self, batches: Sequence[BatchHeader]
+    ) -> BatchMetadata | list[ProducerAppendInfo]:
+        """Check idempotent batches against their producers' state.
 
-        Returns the earlier append of a retried batch (nothing is written then). On an
-        error the state is left as it was, since nothing of the request is written.
+        Returns the earlier append of a retried batch (nothing is written then), or
+        the changes to take once the batches are written. Nothing changes here, so an
+        append that is refused or fails to write leaves the state as it was.
         """
         state = self.producer_state
-        saved = {
-            header.producer_id: copy.deepcopy(state.producers.get(header.producer_id))
-            for header in batches
-            if header.producer_id >= 0
-        }
-        try:
-            for header in batches:
-                if header.producer_id < 0:
-                    continue
-                duplicate = state.find_duplicate(header)
-                if duplicate is not None:
-                    self._restore_producers(saved)
-                    return duplicate
-                state.check(header)
-                state.update(header)
-        except Exception:
-            self._restore_producers(saved)
-            raise
-        return None
-
-    def _restore_producers(self, saved: dict[int, ProducerStateEntry | None]) -> None:
-        producers = self.producer_state.producers
-        for producer_id, entry in saved.items():
-            if entry is None:
-                producers.pop(producer_id, None)
-            else:
-                producers[producer_id] = entry
+        pending: dict[int, ProducerAppendInfo] = {}
+        for header in batches:
+            if header.producer_id < 0:
+                continue
+            duplicate = state.find_duplicate(header)
+            if duplicate is not None:
+                return duplicate
+            info = pending.get(header.producer_id)
+            if info is None:
+                info = pending[header.producer_id] = state.prepare_update(header.producer_id)
+            info.append(header)
+        return list(pending.values())
 
     @_io("appending to")
     def append_as_follower(

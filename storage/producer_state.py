@@ -63,6 +63,83 @@ def _next_sequence(sequence: int) -> int:
     return 0 if sequence == INT32_MAX else sequence + 1
 
 
+class ProducerAppendInfo:
+    """What one append changes in one producer's state (Kafka's ProducerAppendInfo).
+
+    The append's batches are checked and collected here; the manager takes them only
+    once the append is written (ProducerStateManager.update), so an append that is
+    refused or fails to write leaves the state as it was.
+    """
+
+    def __init__(
+        self, partition_name: str, producer_id: int, current: ProducerStateEntry | None
+    ) -> None:
+        self.partition_name = partition_name
+        self.producer_id = producer_id
+        self._current = current
+        self.updated: ProducerStateEntry | None = None
+
+    def append(self, header: BatchHeader) -> None:
+        """Check a batch (whose offsets are assigned) against the state so far, and add it."""
+        entry = self.updated if self.updated is not None else self._current
+        _check(self.partition_name, entry, header)
+        if entry is None or header.producer_epoch > entry.producer_epoch:
+            self.updated = ProducerStateEntry(header.producer_id, header.producer_epoch)
+        elif self.updated is None:
+            self.updated = ProducerStateEntry(
+                entry.producer_id,
+                entry.producer_epoch,
+                deque(entry.batches, maxlen=BATCHES_TO_REMEMBER),
+            )
+        self.updated.batches.append(_metadata(header))
+
+
+def _metadata(header: BatchHeader) -> BatchMetadata:
+    return BatchMetadata(
+        header.base_sequence,
+        header.last_sequence,
+        header.base_offset,
+        header.last_offset,
+        header.max_timestamp,
+    )
+
+
+def _check(partition_name: str, entry: ProducerStateEntry | None, header: BatchHeader) -> None:
+    """Raise Kafka's error if the batch does not follow the producer's last one."""
+    if entry is None:
+        # A producer we hold no state for must start at sequence 0 (its state may
+        # also have gone with deleted segments; then the client resets itself).
+        if header.base_sequence != 0:
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {header.producer_id} at"
+                f" partition {partition_name}: {header.base_sequence} (incoming seq."
+                " number), no state for this producer (expected 0)"
+            )
+        return
+    if header.producer_epoch < entry.producer_epoch:
+        raise InvalidProducerEpochError(
+            f"Epoch of producer {header.producer_id} at partition {partition_name}"
+            f" is {header.producer_epoch}, which is smaller than the last seen epoch"
+            f" {entry.producer_epoch}"
+        )
+    if header.producer_epoch > entry.producer_epoch:
+        if header.base_sequence != 0:
+            raise OutOfOrderSequenceError(
+                f"Invalid sequence number for new epoch of producer {header.producer_id}"
+                f" at partition {partition_name}: {header.producer_epoch} (request"
+                f" epoch), {header.base_sequence} (seq. number), {entry.producer_epoch}"
+                " (current producer epoch)"
+            )
+        return
+    expected = _next_sequence(entry.last_sequence)
+    if header.base_sequence != expected:
+        raise OutOfOrderSequenceError(
+            f"Out of order sequence number for producer {header.producer_id} at partition"
+            f" {partition_name}: {header.base_sequence} (incoming seq. number),"
+            f" {entry.last_sequence} (current end sequence number)"
+        )
+
+
 class ProducerStateManager:
     def __init__(self, partition_name: str) -> None:
         self.partition_name = partition_name
@@ -75,64 +152,27 @@ class ProducerStateManager:
             return None
         return entry.duplicate_of(header)
 
-    def check(self, header: BatchHeader) -> None:
-        """Raise Kafka's error if the batch does not follow the producer's last one."""
-        entry = self.producers.get(header.producer_id)
-        if entry is None:
-            # A producer we hold no state for must start at sequence 0 (its state may
-            # also have gone with deleted segments; then the client resets itself).
-            if header.base_sequence != 0:
-                raise OutOfOrderSequenceError(
-                    f"Out of order sequence number for producer {header.producer_id} at"
-                    f" partition {self.partition_name}: {header.base_sequence} (incoming seq."
-                    " number), no state for this producer (expected 0)"
-                )
-            return
-        if header.producer_epoch < entry.producer_epoch:
-            raise InvalidProducerEpochError(
-                f"Epoch of producer {header.producer_id} at partition {self.partition_name}"
-                f" is {header.producer_epoch}, which is smaller than the last seen epoch"
-                f" {entry.producer_epoch}"
-            )
-        if header.producer_epoch > entry.producer_epoch:
-            if header.base_sequence != 0:
-                raise OutOfOrderSequenceError(
-                    f"Invalid sequence number for new epoch of producer {header.producer_id}"
-                    f" at partition {self.partition_name}: {header.producer_epoch} (request"
-                    f" epoch), {header.base_sequence} (seq. number), {entry.producer_epoch}"
-                    " (current producer epoch)"
-                )
-            return
-        expected = _next_sequence(entry.last_sequence)
-        if header.base_sequence != expected:
-            raise OutOfOrderSequenceError(
-                f"Out of order sequence number for producer {header.producer_id} at partition"
-                f" {self.partition_name}: {header.base_sequence} (incoming seq. number),"
-                f" {entry.last_sequence} (current end sequence number)"
-            )
+    def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
+        """Start collecting one append's batches of a producer (Kafka's prepareUpdate)."""
+        return ProducerAppendInfo(self.partition_name, producer_id, self.producers.get(producer_id))
 
-    def update(self, header: BatchHeader) -> None:
-        """Record a batch that was appended (its offsets assigned)."""
-        entry = self.producers.get(header.producer_id)
-        if entry is None or header.producer_epoch > entry.producer_epoch:
-            entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
-            self.producers[header.producer_id] = entry
-        entry.batches.append(
-            BatchMetadata(
-                header.base_sequence,
-                header.last_sequence,
-                header.base_offset,
-                header.last_offset,
-                header.max_timestamp,
-            )
-        )
+    def update(self, append_info: ProducerAppendInfo) -> None:
+        """Take an append's changes, once it is written."""
+        if append_info.updated is not None:
+            self.producers[append_info.producer_id] = append_info.updated
 
     def rebuild(self, headers: Iterable[BatchHeader]) -> None:
-        """Replay the batch headers of the log, oldest first."""
+        """Replay the batch headers of the log, oldest first (they were checked when
+        they were appended)."""
         self.producers.clear()
         for header in headers:
-            if header.producer_id >= 0 and not header.is_control:
-                self.update(header)
+            if header.producer_id < 0 or header.is_control:
+                continue
+            entry = self.producers.get(header.producer_id)
+            if entry is None or header.producer_epoch > entry.producer_epoch:
+                entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
+                self.producers[header.producer_id] = entry
+            entry.batches.append(_metadata(header))
 
     def truncate_to(self, headers: Iterable[BatchHeader]) -> None:
         """After a truncation, the state is what the remaining log says."""
