@@ -22,6 +22,7 @@ from typing import Any
 
 from kio.index import load_response_from_request
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
 from .length_bounds import check_lengths
@@ -76,15 +77,22 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None) -> 
 
 
 def encode_raw_request(
-    api_key: int, api_version: int, body: bytes, correlation_id: int, client_id: str | None
+    api_key: int,
+    api_version: int,
+    body: bytes,
+    correlation_id: int,
+    client_id: str | None,
+    flexible: bool = False,
 ) -> bytes:
-    """A frame of request header v1 followed by `body` as given, for any API key and
-    version, served or not (tests build unknown or deliberately broken requests on it;
-    v1 is the layout Kafka reads the header of every request by before it knows more)."""
+    """A frame of request header v1 (v2 if `flexible`) followed by `body` as given, for
+    any API key and version, served or not: tests build unknown or deliberately broken
+    requests on it. v1 is the layout Kafka reads every request's header by before it
+    knows the API; v2 adds the tagged fields of flexible versions."""
+    header_type = RequestHeaderV2 if flexible else RequestHeaderV1
     buffer = io.BytesIO()
-    _writer(RequestHeaderV1)(
+    _writer(header_type)(
         buffer,
-        RequestHeaderV1(
+        header_type(
             request_api_key=api_key,
             request_api_version=api_version,
             correlation_id=correlation_id,

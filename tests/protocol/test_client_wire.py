@@ -148,3 +148,10 @@ def test_negative_or_tiny_size_is_refused():
         frame_size(struct.pack(">i", -1))
     with pytest.raises(InvalidResponseError):
         frame_size(struct.pack(">i", 3))
+
+
+def test_raw_request_with_flexible_header_decodes_on_the_broker_side():
+    request = REQUESTS[3]  # Metadata v12, flexible
+    body = encode_request(request, 9, None)[4 + 2 + 2 + 4 + 2 + 1 :]  # after header v2
+    decoded = decode_request(encode_raw_request(3, 12, body, 9, "c", flexible=True)[4:])
+    assert (decoded.correlation_id, decoded.client_id, decoded.body) == (9, "c", request)
