@@ -158,10 +158,13 @@ class BlockingClient:
         return body
 
     def _exactly(self, count: int) -> bytes:
-        data = bytearray()
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            if not chunk:
+        # Into one buffer of the final size: a Fetch answer can be many megabytes.
+        buffer = bytearray(count)
+        view = memoryview(buffer)
+        received = 0
+        while received < count:
+            got = self.sock.recv_into(view[received:])
+            if not got:
                 raise ConnectionClosedError("the broker closed the connection")
-            data += chunk
-        return bytes(data)
+            received += got
+        return bytes(buffer)
