@@ -2,22 +2,18 @@
 
 librdkafka has DeleteConsumerGroupOffsets, but the Python binding does not offer it,
 so `brook groups --delete-offsets` sends FindCoordinator v1 and OffsetDelete v0 itself,
-encoded with kio (the same message types the broker uses), over a plain socket. Only
+encoded with kio (the same message types the broker uses) by broker/client.py. Only
 PLAINTEXT listeners are reachable this way; the caller refuses other security protocols.
 """
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
 import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 
-from brook.protocol.length_bounds import check_lengths
+from brook.broker.client import BlockingClient, ConnectionClosedError, InvalidResponseError
 
 from .common import ToolError, split_bootstrap
 
@@ -54,61 +50,31 @@ def describe_code(code: ErrorCode) -> str:
 
 
 class _Connection:
+    """A BlockingClient whose failures read as one line for an operator."""
+
     def __init__(self, host: str, port: int, timeout: float) -> None:
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
+            self.client = BlockingClient(host, port, CLIENT_ID, timeout)
         except OSError as exc:
             raise ToolError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
-        self.correlation_id = 0
 
     def close(self) -> None:
-        self.sock.close()
+        self.client.close()
 
     def request(self, request: Any) -> Any:
-        from kio.index import load_response_from_request
-
-        self.correlation_id += 1
-        header_type = request.__header_schema__
-        buffer = io.BytesIO()
-        entity_writer(header_type)(
-            buffer,
-            header_type(
-                request_api_key=request.__api_key__,
-                request_api_version=request.__version__,
-                correlation_id=self.correlation_id,
-                client_id=CLIENT_ID,
-            ),
-        )
-        entity_writer(type(request))(buffer, request)
-        payload = buffer.getvalue()
-        response_type = load_response_from_request(request)
         try:
-            self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-            size = struct.unpack(">i", self._exactly(4))[0]
-            data = self._exactly(size)
+            return self.client.request(request)
+        except ConnectionClosedError:
+            # Kafka closes the connection on a request it does not serve.
+            raise ToolError(
+                "the broker closed the connection (does it serve OffsetDelete?)"
+            ) from None
         except TimeoutError:
             raise ToolError("no answer from the broker in time") from None
         except OSError as exc:
             raise ToolError(f"connection to the broker failed: {exc.strerror or exc}") from None
-        # Response header v0 is the correlation id alone (flexible versions add tags).
-        offset = 4 + (1 if response_type.__header_schema__.__flexible__ else 0)
-        try:
-            # No array length may lie to kio's reader (it would abort this process).
-            check_lengths(response_type, data, offset)
-            response, _ = entity_reader(response_type)(data, offset)
-        except Exception as exc:  # kio raises several types on bad input
+        except InvalidResponseError as exc:
             raise ToolError(f"cannot read the broker's answer: {exc}") from None
-        return response
-
-    def _exactly(self, count: int) -> bytes:
-        data = b""
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            if not chunk:
-                # Kafka closes the connection on a request it does not serve.
-                raise ToolError("the broker closed the connection (does it serve OffsetDelete?)")
-            data += chunk
-        return data
 
 
 def _connect_any(bootstrap: str, timeout: float) -> _Connection:

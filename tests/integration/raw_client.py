@@ -1,83 +1,22 @@
-"""A minimal Kafka protocol client over a plain socket, for requests no client library
-lets a test shape by hand (fetch session epochs, forgotten topics, exact versions).
+"""A Kafka protocol client over a plain socket, for requests no client library lets a
+test shape by hand (fetch session epochs, forgotten topics, exact versions).
 
-It encodes and decodes with kio, the same message types as the broker, but over a
-real socket to a real broker process or thread.
+It is Brook's own BlockingClient (broker/client.py, framing from protocol/client_wire.py):
+kio's message types, the same as the broker's, over a real socket to a real broker.
 """
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
 import sys
 from typing import Any
 
-from kio.serial import entity_reader, entity_writer
-
+from brook.broker.client import BlockingClient
 from brook.protocol.api_table import SERVED, ApiKey
 
 
-class RawClient:
+class RawClient(BlockingClient):
     def __init__(self, port: int, client_id: str = "raw-test-client") -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
-        self.client_id = client_id
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> RawClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def send(self, request: Any) -> int:
-        """Send a kio request entity with the header its version needs."""
-        self.correlation_id += 1
-        header_type = request.__header_schema__
-        fields = {
-            "request_api_key": request.__api_key__,
-            "request_api_version": request.__version__,
-            "correlation_id": self.correlation_id,
-            "client_id": self.client_id,
-        }
-        buffer = io.BytesIO()
-        entity_writer(header_type)(buffer, header_type(**fields))
-        entity_writer(type(request))(buffer, request)
-        payload = buffer.getvalue()
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        return self.correlation_id
-
-    def receive(self, response_type: type) -> Any:
-        return self.receive_with_id(response_type)[1]
-
-    def receive_with_id(self, response_type: type) -> tuple[int, Any]:
-        """The correlation id and body of the next response on the connection."""
-        size = struct.unpack(">i", self._recv_exactly(4))[0]
-        data = self._recv_exactly(size)
-        (correlation_id,) = struct.unpack_from(">i", data, 0)
-        offset = 4
-        if response_type.__header_schema__.__flexible__:
-            offset += 1  # empty tagged fields of response header v1
-        response, _ = entity_reader(response_type)(data, offset)
-        return correlation_id, response
-
-    def request(self, request: Any) -> Any:
-        from kio.index import load_response_from_request
-
-        self.send(request)
-        return self.receive(load_response_from_request(request))
-
-    def _recv_exactly(self, count: int) -> bytes:
-        data = b""
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            data += chunk
-        return data
+        super().__init__("127.0.0.1", port, client_id, timeout=15)
 
 
 def make(entity_type: type, **fields: Any) -> Any:

@@ -5,8 +5,6 @@ when they finally read."""
 from __future__ import annotations
 
 import datetime
-import socket
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +15,6 @@ from kio.schema.fetch.v11 import request as fetch11
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.schema.metadata.v9 import request as metadata9
 from kio.schema.produce.v7 import request as produce7
-from kio.serial import entity_reader
 
 from brook.broker.testing import BrokerProcess
 from brook.protocol.record_batch import Record, build_batch, split_batches
@@ -110,24 +107,9 @@ def _fetch(topic: str) -> fetch11.FetchRequest:
     )
 
 
-def _recv_exactly(sock: socket.socket, count: int) -> bytes:
-    buffer = bytearray(count)
-    view = memoryview(buffer)
-    received = 0
-    while received < count:
-        got = sock.recv_into(view[received:])
-        if not got:
-            raise ConnectionError("broker closed the connection")
-        received += got
-    return bytes(buffer)
-
-
-def _receive_fetch(sock: socket.socket) -> tuple[int, bytes]:
+def _receive_fetch(client: RawClient) -> tuple[int, bytes]:
     """The correlation id and the records of a one-partition Fetch v11 response."""
-    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-    data = _recv_exactly(sock, size)
-    (correlation_id,) = struct.unpack_from(">i", data, 0)
-    response, _ = entity_reader(FetchResponse)(data, 4)
+    correlation_id, response = client.receive_with_id(FetchResponse)
     [partition] = response.responses[0].partitions
     assert partition.error_code.value == 0
     return correlation_id, partition.records
@@ -140,7 +122,7 @@ def test_clients_that_pipeline_fetches_without_reading_hold_bounded_memory(
     _fill(broker, topic_name)
     with RawClient(broker.port) as reader:
         reader.send(_fetch(topic_name))
-        _, expected = _receive_fetch(reader.sock)
+        _, expected = _receive_fetch(reader)
     headers = split_batches(expected)
     assert [h.base_offset for h in headers] == [i * RECORDS_PER_BATCH for i in range(BATCHES)]
     assert len(expected) > TOPIC_BYTES
@@ -175,7 +157,7 @@ def test_clients_that_pipeline_fetches_without_reading_hold_bounded_memory(
         # Then they read: every response, in request order, each with the whole topic.
         for client, correlation_ids in zip(slow, sent, strict=True):
             for correlation_id in correlation_ids:
-                received_id, records = _receive_fetch(client.sock)
+                received_id, records = _receive_fetch(client)
                 assert received_id == correlation_id
                 assert records == expected
     finally:

@@ -4,7 +4,6 @@ everyone else keeps being served, and no stored byte changes."""
 from __future__ import annotations
 
 import hashlib
-import io
 import socket
 import struct
 from pathlib import Path
@@ -17,33 +16,23 @@ from kio.schema.produce.v7.request import (
     TopicProduceData,
 )
 from kio.schema.produce.v7.response import ProduceResponse
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.serial import entity_reader, entity_writer
 
+from brook.protocol.client_wire import (
+    decode_response,
+    encode_raw_request,
+    encode_request,
+    frame_size,
+)
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import consume_all, create_topic, produce
 
+CLIENT_ID = "bad-input-test"
+
 
 def _request(api_key: int, version: int, body: bytes, correlation_id: int = 7) -> bytes:
-    header = io.BytesIO()
-    entity_writer(RequestHeader)(
-        header,
-        RequestHeader(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="bad-input-test",
-        ),
-    )
-    payload = header.getvalue() + body
-    return struct.pack(">i", len(payload)) + payload
-
-
-def _encode(entity: object) -> bytes:
-    buffer = io.BytesIO()
-    entity_writer(type(entity))(buffer, entity)
-    return buffer.getvalue()
+    """Header v1 and `body` as given, for API keys and versions a kio entity cannot name."""
+    return encode_raw_request(api_key, version, body, correlation_id, CLIENT_ID)
 
 
 def _read_response(sock: socket.socket) -> bytes | None:
@@ -51,8 +40,7 @@ def _read_response(sock: socket.socket) -> bytes | None:
     size_bytes = _recv_exactly(sock, 4)
     if size_bytes is None:
         return None
-    data = _recv_exactly(sock, struct.unpack(">i", size_bytes)[0])
-    return data
+    return _recv_exactly(sock, frame_size(size_bytes))
 
 
 def _recv_exactly(sock: socket.socket, count: int) -> bytes | None:
@@ -100,13 +88,13 @@ def _produce_request(topic: str, records: bytes, acks: int = 1) -> bytes:
             ),
         ),
     )
-    return _request(0, 7, _encode(request))
+    return encode_request(request, 7, CLIENT_ID)
 
 
 def _produce_error(sock: socket.socket) -> int:
     data = _read_response(sock)
     assert data is not None, "broker closed the connection instead of answering"
-    response, _ = entity_reader(ProduceResponse)(data, 4)
+    response = decode_response(data, ProduceResponse).body
     return response.responses[0].partition_responses[0].error_code.value
 
 
@@ -130,7 +118,7 @@ def test_garbage_bytes_close_only_that_connection(loaded):
     offender.sendall(struct.pack(">i", 40) + b"\xde\xad\xbe\xef" * 10)
     assert _closed(offender)
     bystander.sendall(
-        _request(3, 4, _encode(MetadataRequest(topics=None, allow_auto_topic_creation=False)))
+        encode_request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 7, CLIENT_ID)
     )
     assert _read_response(bystander) is not None
     _still_serving(broker, topic)

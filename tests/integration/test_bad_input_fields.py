@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import io
 import logging
 import socket
-import struct
 import uuid
 from collections.abc import Iterator
 
@@ -25,10 +23,10 @@ from kio.schema.describe_groups.v0.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.join_group.v6 import request as join6
 from kio.schema.metadata.v12 import request as metadata12
-from kio.serial import entity_writer
 
 from brook.broker.testing import BrokerThread
 from brook.protocol.api_table import ApiKey, request_type
+from brook.protocol.client_wire import encode_raw_request
 
 from .clients import create_topic, produce
 from .null_fields import encode, example, non_nullable_paths, served_versions
@@ -49,19 +47,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
 
 
 def _frame(api_key: int, version: int, body: bytes) -> bytes:
-    header_type = request_type(api_key, version).__header_schema__
-    header = io.BytesIO()
-    entity_writer(header_type)(
-        header,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=11,
-            client_id=CLIENT_ID,
-        ),
-    )
-    payload = header.getvalue() + body
-    return struct.pack(">i", len(payload)) + payload
+    flexible = request_type(api_key, version).__flexible__
+    return encode_raw_request(api_key, version, body, 11, CLIENT_ID, flexible=flexible)
 
 
 def _closed_by_broker(sock: socket.socket) -> bool:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import io
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -26,10 +24,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
-from kio.schema.request_header.v1.header import RequestHeader
 from kio.schema.types import BrokerId, TopicName
-from kio.serial import entity_reader, entity_writer
 
+from brook.protocol.client_wire import decode_response, encode_request, frame_size
 from brook.protocol.record_batch import iter_records
 
 from .clients import (
@@ -319,17 +316,7 @@ def _fetch_request(topic: str, offset: int, max_wait_ms: int, correlation_id: in
         forgotten_topics_data=(),
         rack_id="",
     )
-    buffer = io.BytesIO()
-    header = RequestHeader(
-        request_api_key=1,
-        request_api_version=11,
-        correlation_id=correlation_id,
-        client_id="long-poll-test",
-    )
-    entity_writer(RequestHeader)(buffer, header)
-    entity_writer(FetchRequest)(buffer, request)
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
+    return encode_request(request, correlation_id, "long-poll-test")
 
 
 def _read_fetch_response(sock: socket.socket) -> tuple[int, int, list[bytes | None]]:
@@ -343,9 +330,8 @@ def _read_fetch_response(sock: socket.socket) -> tuple[int, int, list[bytes | No
             data += chunk
         return data
 
-    frame = exactly(struct.unpack(">i", exactly(4))[0])
-    correlation_id = struct.unpack_from(">i", frame)[0]
-    response, _ = entity_reader(FetchResponse)(frame, 4)
+    answer = decode_response(exactly(frame_size(exactly(4))), FetchResponse)
+    correlation_id, response = answer.correlation_id, answer.body
     [topic] = response.responses
     [partition] = topic.partitions
     values = [record.value for record in iter_records(partition.records or b"")]

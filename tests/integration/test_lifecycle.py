@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import io
 import re
 import signal
 import socket
-import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,14 @@ from confluent_kafka import Producer
 from kafka.record import MemoryRecordsBuilder
 from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.produce.v7.response import ProduceResponse
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.serial import entity_reader, entity_writer
 
 from brook.broker.testing import free_port
+from brook.protocol.client_wire import (
+    decode_response,
+    encode_request,
+    frame_size,
+    peek_correlation_id,
+)
 
 from .clients import create_topic
 from .processes import read_partition, run_brook, stop_with, watermarks
@@ -71,20 +73,7 @@ def test_starts_on_an_empty_data_dir_and_says_where_it_listens(brokers):
 # --- stop -------------------------------------------------------------------------------
 
 
-def _frame(api_key: int, version: int, correlation_id: int, body: object) -> bytes:
-    buffer = io.BytesIO()
-    entity_writer(RequestHeader)(
-        buffer,
-        RequestHeader(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="lifecycle-test",
-        ),
-    )
-    entity_writer(type(body))(buffer, body)
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
+CLIENT_ID = "lifecycle-test"
 
 
 def _read_frame(sock: socket.socket) -> bytes | None:
@@ -97,7 +86,7 @@ def _read_frame(sock: socket.socket) -> bytes | None:
             return None
         data += chunk
         if needed == 4 and len(data) == 4:
-            needed = 4 + struct.unpack(">i", data)[0]
+            needed = 4 + frame_size(data)
     return data[4:]
 
 
@@ -144,7 +133,7 @@ def _fetch(version: int, topic: str, max_wait_ms: int) -> tuple[bytes, type]:
         ),
         **extra,
     )
-    return _frame(1, version, 2, body), response.FetchResponse
+    return encode_request(body, 2, CLIENT_ID), response.FetchResponse
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
@@ -178,7 +167,7 @@ def _produce_then_park_fetch(
             ),
         ),
     )
-    sock.sendall(_frame(0, 7, 1, produce) + fetch)
+    sock.sendall(encode_request(produce, 1, CLIENT_ID) + fetch)
     deadline = time.monotonic() + 10
     while watermarks(broker.bootstrap, topic, 2)[1] != (0, 3):
         assert not _closed_by_peer(sock), "the broker closed the connection"
@@ -211,14 +200,14 @@ def test_signal_stops_cleanly_after_answering_requests_in_flight(
 
         produced = _read_frame(sock)
         assert produced is not None, "the produce was not answered"
-        assert struct.unpack(">i", produced[:4])[0] == 1
-        produce_response, _ = entity_reader(ProduceResponse)(produced, 4)
+        assert peek_correlation_id(produced) == 1
+        produce_response = decode_response(produced, ProduceResponse).body
         partition = produce_response.responses[0].partition_responses[0]
         assert (partition.error_code.value, partition.base_offset) == (0, 0)
         fetched = _read_frame(sock)
         assert fetched is not None, "the in-flight fetch was not answered"
-        fetch_response, _ = entity_reader(fetch_response_type)(fetched, 4)
-        assert struct.unpack(">i", fetched[:4])[0] == 2
+        fetch_response = decode_response(fetched, fetch_response_type).body
+        assert peek_correlation_id(fetched) == 2
         assert fetch_response.responses[0].partitions[0].error_code.value == 0
         assert _read_frame(sock) is None  # then the broker closes the connection
     finally:
@@ -265,7 +254,7 @@ def test_stop_answers_a_fetch_parked_beyond_the_grace_at_once(brokers, topic_nam
         except TimeoutError:
             answers = []
         assert len(answers) == 2 and None not in answers, "in-flight requests not answered"
-        assert [struct.unpack(">i", answer[:4])[0] for answer in answers] == [1, 2]
+        assert [peek_correlation_id(answer) for answer in answers] == [1, 2]
     finally:
         sock.close()
     assert broker.process.wait(15) == 0
