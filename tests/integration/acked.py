@@ -29,6 +29,7 @@ class AckRecorder:
         acks: str = "1",
         value_size: int = 40,
         message_timeout_ms: int = 300_000,
+        rate: float | None = None,
     ) -> None:
         self.acked: list[tuple[int, int, bytes]] = []
         self.sent = 0
@@ -40,6 +41,8 @@ class AckRecorder:
         self._acks = acks
         self._padding = b"x" * value_size
         self._message_timeout_ms = message_timeout_ms
+        # At most this many records a second (None: as fast as the broker takes them).
+        self._rate = rate
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._produce, name=f"producer-{run}", daemon=True)
@@ -69,10 +72,14 @@ class AckRecorder:
                 "reconnect.backoff.max.ms": 200,
             }
         )
+        started = time.monotonic()
         try:
             while not self._stop.is_set():
                 # Keep a bounded number outstanding, so the kill catches some in flight
                 # without the queue growing without end.
+                if self._rate is not None and self.sent > (time.monotonic() - started) * self._rate:
+                    producer.poll(0.001)
+                    continue
                 if self.sent - len(self.acked) - self.failed > 3000:
                     producer.poll(0.005)
                     continue

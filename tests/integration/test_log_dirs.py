@@ -195,7 +195,13 @@ def test_move_under_load_keeps_every_acknowledged_record_and_survives_restart(
     try:
         create_topic(broker.bootstrap, topic_name, PARTITIONS, {"segment.bytes": "262144"})
         with AckRecorder(
-            broker.bootstrap, topic_name, "move", partitions=PARTITIONS, acks="all", value_size=500
+            broker.bootstrap,
+            topic_name,
+            "move",
+            partitions=PARTITIONS,
+            acks="all",
+            value_size=500,
+            rate=10_000,  # busy, but not so fast that a loaded machine piles up gigabytes
         ) as recorder:
             recorder.wait_for_acks(20_000)
             source, _ = _placement(broker)[(topic_name, 1)]
