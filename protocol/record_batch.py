@@ -27,6 +27,8 @@ from .errors import CorruptRecordError, InvalidRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
+# HEADER's 13 fields, all ints: the type that lets BatchHeader(*fields) be checked.
+_HeaderFields = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted by batchLength
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
@@ -100,7 +102,8 @@ class BatchHeader:
 
 def parse_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Parse the 61-byte header at `position`; the caller checks there are enough bytes."""
-    return BatchHeader(*HEADER.unpack_from(buffer, position), position=position)
+    fields: _HeaderFields = HEADER.unpack_from(buffer, position)
+    return BatchHeader(*fields, position=position)
 
 
 def split_batches(
