@@ -165,12 +165,14 @@ def records_section(buffer: bytes | bytearray | memoryview, header: BatchHeader)
     return memoryview(buffer)[start : header.position + header.size]
 
 
-def set_base_offset(buffer: bytearray, header: BatchHeader, base_offset: int) -> None:
+def set_base_offset(buffer: bytearray | memoryview, header: BatchHeader, base_offset: int) -> None:
     struct.pack_into(">q", buffer, header.position, base_offset)
     header.base_offset = base_offset
 
 
-def set_partition_leader_epoch(buffer: bytearray, header: BatchHeader, epoch: int) -> None:
+def set_partition_leader_epoch(
+    buffer: bytearray | memoryview, header: BatchHeader, epoch: int
+) -> None:
     struct.pack_into(">i", buffer, header.position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
     header.partition_leader_epoch = epoch
 
