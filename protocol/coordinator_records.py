@@ -33,7 +33,7 @@ import io
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias, TypeVar, cast, overload
 
 from kio.schema.control_record_type_schema.v0 import ControlRecordTypeSchema
 from kio.schema.end_txn_marker.v0 import EndTxnMarker as KioEndTxnMarker
@@ -41,7 +41,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial import readers as r
 from kio.serial import writers as w
 from kio.serial.errors import DecodeError
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i8, i16, i32, i64, uvarint
 
 from .errors import CorruptRecordError
 
@@ -292,17 +292,20 @@ class _Writer:
         self.flexible = flexible
         w.write_int16(self.buffer, i16(version))
 
+    # The field writers take plain ints: kio's phantom int types (i8, i16, ...) would check
+    # the range a second time, per field, where struct already refuses an int that does
+    # not fit. So the casts below only tell the type checker.
     def int8(self, value: int) -> None:
-        w.write_int8(self.buffer, value)
+        w.write_int8(self.buffer, cast(i8, value))
 
     def int16(self, value: int) -> None:
-        w.write_int16(self.buffer, value)
+        w.write_int16(self.buffer, cast(i16, value))
 
     def int32(self, value: int) -> None:
-        w.write_int32(self.buffer, value)
+        w.write_int32(self.buffer, cast(i32, value))
 
     def int64(self, value: int) -> None:
-        w.write_int64(self.buffer, value)
+        w.write_int64(self.buffer, cast(i64, value))
 
     def string(self, value: str) -> None:
         if value is None:
@@ -339,9 +342,9 @@ class _Writer:
         """
         if not self.flexible:
             return
-        w.write_unsigned_varint(self.buffer, len(fields))
+        w.write_unsigned_varint(self.buffer, cast(uvarint, len(fields)))
         for tag, writer, value in sorted(fields, key=lambda item: item[0]):
-            w.write_tagged_field(self.buffer, tag, writer, value)
+            w.write_tagged_field(self.buffer, cast(uvarint, tag), writer, value)
 
     def getvalue(self) -> bytes:
         return self.buffer.getvalue()
@@ -429,7 +432,7 @@ def _parse(what: str, parse: Callable[[], T]) -> T:
 def _version(data: bytes | memoryview, what: str) -> int:
     if len(data) < 2:
         raise CoordinatorRecordError(f"{what} of {len(data)} bytes has no version")
-    (version,) = struct.unpack_from(">h", data, 0)
+    version: int = struct.unpack_from(">h", data, 0)[0]
     return version
 
 

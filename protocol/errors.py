@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kio.schema.errors import ErrorCode
+# Re-exported: the layers above take ErrorCode from here, next to the errors that carry it.
+from kio.schema.errors import ErrorCode as ErrorCode
 
 
 class KafkaError(Exception):

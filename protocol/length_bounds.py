@@ -41,6 +41,7 @@ from kio.serial._introspect import (
     get_schema_field_type,
     is_optional,
 )
+from kio.static.protocol import Entity
 
 from .errors import InvalidRequestError
 
@@ -72,7 +73,7 @@ _VARIABLE_TYPES = frozenset({"string", "bytes", "records"})
 _MAX_VARINT_BYTES = 5
 
 
-def check_lengths(entity_type: type, data: bytes, offset: int) -> int:
+def check_lengths(entity_type: type[Entity], data: bytes, offset: int) -> int:
     """Walk one `entity_type` in `data` from `offset`; return the offset after it.
 
     Raises InvalidRequestError for an array that cannot fit in the bytes left, or for
@@ -136,18 +137,18 @@ class _Walk:
     source: str
 
 
-def walk_source(entity_type: type) -> str:
+def walk_source(entity_type: type[Entity]) -> str:
     """The generated source of an entity type's walk (for reading and debugging)."""
     return _walk(entity_type).source
 
 
 @cache
-def _walk(entity_type: type) -> _Walk:
+def _walk(entity_type: type[Entity]) -> _Walk:
     return _Compiler(entity_type).compile()
 
 
 @cache
-def _sizes(entity_type: type) -> _Sizes:
+def _sizes(entity_type: type[Entity]) -> _Sizes:
     flexible: bool = entity_type.__flexible__
     min_size = 1 if flexible else 0  # the tagged-field count
     fixed = not flexible
@@ -188,7 +189,7 @@ class _Compiler:
     length inside a loop over a string array, `tag` and `size` a tagged field's header.
     """
 
-    def __init__(self, entity_type: type) -> None:
+    def __init__(self, entity_type: type[Entity]) -> None:
         self.entity_type = entity_type
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
@@ -227,7 +228,7 @@ class _Compiler:
         self.namespace[name] = value
         return name
 
-    def _entity(self, entity_type: type, indent: str) -> None:
+    def _entity(self, entity_type: type[Entity], indent: str) -> None:
         flexible: bool = entity_type.__flexible__
         tagged = {}
         for field in fields(entity_type):
@@ -240,7 +241,7 @@ class _Compiler:
             self._tagged_fields(entity_type, tagged, indent)
         self.flush(indent)
 
-    def _field(self, entity_type: type, field: Any, indent: str) -> None:
+    def _field(self, entity_type: type[Entity], field: Any, indent: str) -> None:
         flexible: bool = entity_type.__flexible__
         path = f"{entity_type.__name__}.{field.name}"
         kind = classify_field(field)
@@ -282,7 +283,7 @@ class _Compiler:
                 f"pos += {size} + {var} if {var} > 0 else {size}",
             )
 
-    def _struct(self, entity_type: type, nullable: bool, indent: str) -> None:
+    def _struct(self, entity_type: type[Entity], nullable: bool, indent: str) -> None:
         sizes = _sizes(entity_type)
         if not nullable:
             if sizes.fixed_size is not None:
@@ -346,7 +347,9 @@ class _Compiler:
             assert kafka_type is not None
             self._primitive(kafka_type, flexible, "m", inner + "    ")
 
-    def _tagged_fields(self, entity_type: type, tagged: dict[int, Any], indent: str) -> None:
+    def _tagged_fields(
+        self, entity_type: type[Entity], tagged: dict[int, Any], indent: str
+    ) -> None:
         """The tagged-field section: almost always empty (one zero byte)."""
         self._emit(
             indent,

@@ -27,6 +27,8 @@ from .errors import CorruptRecordError, InvalidRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
+# HEADER's 13 fields, all ints: the type that lets BatchHeader(*fields) be checked.
+_HeaderFields = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted by batchLength
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
@@ -100,7 +102,8 @@ class BatchHeader:
 
 def parse_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Parse the 61-byte header at `position`; the caller checks there are enough bytes."""
-    return BatchHeader(*HEADER.unpack_from(buffer, position), position=position)
+    fields: _HeaderFields = HEADER.unpack_from(buffer, position)
+    return BatchHeader(*fields, position=position)
 
 
 def split_batches(
@@ -162,12 +165,14 @@ def records_section(buffer: bytes | bytearray | memoryview, header: BatchHeader)
     return memoryview(buffer)[start : header.position + header.size]
 
 
-def set_base_offset(buffer: bytearray, header: BatchHeader, base_offset: int) -> None:
+def set_base_offset(buffer: bytearray | memoryview, header: BatchHeader, base_offset: int) -> None:
     struct.pack_into(">q", buffer, header.position, base_offset)
     header.base_offset = base_offset
 
 
-def set_partition_leader_epoch(buffer: bytearray, header: BatchHeader, epoch: int) -> None:
+def set_partition_leader_epoch(
+    buffer: bytearray | memoryview, header: BatchHeader, epoch: int
+) -> None:
     struct.pack_into(">i", buffer, header.position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
     header.partition_leader_epoch = epoch
 

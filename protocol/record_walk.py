@@ -52,6 +52,7 @@ from __future__ import annotations
 import enum
 import sys
 from dataclasses import dataclass
+from typing import cast
 
 from .errors import InvalidRecordError
 
@@ -295,8 +296,16 @@ def walk(
             if index < run_at or index + _MIN_RUN > record_count:
                 position = record_end
                 continue
+            # Runs are tried on bytes only: a memoryview left uncopied above set run_at
+            # past the last record.
             run, run_low, run_high = _uniform_run(
-                data, position, record_end, index, record_count, end, run_window
+                cast("bytes | bytearray", data),
+                position,
+                record_end,
+                index,
+                record_count,
+                end,
+                run_window,
             )
             position = record_end + run * (record_end - position)
             if run:
@@ -526,6 +535,13 @@ def careful_walk(
     (0, the position after them, low, high) with the timestamp-delta extremes widened by
     theirs and `keyless` extended, or (Malformed kind, record index, details).
     """
+    # None from _varint: a varint that runs past its limit or is too long.
+    length: int | None
+    delta: int | None
+    offset_delta: int | None
+    key_length: int | None
+    value_length: int | None
+    header_count: int | None
     for index in range(first, stop):
         if position >= end:
             return Malformed.PREMATURE_EOF, index, 0, 0

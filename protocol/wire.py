@@ -59,6 +59,8 @@ def decode_request(frame: bytes) -> RequestFrame:
     InvalidRequestError for bytes that do not parse.
     """
     api_key, api_version, correlation_id = peek_header(frame)
+    # The int finds its ApiKey entry (an IntEnum hashes and compares as its value) and an
+    # unknown key gets None, where ApiKey(api_key) would raise: the ignore says only that.
     served = SERVED.get(api_key)  # type: ignore[call-overload]
     if served is None or not served.serves(api_version):
         raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not served")
@@ -70,7 +72,8 @@ def decode_request(frame: bytes) -> RequestFrame:
         raise InvalidRequestError(
             f"cannot load the schema of {ApiKey(api_key).name} v{api_version}: {exc}"
         ) from exc
-    header_type = body_type.__header_schema__
+    # As a plain type: mypy does not take a dataclass's class object as Hashable (for cache).
+    header_type: type = body_type.__header_schema__
     try:
         header, header_size = _reader(header_type)(frame, 0)
         # kio's reader sizes an array by its length before reading it: a lying length
@@ -88,6 +91,7 @@ def decode_request(frame: bytes) -> RequestFrame:
 
 def read_client_id(frame: bytes) -> str | None:
     """The client id of any request (header v1 layout holds for every version)."""
+    header: RequestHeaderV1
     try:
         header, _ = _reader(RequestHeaderV1)(frame, 0)
     except Exception:

@@ -37,12 +37,12 @@ DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 INT32_MAX = 2**31 - 1
 
 
-def strictly_increasing(values: array) -> bool:
+def strictly_increasing(values: array[int]) -> bool:
     """True when every value is larger than the one before it (C-speed iteration)."""
     return all(map(operator.lt, values, itertools.islice(values, 1, None)))
 
 
-def non_decreasing(values: array) -> bool:
+def non_decreasing(values: array[int]) -> bool:
     return all(map(operator.le, values, itertools.islice(values, 1, None)))
 
 
