@@ -24,6 +24,7 @@ from kio.index import load_response_from_request
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
 
 from .length_bounds import check_lengths
 
@@ -70,7 +71,8 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None) -> 
             client_id=client_id,
         ),
     )
-    _writer(type(request))(buffer, request)
+    request_type: type = type(request)
+    _writer(request_type)(buffer, request)
     frame = buffer.getbuffer()
     SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
     return bytes(frame)
@@ -93,9 +95,9 @@ def encode_raw_request(
     _writer(header_type)(
         buffer,
         header_type(
-            request_api_key=api_key,
-            request_api_version=api_version,
-            correlation_id=correlation_id,
+            request_api_key=i16(api_key),
+            request_api_version=i16(api_version),
+            correlation_id=i32(correlation_id),
             client_id=client_id,
         ),
     )
@@ -105,7 +107,7 @@ def encode_raw_request(
 
 def frame_size(prefix: bytes) -> int:
     """The size a 4-byte prefix announces for the frame that follows it."""
-    (size,) = SIZE.unpack(prefix)
+    size: int = SIZE.unpack(prefix)[0]
     if size < CORRELATION_ID.size:
         raise InvalidResponseError(f"response size {size} is shorter than a response header")
     return size
@@ -115,10 +117,11 @@ def peek_correlation_id(frame: bytes | memoryview) -> int:
     """The correlation id of a response frame (after its size), before its type is known."""
     if len(frame) < CORRELATION_ID.size:
         raise InvalidResponseError(f"response of {len(frame)} bytes is shorter than a header")
-    return CORRELATION_ID.unpack_from(frame, 0)[0]
+    correlation_id: int = CORRELATION_ID.unpack_from(frame, 0)[0]
+    return correlation_id
 
 
-def decode_response(frame: bytes, response_type: type) -> ResponseFrame:
+def decode_response(frame: bytes, response_type: Any) -> ResponseFrame:
     """The correlation id and body of one response frame (the bytes after its size)."""
     correlation_id = peek_correlation_id(frame)
     offset = CORRELATION_ID.size
