@@ -61,3 +61,43 @@ def produce_request(
             ),
         ),
     )
+
+
+def fetch_request(
+    topic: str,
+    *,
+    partition: int = 0,
+    offset: int = 0,
+    max_wait_ms: int = 500,
+    max_bytes: int = 1_000_000,
+) -> Any:
+    """A sessionless Fetch v11 of one partition (the shape aiokafka sends)."""
+    import datetime
+
+    from kio.schema.fetch.v11 import request as fetch11
+
+    return fetch11.FetchRequest(
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            fetch11.FetchTopic(
+                topic=topic,
+                partitions=(
+                    fetch11.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=max_bytes,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )

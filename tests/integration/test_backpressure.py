@@ -11,7 +11,6 @@ from pathlib import Path
 import psutil
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from kio.schema.fetch.v11 import request as fetch11
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.schema.metadata.v9 import request as metadata9
 from kio.schema.produce.v7 import request as produce7
@@ -20,7 +19,7 @@ from brook.broker.testing import BrokerProcess
 from brook.protocol.record_batch import Record, build_batch, split_batches
 
 from .clients import create_topic
-from .raw_client import RawClient
+from .raw_client import RawClient, fetch_request
 
 CONNECTIONS = 5
 FETCHES_EACH = 50
@@ -79,34 +78,6 @@ def _fill(broker: BrokerProcess, topic: str) -> None:
             assert partition.base_offset == batch_index * RECORDS_PER_BATCH
 
 
-def _fetch(topic: str) -> fetch11.FetchRequest:
-    return fetch11.FetchRequest(
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=500),
-        min_bytes=1,
-        max_bytes=FETCH_MAX_BYTES,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            fetch11.FetchTopic(
-                topic=topic,
-                partitions=(
-                    fetch11.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        log_start_offset=-1,
-                        partition_max_bytes=FETCH_MAX_BYTES,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-
-
 def _receive_fetch(client: RawClient) -> tuple[int, bytes]:
     """The correlation id and the records of a one-partition Fetch v11 response."""
     correlation_id, response = client.receive_with_id(FetchResponse)
@@ -121,7 +92,7 @@ def test_clients_that_pipeline_fetches_without_reading_hold_bounded_memory(
     create_topic(broker.bootstrap, topic_name)
     _fill(broker, topic_name)
     with RawClient(broker.port) as reader:
-        reader.send(_fetch(topic_name))
+        reader.send(fetch_request(topic_name, max_bytes=FETCH_MAX_BYTES))
         _, expected = _receive_fetch(reader)
     headers = split_batches(expected)
     assert [h.base_offset for h in headers] == [i * RECORDS_PER_BATCH for i in range(BATCHES)]
@@ -136,7 +107,12 @@ def test_clients_that_pipeline_fetches_without_reading_hold_bounded_memory(
     try:
         for client in slow:
             client.sock.settimeout(120)
-            sent.append([client.send(_fetch(topic_name)) for _ in range(FETCHES_EACH)])
+            sent.append(
+                [
+                    client.send(fetch_request(topic_name, max_bytes=FETCH_MAX_BYTES))
+                    for _ in range(FETCHES_EACH)
+                ]
+            )
 
         # Meanwhile the broker answers others.
         with RawClient(broker.port) as bystander:

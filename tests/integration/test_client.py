@@ -5,12 +5,10 @@ broker closes failing every request still waiting instead of hanging it."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
-from kio.schema.fetch.v11 import request as fetch11
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.schema.list_offsets.v9.request import ListOffsetsRequest as ListOffsetsV9
 from kio.schema.metadata.v9 import request as metadata9
@@ -21,35 +19,7 @@ from brook.broker.client import BlockingClient, Client, ConnectionClosedError
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import consume_all, create_topic, produce
-from .raw_client import produce_request
-
-
-def _fetch(topic: str, max_wait_s: float) -> fetch11.FetchRequest:
-    return fetch11.FetchRequest(
-        replica_id=-1,
-        max_wait=datetime.timedelta(seconds=max_wait_s),
-        min_bytes=1,
-        max_bytes=1_000_000,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            fetch11.FetchTopic(
-                topic=topic,
-                partitions=(
-                    fetch11.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        log_start_offset=-1,
-                        partition_max_bytes=1_000_000,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
+from .raw_client import fetch_request, produce_request
 
 
 def _metadata(topic: str) -> metadata9.MetadataRequest:
@@ -68,7 +38,7 @@ def test_requests_in_flight_each_get_their_own_answer(brook_broker, topic_name):
         async with await Client.connect("127.0.0.1", brook_broker.port, "client-test") as client:
             # A parked Fetch first: the answers behind it must wait for it and still
             # reach their own requests, not each other's.
-            parked = client.send(_fetch(topic_name, 20))
+            parked = client.send(fetch_request(topic_name, max_wait_ms=20_000))
             followers = [
                 client.send(
                     ApiVersionsRequest(client_software_name="c", client_software_version="1")
@@ -127,5 +97,5 @@ def test_blocking_client_produces_and_reads_back(brook_broker, topic_name):
         response = client.request(produce_request(topic_name, 0, batch))
         partition = response.responses[0].partition_responses[0]
         assert (partition.error_code.value, partition.base_offset) == (0, 0)
-        fetched = client.request(_fetch(topic_name, 0))
+        fetched = client.request(fetch_request(topic_name, max_wait_ms=0))
     assert b"blocking" in fetched.responses[0].partitions[0].records

@@ -3,49 +3,20 @@ first one waits (a long-polling Fetch) and the later ones could be answered at o
 
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
-from kio.schema.fetch.v11 import request as fetch11
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.schema.metadata.v9 import request as metadata9
 from kio.schema.metadata.v9.response import MetadataResponse
 
 from .clients import create_topic, produce
-from .raw_client import RawClient
+from .raw_client import RawClient, fetch_request
 
 
 def test_responses_follow_request_order_behind_a_parked_fetch(brook_broker, topic_name):
     create_topic(brook_broker.bootstrap, topic_name)
     with RawClient(brook_broker.port) as client:
-        parked = client.send(
-            fetch11.FetchRequest(
-                replica_id=-1,
-                max_wait=datetime.timedelta(seconds=20),
-                min_bytes=1,
-                max_bytes=1_000_000,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=(
-                    fetch11.FetchTopic(
-                        topic=topic_name,
-                        partitions=(
-                            fetch11.FetchPartition(
-                                partition=0,
-                                current_leader_epoch=-1,
-                                fetch_offset=0,
-                                log_start_offset=-1,
-                                partition_max_bytes=1_000_000,
-                            ),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-                rack_id="",
-            )
-        )
+        parked = client.send(fetch_request(topic_name, max_wait_ms=20_000))
         followers = []
         for i in range(30):
             if i % 2:
