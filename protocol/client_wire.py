@@ -17,16 +17,15 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kio.index import load_response_from_request
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from .length_bounds import check_lengths
+from .wire import reader_of, writer_of
 
 SIZE = struct.Struct(">i")
 CORRELATION_ID = struct.Struct(">i")
@@ -42,16 +41,6 @@ class ResponseFrame:
     body: Any  # a kio response entity
 
 
-@cache
-def _reader(entity_type: type) -> Any:
-    return entity_reader(entity_type)
-
-
-@cache
-def _writer(entity_type: type) -> Any:
-    return entity_writer(entity_type)
-
-
 def response_type_of(request: Any) -> type:
     """The kio response type that answers `request` (same API key and version)."""
     return load_response_from_request(request)
@@ -62,7 +51,7 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None) -> 
     header_type = request.__header_schema__
     buffer = io.BytesIO()
     buffer.write(b"\x00\x00\x00\x00")  # the size, filled in below
-    _writer(header_type)(
+    writer_of(header_type)(
         buffer,
         header_type(
             request_api_key=request.__api_key__,
@@ -72,7 +61,7 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None) -> 
         ),
     )
     request_type: type = type(request)
-    _writer(request_type)(buffer, request)
+    writer_of(request_type)(buffer, request)
     frame = buffer.getbuffer()
     SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
     return bytes(frame)
@@ -92,7 +81,7 @@ def encode_raw_request(
     knows the API; v2 adds the tagged fields of flexible versions."""
     header_type = RequestHeaderV2 if flexible else RequestHeaderV1
     buffer = io.BytesIO()
-    _writer(header_type)(
+    writer_of(header_type)(
         buffer,
         header_type(
             request_api_key=i16(api_key),
@@ -133,7 +122,7 @@ def decode_response(frame: bytes, response_type: Any) -> ResponseFrame:
             raise InvalidResponseError(f"cannot parse the response header: {exc}") from exc
     try:
         check_lengths(response_type, frame, offset)
-        body, _ = _reader(response_type)(frame, offset)
+        body, _ = reader_of(response_type)(frame, offset)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidResponseError(
             f"cannot parse {response_type.__name__} v{response_type.__version__}: {exc}"

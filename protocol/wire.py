@@ -42,12 +42,14 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
 
 
 @cache
-def _reader(entity_type: type) -> Any:
+def reader_of(entity_type: type) -> Any:
+    """kio's reader of a message type, built once (server and client side share it)."""
     return entity_reader(entity_type)
 
 
 @cache
-def _writer(entity_type: type) -> Any:
+def writer_of(entity_type: type) -> Any:
+    """kio's writer of a message type, built once (server and client side share it)."""
     return entity_writer(entity_type)
 
 
@@ -75,11 +77,11 @@ def decode_request(frame: bytes) -> RequestFrame:
     # As a plain type: mypy does not take a dataclass's class object as Hashable (for cache).
     header_type: type = body_type.__header_schema__
     try:
-        header, header_size = _reader(header_type)(frame, 0)
+        header, header_size = reader_of(header_type)(frame, 0)
         # kio's reader sizes an array by its length before reading it: a lying length
         # would abort the process, so every length is checked against the bytes left.
         check_lengths(body_type, frame, header_size)
-        body, _ = _reader(body_type)(frame, header_size)
+        body, _ = reader_of(body_type)(frame, header_size)
     except Exception as exc:  # kio's native reader raises several types on bad input
         raise InvalidRequestError(
             f"cannot parse {ApiKey(api_key).name} v{api_version} request: {exc}"
@@ -93,7 +95,7 @@ def read_client_id(frame: bytes) -> str | None:
     """The client id of any request (header v1 layout holds for every version)."""
     header: RequestHeaderV1
     try:
-        header, _ = _reader(RequestHeaderV1)(frame, 0)
+        header, _ = reader_of(RequestHeaderV1)(frame, 0)
     except Exception:
         return None
     return header.client_id
@@ -147,7 +149,7 @@ def encode_response_chunks(
     body.write(SIZE.pack(correlation_id))
     if type(response).__header_schema__.__flexible__:
         body.write(b"\x00")  # no tagged fields in the response header
-    _writer(type(response))(body, response)
+    writer_of(type(response))(body, response)
     chunks = body.finish()
     chunks[0] = SIZE.pack(body.size) + chunks[0]
     return chunks
