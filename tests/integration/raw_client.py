@@ -69,6 +69,7 @@ def fetch_request(
     partition: int = 0,
     offset: int = 0,
     max_wait_ms: int = 500,
+    min_bytes: int = 1,
     max_bytes: int = 1_000_000,
 ) -> Any:
     """A sessionless Fetch v11 of one partition (the shape aiokafka sends)."""
@@ -79,7 +80,7 @@ def fetch_request(
     return fetch11.FetchRequest(
         replica_id=-1,
         max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=1,
+        min_bytes=min_bytes,
         max_bytes=max_bytes,
         isolation_level=0,
         session_id=0,

@@ -8,7 +8,6 @@ so the bounds sit far from both and stay true on a loaded two-core machine.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import socket
 import threading
 import time
@@ -22,9 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KafkaPythonTopicPartition
-from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
-from kio.schema.types import BrokerId, TopicName
 
 from brook.protocol.client_wire import decode_response, encode_request, frame_size
 from brook.protocol.record_batch import iter_records
@@ -39,6 +36,7 @@ from .clients import (
     kafka_python_poll,
     kafka_python_producer,
 )
+from .raw_client import fetch_request
 
 CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka"]
 Record = tuple[int, bytes]  # (offset, value)
@@ -291,31 +289,7 @@ def test_parked_consumer_gets_new_record_without_waiting_out_max_wait(
 
 def _fetch_request(topic: str, offset: int, max_wait_ms: int, correlation_id: int) -> bytes:
     """A Fetch v11 frame for partition 0, outside any fetch session."""
-    request = FetchRequest(
-        replica_id=BrokerId(-1),
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            FetchTopic(
-                topic=TopicName(topic),
-                partitions=(
-                    FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
+    request = fetch_request(topic, offset=offset, max_wait_ms=max_wait_ms, max_bytes=1 << 20)
     return encode_request(request, correlation_id, "long-poll-test")
 
 

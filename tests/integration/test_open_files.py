@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from kio.schema.delete_topics.v4.request import DeleteTopicsRequest
-from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
@@ -24,7 +23,7 @@ from brook.protocol.record_batch import Record, build_batch, split_batches
 
 from .clients import consume_all, create_topic, produce
 from .processes import Brokers
-from .raw_client import RawClient
+from .raw_client import RawClient, fetch_request
 
 KAFKA_STORAGE_ERROR = 56
 LOW_LIMIT = 160
@@ -78,33 +77,7 @@ def _raw_produce(client: RawClient, topic: str, value: bytes) -> tuple[int, int]
 
 
 def _raw_fetch_batches(client: RawClient, topic: str) -> int:
-    response = client.request(
-        FetchRequest(
-            replica_id=-1,
-            max_wait=datetime.timedelta(milliseconds=10),
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=(
-                FetchTopic(
-                    topic=topic,
-                    partitions=(
-                        FetchPartition(
-                            partition=0,
-                            fetch_offset=0,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
-                            current_leader_epoch=-1,
-                        ),
-                    ),
-                ),
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-    )
+    response = client.request(fetch_request(topic, max_wait_ms=10, min_bytes=0, max_bytes=1 << 20))
     partition = response.responses[0].partitions[0]
     assert partition.error_code.value == 0
     return len(split_batches(bytearray(partition.records or b"")))
