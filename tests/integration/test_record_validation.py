@@ -10,7 +10,6 @@ each refusal the partition's segment bytes are unchanged and other clients are s
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import time
 from pathlib import Path
@@ -19,7 +18,6 @@ import psutil
 import pytest
 from crafted_batches import batch, record, records, varint, zstd_bomb
 from kafka import TopicPartition
-from kio.schema.produce.v9 import request as produce9
 
 from brook.broker.testing import BrokerProcess, BrokerThread
 from brook.protocol.compression import Codec
@@ -31,7 +29,7 @@ from .clients import (
     kafka_python_poll,
     produce,
 )
-from .raw_client import RawClient
+from .raw_client import RawClient, produce_request
 
 NOW = int(time.time() * 1000)
 CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
@@ -40,18 +38,9 @@ MESSAGE_TOO_LARGE = 10
 
 
 def _produce_raw(port: int, topic: str, data: bytes):
-    request = produce9.ProduceRequest(
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            produce9.TopicProduceData(
-                name=topic, partition_data=(produce9.PartitionProduceData(index=0, records=data),)
-            ),
-        ),
-    )
     with RawClient(port) as client:
-        return client.request(request).responses[0].partition_responses[0]
+        response = client.request(produce_request(topic, 0, data, version=9, acks=1))
+    return response.responses[0].partition_responses[0]
 
 
 def _snapshot(data_dir: Path, topic: str) -> dict[str, str]:

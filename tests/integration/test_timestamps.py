@@ -7,7 +7,6 @@ the bound" and "one millisecond over" mean what they say.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import time
 
 import pytest
@@ -18,14 +17,13 @@ from crafted_batches import batch as crafted_batch
 from crafted_batches import record, records
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
-from kio.schema.produce.v9 import request as produce9
 
 from brook.broker.testing import BrokerThread
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch, split_batches
 
 from .clients import consume_all, create_topic, stored_batches
-from .raw_client import RawClient
+from .raw_client import RawClient, produce_request
 from .segments import decode_segment, segments_of
 
 FROZEN_NOW = 1_800_000_000_000
@@ -42,18 +40,9 @@ def frozen_broker(tmp_path):
 
 
 def _produce_raw(broker, topic: str, batch: bytes):
-    request = produce9.ProduceRequest(
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            produce9.TopicProduceData(
-                name=topic, partition_data=(produce9.PartitionProduceData(index=0, records=batch),)
-            ),
-        ),
-    )
     with RawClient(broker.port) as client:
-        return client.request(request).responses[0].partition_responses[0]
+        response = client.request(produce_request(topic, 0, batch, version=9, acks=1))
+    return response.responses[0].partition_responses[0]
 
 
 def _batch(timestamps: list[int], codec: int = Codec.NONE) -> bytes:
