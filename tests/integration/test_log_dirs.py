@@ -97,7 +97,7 @@ def _wait_moved(broker: BrokerThread, topic: str, partition: int, target: Path) 
         return str(manager.dir_of(topic, partition)), manager.future_log(topic, partition) is None
 
     deadline = time.monotonic() + 60
-    while where() != (str(target), True):
+    while broker.call(where) != (str(target), True):  # read on the broker's own loop
         assert time.monotonic() < deadline, f"{topic}-{partition} never reached {target}"
         time.sleep(0.02)
 
