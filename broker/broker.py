@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,8 +170,9 @@ class Broker:
         interval_s = max(self.config["log.flush.offset.checkpoint.interval.ms"], 10) / 1000
         while True:
             await asyncio.sleep(interval_s)
-            checkpoint = self.log_manager.checkpoint_recovery_points_and_log_start_offsets
-            _carry_on("writing checkpoints", checkpoint)
+            # A file error here (and in the loops below) is the log manager's to handle:
+            # it logs it, or takes the dir offline, and the next round tries again.
+            self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
 
     async def _retention_loop(self) -> None:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
@@ -185,12 +185,12 @@ class Broker:
             await asyncio.sleep(min(interval_ms, PURGE_INTERVAL_MS) / 1000)
             now = self.clock()
             if now >= next_check:
-                deleted = _carry_on("applying retention", self.log_manager.delete_old_segments, now)
+                deleted = self.log_manager.delete_old_segments(now)
                 if deleted:
                     log.info("Retention deleted %d segment(s)", deleted)
                 self.retention_checks += 1
                 next_check = now + interval_ms
-            _carry_on("removing deleted segments", self.log_manager.purge_deleted_segments, now)
+            self.log_manager.purge_deleted_segments(now)
 
     async def _offsets_expiry_loop(self) -> None:
         interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
@@ -206,7 +206,7 @@ class Broker:
         interval_ms = min(self.config["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MS)
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
-            _carry_on("flushing logs", self.log_manager.flush_dirty_logs, self.clock())
+            self.log_manager.flush_dirty_logs(self.clock())
 
 
 async def _load_message_schemas() -> None:
@@ -230,13 +230,3 @@ async def _load_message_schemas() -> None:
         loaded,
         (time.monotonic() - started) * 1000,
     )
-
-
-def _carry_on(what: str, work: Callable[..., Any], *args: Any) -> Any:
-    """Run one round of periodic work; a file error (too many open files, a full disk)
-    is logged and the next round tries again, instead of ending the loop for good."""
-    try:
-        return work(*args)
-    except OSError as exc:
-        log.error("Error %s (will retry): %s", what, exc)
-        return None
