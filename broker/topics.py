@@ -31,7 +31,7 @@ from brook.storage.errors import KafkaStorageError
 
 from .config import ConfigError
 from .partition import Partition
-from .topic_config import effective_topic_config, log_config_for, validate_topic_configs
+from .topic_config import log_config_for, validate_topic_configs
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -56,9 +56,6 @@ class Topic:
     topic_id: uuid.UUID
     configs: dict[str, Any]
     partitions: list[Partition] = field(default_factory=list)
-    # Every topic key with its value in force, derived from `configs` and the broker's
-    # defaults; kept here because the produce path reads it for every batch.
-    effective_config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def internal(self) -> bool:
@@ -294,7 +291,7 @@ class TopicManager:
         del self.topics[name]
         del self.by_id[topic.topic_id]
         for partition in topic.partitions:
-            partition.wake_waiters()
+            partition.fail_waiters(UnknownTopicOrPartitionError(f"Topic {name} was deleted"))
             self.broker.log_manager.delete_log(name, partition.index)
         if topic.configs:
             self._write_configs()
@@ -358,13 +355,13 @@ class TopicManager:
             self._apply_configs(topic)
 
     def _apply_configs(self, topic: Topic) -> None:
-        topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
+        # The typed config in force lives in each partition's log (LogConfig): the
+        # log validator, retention and the partition's checks all read it there.
         log_config = log_config_for(self.broker.config, topic.configs)
         for partition in topic.partitions:
             partition.log.update_config(log_config)
 
     def _register(self, topic: Topic) -> None:
-        topic.effective_config = effective_topic_config(self.broker.config, topic.configs)
         self.topics[topic.name] = topic
         self.by_id[topic.topic_id] = topic
 
@@ -393,10 +390,10 @@ class TopicManager:
             index=index,
             topic_id=topic.topic_id,
             log=log_,
+            local_broker_id=broker.broker_id,
             leader_id=broker.broker_id,
             leader_epoch=max(epoch if epoch is not None else 0, 0),
             replicas=[broker.broker_id],
             isr=[broker.broker_id],
         )
-        log_.high_watermark = log_.log_end_offset
         topic.partitions.append(partition)

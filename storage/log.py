@@ -29,13 +29,7 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from brook.protocol.errors import KafkaError, OffsetOutOfRangeError
-from brook.protocol.record_batch import (
-    BatchHeader,
-    set_base_offset,
-    set_partition_leader_epoch,
-    split_batches,
-    verify_crc,
-)
+from brook.protocol.record_batch import BatchHeader, split_batches, verify_crc
 
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, write_partition_metadata
@@ -51,6 +45,11 @@ from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .log_loader import LogLoader, new_segment
 from .log_segment import LogSegment, TimestampAndOffset
+from .log_validator import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    AppendOrigin,
+    validate_messages_and_assign_offsets,
+)
 from .producer_state import BatchMetadata, ProducerAppendInfo, ProducerStateManager
 
 logger = logging.getLogger("brook.storage.log")
@@ -330,20 +329,32 @@ class Log:
     @_io("appending to")
     def append_as_leader(
         self,
-        buffer: bytearray | memoryview,
-        batches: Sequence[BatchHeader],
+        records: bytes | bytearray | memoryview,
         leader_epoch: int,
-        now_ms: int,
+        now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        *,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> AppendInfo:
-        """Append validated batches, assigning offsets from the log end offset in place.
+        """Validate one append's records, give them offsets from the log end, write them.
 
-        `buffer` holds exactly the concatenated batches of one partition of a produce
-        request and `batches` their parsed headers (positions within `buffer`). Each
-        batch gets its base offset and partition leader epoch written into the buffer;
-        neither is covered by the batch CRC.
+        `records` holds exactly the concatenated batches of one partition of a produce
+        request (or a coordinator's write). The log validator checks them against this
+        log's config and the origin's rules, then writes each batch's base offset and
+        partition leader epoch into the copy it appends; neither is covered by the CRC.
         """
-        if not batches:
-            raise ValueError("an append needs at least one batch")
+        now_ms = self._clock() if now_ms is None else now_ms
+        validated = validate_messages_and_assign_offsets(
+            records,
+            self._config,
+            origin=origin,
+            next_offset=self._log_end_offset,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
+            topic_partition=self.name,
+            max_decompressed_bytes=max_decompressed_bytes,
+        )
+        buffer, batches = validated.buffer, validated.batches
         size = len(buffer)
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -351,19 +362,6 @@ class Log:
                 f" which exceeds the maximum configured segment size of"
                 f" {self._config.segment_bytes}"
             )
-        first_offset = next_offset = self._log_end_offset
-        max_timestamp = NO_TIMESTAMP
-        offset_of_max_timestamp = first_offset
-        record_count = 0
-        for header in batches:
-            set_base_offset(buffer, header, next_offset)
-            set_partition_leader_epoch(buffer, header, leader_epoch)
-            next_offset += header.last_offset_delta + 1
-            record_count += header.record_count
-            if header.max_timestamp > max_timestamp:
-                max_timestamp = header.max_timestamp
-                offset_of_max_timestamp = next_offset - 1
-        last_offset = next_offset - 1
         producer_updates: list[ProducerAppendInfo] = []
         if any(header.producer_id >= 0 for header in batches):
             prepared = self._prepare_producer_state(batches)
@@ -381,10 +379,7 @@ class Log:
                     0,
                 )
             producer_updates = prepared
-        log_append_time = NO_TIMESTAMP
-        if self._config.log_append_time:
-            log_append_time = now_ms
-            offset_of_max_timestamp = last_offset
+        first_offset, last_offset = validated.first_offset, validated.last_offset
         if leader_epoch >= 0:
             latest = self.leader_epoch_cache.latest_epoch
             if latest is None or leader_epoch > latest:
@@ -394,8 +389,8 @@ class Log:
             batches,
             first_offset,
             last_offset,
-            max_timestamp,
-            offset_of_max_timestamp,
+            validated.max_timestamp,
+            validated.shallow_offset_of_max_timestamp,
             now_ms,
         )
         for update in producer_updates:  # written: the producers' state moves on
@@ -404,11 +399,11 @@ class Log:
         return AppendInfo(
             first_offset,
             last_offset,
-            max_timestamp,
-            offset_of_max_timestamp,
-            log_append_time,
+            validated.max_timestamp,
+            validated.shallow_offset_of_max_timestamp,
+            validated.log_append_time,
             self._log_start_offset,
-            record_count,
+            validated.record_count,
             size,
         )
 

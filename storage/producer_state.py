@@ -82,6 +82,9 @@ class ProducerAppendInfo:
     def append(self, header: BatchHeader) -> None:
         """Check a batch (whose offsets are assigned) against the state so far, and add it."""
         entry = self.updated if self.updated is not None else self._current
+        if header.is_control:
+            self._append_end_txn_marker(entry, header)
+            return
         _check(self.partition_name, entry, header)
         if entry is None or header.producer_epoch > entry.producer_epoch:
             self.updated = ProducerStateEntry(header.producer_id, header.producer_epoch)
@@ -92,6 +95,18 @@ class ProducerAppendInfo:
                 deque(entry.batches, maxlen=BATCHES_TO_REMEMBER),
             )
         self.updated.batches.append(_metadata(header))
+
+    def _append_end_txn_marker(self, entry: ProducerStateEntry | None, header: BatchHeader) -> None:
+        """A transaction marker (written by a coordinator) carries no sequence: only
+        its epoch is checked, and it fences older epochs from then on."""
+        if entry is not None and header.producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {header.producer_id} at partition {self.partition_name}"
+                f" is {header.producer_epoch}, which is smaller than the last seen epoch"
+                f" {entry.producer_epoch}"
+            )
+        if entry is None or header.producer_epoch > entry.producer_epoch:
+            self.updated = ProducerStateEntry(header.producer_id, header.producer_epoch)
 
 
 def _metadata(header: BatchHeader) -> BatchMetadata:
@@ -148,7 +163,7 @@ class ProducerStateManager:
     def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         """The earlier append of this very batch, if the producer is retrying it."""
         entry = self.producers.get(header.producer_id)
-        if entry is None or entry.producer_epoch != header.producer_epoch:
+        if entry is None or entry.producer_epoch != header.producer_epoch or header.is_control:
             return None
         return entry.duplicate_of(header)
 
@@ -166,13 +181,14 @@ class ProducerStateManager:
         they were appended)."""
         self.producers.clear()
         for header in headers:
-            if header.producer_id < 0 or header.is_control:
+            if header.producer_id < 0:
                 continue
             entry = self.producers.get(header.producer_id)
             if entry is None or header.producer_epoch > entry.producer_epoch:
                 entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
                 self.producers[header.producer_id] = entry
-            entry.batches.append(_metadata(header))
+            if not header.is_control:  # a marker moves the epoch only
+                entry.batches.append(_metadata(header))
 
     def truncate_to(self, headers: Iterable[BatchHeader]) -> None:
         """After a truncation, the state is what the remaining log says."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from brook.broker.config import BROKER_CONFIGS
 from brook.broker.topic_config import TOPIC_CONFIGS
 from brook.protocol.api_table import SERVED
-from brook.protocol.record_batch import Record, build_batch, split_batches
+from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
@@ -48,7 +48,7 @@ def test_the_reader_example_runs(tmp_path, capsys):
     log = Log.open(tmp_path / "orders-0", LogConfig(segment_bytes=512))
     for n in range(12):
         batch = bytearray(build_batch([Record(0, 1_700_000_000_000 + n, b"k", b"hello %d" % n)]))
-        log.append_as_leader(batch, split_batches(batch), 0, 1_700_000_000_000)
+        log.append_as_leader(batch, 0, 1_700_000_000_000)
     log.close()
     exec(example.replace('"/tmp/brook"', repr(str(tmp_path))), {})
     printed = capsys.readouterr().out.splitlines()

@@ -17,7 +17,6 @@ from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.delete_records")
-HIGH_WATERMARK = -1
 
 
 @handles(ApiKey.DELETE_RECORDS)
@@ -49,15 +48,11 @@ def _delete_below(
 ) -> tuple[ErrorCode, int]:
     try:
         partition = ctx.broker.topics.partition(topic, index)
-        if offset == HIGH_WATERMARK:
-            offset = partition.high_watermark
-        if offset < 0:
-            return ErrorCode.offset_out_of_range, -1
-        partition.log.maybe_increment_log_start_offset(offset)
+        low_watermark = partition.delete_records_on_leader(offset)
     except KafkaError as exc:
         log.info(
             "DeleteRecords %s-%d to %d from %s: %s", topic, index, offset, ctx.peer, exc.message
         )
         return exc.error_code, -1
-    log.info("DeleteRecords: %s-%d now starts at %d", topic, index, partition.log_start_offset)
-    return ErrorCode.none, partition.log_start_offset
+    log.info("DeleteRecords: %s-%d now starts at %d", topic, index, low_watermark)
+    return ErrorCode.none, low_watermark

@@ -22,6 +22,7 @@ from brook.protocol.errors import (
 
 from ..config_describe import ConfigDescriber, ConfigEntry, only
 from ..request_context import RequestContext
+from ..topic_config import effective_topic_config
 from ..topics import validate_topic_name
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -73,7 +74,9 @@ def _describe(ctx: RequestContext, describer: ConfigDescriber, resource: Any) ->
         topic = ctx.broker.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError()  # Kafka sends no message here
-        return describer.topic(topic.configs, topic.effective_config)
+        return describer.topic(
+            topic.configs, effective_topic_config(ctx.broker.config, topic.configs)
+        )
     if resource.resource_type == BROKER:
         if not name:
             return describer.cluster_default()

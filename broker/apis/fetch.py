@@ -18,13 +18,13 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
-from ..partition import Partition
+from ..partition import FetchIsolation, Partition
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.fetch")
 
-READ_COMMITTED = 1
+FIRST_REPLICA_STATE_VERSION = 15
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_SESSION_VERSION = 7
 
@@ -49,9 +49,19 @@ class FetchTarget:
     current_leader_epoch: int = -1
 
 
-class _FetchError(Exception):
-    def __init__(self, error: ErrorCode) -> None:
-        self.error = error
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """Who fetches: a consumer (replica id -1) or a follower (its broker id)."""
+
+    replica_id: int
+    isolation: FetchIsolation
+
+
+def _replica_id(request: Any) -> int:
+    replica_state = getattr(request, "replica_state", None)  # v15+
+    if replica_state is not None:
+        return int(replica_state.replica_id)
+    return int(getattr(request, "replica_id", -1))
 
 
 @handles(ApiKey.FETCH)
@@ -72,17 +82,20 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
             responses=(),
         )
     targets = _targets(ctx, request, session)
-    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    reader = _Reader(
+        _replica_id(request),
+        FetchIsolation.of(_replica_id(request), getattr(request, "isolation_level", 0)),
+    )
     # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
     # what one response (and so one connection) can hold.
     max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
     limits = _Limits(max_bytes, min(request.min_bytes, max_bytes))
-    reads = _read_all(ctx, targets, limits.max_bytes, committed)
+    reads = _read_all(ctx, targets, limits.max_bytes, reader)
     max_wait_ms = request.max_wait.total_seconds() * 1000
     if max_wait_ms <= 0 or _satisfied(reads, limits.min_bytes):
         return _respond(ctx, reads, session, incremental)
     return _wait_then_respond(
-        ctx, limits, targets, session, incremental, committed, max_wait_ms / 1000
+        ctx, limits, targets, session, incremental, reader, max_wait_ms / 1000
     )
 
 
@@ -98,7 +111,7 @@ async def _wait_then_respond(
     targets: list[FetchTarget],
     session: FetchSession | None,
     incremental: bool,
-    committed: bool,
+    reader: _Reader,
     max_wait_s: float,
 ) -> Any:
     loop = asyncio.get_running_loop()
@@ -121,10 +134,10 @@ async def _wait_then_respond(
             ctx.broker.parked_fetches.discard(waiter)
         if ctx.broker.stopping:
             break  # answer with what there is, so the shutdown does not wait out max_wait
-        reads = _read_all(ctx, targets, limits.max_bytes, committed)
+        reads = _read_all(ctx, targets, limits.max_bytes, reader)
         if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
-    return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, committed), session, incremental)
+    return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, reader), session, incremental)
 
 
 def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
@@ -207,14 +220,14 @@ def _partition_of(ctx: RequestContext, target: FetchTarget) -> Partition | None:
 
 
 def _read_all(
-    ctx: RequestContext, targets: list[FetchTarget], max_bytes: int, committed: bool
+    ctx: RequestContext, targets: list[FetchTarget], max_bytes: int, reader: _Reader
 ) -> list[PartitionRead]:
     reads = []
     remaining = max_bytes
     got_data = False
     for target in targets:
         # Only the first batch of the response may break the size limits.
-        read = _read_one(ctx, target, remaining, committed, min_one=not got_data)
+        read = _read_one(ctx, target, remaining, reader, min_one=not got_data)
         remaining = max(remaining - len(read.records), 0)
         got_data = got_data or bool(read.records)
         reads.append(read)
@@ -222,7 +235,7 @@ def _read_all(
 
 
 def _read_one(
-    ctx: RequestContext, target: FetchTarget, remaining: int, committed: bool, min_one: bool
+    ctx: RequestContext, target: FetchTarget, remaining: int, reader: _Reader, min_one: bool
 ) -> PartitionRead:
     partition = _partition_of(ctx, target)
     if partition is None:
@@ -232,31 +245,19 @@ def _read_one(
             else ErrorCode.unknown_topic_or_partition
         )
         return PartitionRead(target.topic, target.index, error)
-    read = PartitionRead(
-        target.topic,
-        target.index,
-        ErrorCode.none,
-        partition.high_watermark,
-        partition.last_stable_offset,
-        partition.log_start_offset,
-    )
-    epoch = target.current_leader_epoch
-    if epoch >= 0 and epoch != partition.leader_epoch:
-        read.error = (
-            ErrorCode.fenced_leader_epoch
-            if epoch < partition.leader_epoch
-            else ErrorCode.unknown_leader_epoch
-        )
-        return read
-    upper = partition.last_stable_offset if committed else partition.high_watermark
     max_bytes = min(target.max_bytes, remaining)
     try:
-        data = partition.log.read(
-            target.fetch_offset, max_bytes=max_bytes, max_offset=upper, min_one_message=min_one
+        info = partition.read_records(
+            target.fetch_offset,
+            max_bytes,
+            reader.isolation,
+            min_one,
+            target.current_leader_epoch,
+            reader.replica_id,
         )
     except KafkaError as exc:
-        read.error = exc.error_code
-        return read
+        # As Kafka, a failed read tells no offsets.
+        return PartitionRead(target.topic, target.index, exc.error_code)
     except ValueError as exc:
         if max_bytes >= 0:
             raise
@@ -271,8 +272,15 @@ def _read_one(
             exc,
         )
         return PartitionRead(target.topic, target.index, ErrorCode.unknown_server_error)
-    read.records = data.records  # a view of what the log read, not copied
-    return read
+    return PartitionRead(
+        target.topic,
+        target.index,
+        ErrorCode.none,
+        info.high_watermark,
+        info.last_stable_offset,
+        info.log_start_offset,
+        info.records,  # a view of what the log read, not copied
+    )
 
 
 def _respond(

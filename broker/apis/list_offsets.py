@@ -14,20 +14,15 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..partition import FetchIsolation
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
-
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL = -4
-READ_COMMITTED = 1
 
 
 @handles(ApiKey.LIST_OFFSETS)
 def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
-    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    isolation = FetchIsolation.of(request.replica_id, getattr(request, "isolation_level", 0))
     topics = []
     for topic in request.topics:
         seen: set[int] = set()
@@ -36,7 +31,7 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             if entry.partition_index in seen:
                 error, timestamp, offset, epoch = ErrorCode.invalid_request, -1, -1, -1
             else:
-                error, timestamp, offset, epoch = _lookup(ctx, topic.name, entry, committed)
+                error, timestamp, offset, epoch = _lookup(ctx, topic.name, entry, isolation)
             seen.add(entry.partition_index)
             partitions.append(
                 build(
@@ -55,35 +50,16 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
 
 
 def _lookup(
-    ctx: RequestContext, topic: str, entry: Any, committed: bool
+    ctx: RequestContext, topic: str, entry: Any, isolation: FetchIsolation
 ) -> tuple[ErrorCode, int, int, int]:
     try:
         partition = ctx.broker.topics.partition(topic, entry.partition_index)
+        found = partition.fetch_offset_for_timestamp(
+            entry.timestamp, isolation, getattr(entry, "current_leader_epoch", -1)
+        )
     except KafkaError as exc:
         return exc.error_code, -1, -1, -1
-    current_epoch = getattr(entry, "current_leader_epoch", -1)
-    if current_epoch >= 0 and current_epoch != partition.leader_epoch:
-        error = (
-            ErrorCode.fenced_leader_epoch
-            if current_epoch < partition.leader_epoch
-            else ErrorCode.unknown_leader_epoch
-        )
-        return error, -1, -1, -1
-    log = partition.log
-    epoch = partition.leader_epoch
-    upper = partition.last_stable_offset if committed else partition.high_watermark
-    timestamp = entry.timestamp
-    if timestamp == LATEST:
-        return ErrorCode.none, -1, upper, epoch
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return ErrorCode.none, -1, log.log_start_offset, epoch
-    if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp_and_offset()
-    elif timestamp < 0:
-        return ErrorCode.invalid_request, -1, -1, -1
-    else:
-        found = log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found.offset >= upper:
+    if found is None:
         return ErrorCode.none, -1, -1, -1
-    found_epoch = found.leader_epoch if found.leader_epoch is not None else epoch
-    return ErrorCode.none, found.timestamp, found.offset, found_epoch
+    epoch = found.leader_epoch if found.leader_epoch is not None else -1
+    return ErrorCode.none, found.timestamp, found.offset, epoch

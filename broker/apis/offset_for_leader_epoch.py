@@ -42,17 +42,9 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
 def _end_offset(ctx: RequestContext, topic: str, entry: Any) -> tuple[ErrorCode, int, int]:
     try:
         partition = ctx.broker.topics.partition(topic, entry.partition)
+        epoch, end_offset = partition.last_offset_for_leader_epoch(
+            entry.current_leader_epoch, entry.leader_epoch
+        )
     except KafkaError as exc:
         return exc.error_code, -1, -1
-    current = entry.current_leader_epoch
-    if current >= 0 and current != partition.leader_epoch:
-        error = (
-            ErrorCode.fenced_leader_epoch
-            if current < partition.leader_epoch
-            else ErrorCode.unknown_leader_epoch
-        )
-        return error, -1, -1
-    epoch, end_offset = partition.log.leader_epoch_cache.end_offset_for(
-        entry.leader_epoch, partition.log_end_offset
-    )
     return ErrorCode.none, epoch, end_offset

@@ -1,26 +1,22 @@
 """Produce (key 0), v3-v11 (advertised from v0 as Kafka 4.1 does).
 
-Each partition is validated (broker/log_validator.py) and appended on its own: a bad
-batch fails its partition only, and nothing of it is written.
+Each partition appends on its own (its log validates the records first): a bad batch
+fails its partition only, and nothing of it is written. An acks=all produce is
+answered once its records are committed, as Kafka's DelayedProduce.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import (
-    ErrorCode,
-    KafkaError,
-    NotEnoughReplicasError,
-    RecordError,
-    RecordValidationError,
-)
+from brook.protocol.errors import ErrorCode, KafkaError, RecordError, RecordValidationError
+from brook.storage.log_validator import AppendOrigin
 
-from ..log_validator import validate_records
 from ..request_context import RequestContext
 from ..topics import Topic
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
@@ -49,9 +45,10 @@ class PartitionResult:
 
 @handles(ApiKey.PRODUCE)
 def handle_produce(ctx: RequestContext, request: Any) -> Any:
-    types = schema_module(ctx.response_type)
     acks = request.acks
-    results = []
+    results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
+    # acks=all appends whose records are not yet on every in-sync replica.
+    uncommitted: list[tuple[PartitionResult, asyncio.Future[None]]] = []
     failed = False
     for topic_data in request.topic_data:
         topic = ctx.broker.topics.get(topic_data.name)
@@ -60,36 +57,75 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
             if acks not in (0, 1, ACKS_ALL):
                 result = PartitionResult(ErrorCode.invalid_required_acks)
             else:
-                result = _append(
+                result, waiter = _append(
                     ctx, topic, topic_data.name, partition_data.index, partition_data.records, acks
                 )
+                if waiter is not None:
+                    uncommitted.append((result, waiter))
             failed = failed or result.error is not ErrorCode.none
-            partition_results.append(
-                build(
-                    types.PartitionProduceResponse,
-                    index=partition_data.index,
-                    error_code=result.error,
-                    base_offset=result.base_offset,
-                    log_append_time=result.log_append_datetime,
-                    log_start_offset=result.log_start_offset,
-                    record_errors=_record_errors(types, result.record_errors),
-                    error_message=result.message,
-                )
-            )
-        results.append(
-            build(
-                types.TopicProduceResponse,
-                name=topic_data.name,
-                partition_responses=tuple(partition_results),
-            )
-        )
+            partition_results.append((partition_data.index, result))
+        results.append((topic_data.name, partition_results))
     if acks == 0:
         if failed:
             # A client that asked for no response learns of the failure by losing its
             # connection, as with Kafka.
             ctx.connection.close()
         return NO_RESPONSE
-    return build(ctx.response_type, responses=tuple(results), throttle_time=NO_THROTTLE)
+    if uncommitted:
+        return _respond_when_committed(ctx, results, uncommitted, request.timeout.total_seconds())
+    return _response(ctx, results)
+
+
+async def _respond_when_committed(
+    ctx: RequestContext,
+    results: list[tuple[str, list[tuple[int, PartitionResult]]]],
+    uncommitted: list[tuple[PartitionResult, asyncio.Future[None]]],
+    timeout_s: float,
+) -> Any:
+    """Kafka's DelayedProduce: answer once every acks=all append is committed, or
+    REQUEST_TIMED_OUT for those still waiting when the request's timeout passes."""
+    waiters = [waiter for _, waiter in uncommitted]
+    await asyncio.wait(waiters, timeout=max(timeout_s, 0))
+    for result, waiter in uncommitted:
+        if not waiter.done():
+            waiter.cancel()
+            result.error = ErrorCode.request_timed_out
+        elif (exc := waiter.exception()) is not None:
+            result.error = exc.error_code if isinstance(exc, KafkaError) else _UNKNOWN
+    return _response(ctx, results)
+
+
+_UNKNOWN = ErrorCode.unknown_server_error
+
+
+def _response(
+    ctx: RequestContext, results: list[tuple[str, list[tuple[int, PartitionResult]]]]
+) -> Any:
+    types = schema_module(ctx.response_type)
+    return build(
+        ctx.response_type,
+        responses=tuple(
+            build(
+                types.TopicProduceResponse,
+                name=name,
+                partition_responses=tuple(
+                    build(
+                        types.PartitionProduceResponse,
+                        index=index,
+                        error_code=result.error,
+                        base_offset=result.base_offset,
+                        log_append_time=result.log_append_datetime,
+                        log_start_offset=result.log_start_offset,
+                        record_errors=_record_errors(types, result.record_errors),
+                        error_message=result.message,
+                    )
+                    for index, result in partitions
+                ),
+            )
+            for name, partitions in results
+        ),
+        throttle_time=NO_THROTTLE,
+    )
 
 
 def _record_errors(types: Any, errors: tuple[RecordError, ...]) -> tuple[Any, ...]:
@@ -113,29 +149,20 @@ def _append(
     index: int,
     records: bytes | None,
     acks: int,
-) -> PartitionResult:
+) -> tuple[PartitionResult, asyncio.Future[None] | None]:
     if topic is None or not 0 <= index < len(topic.partitions):
-        return PartitionResult(ErrorCode.unknown_topic_or_partition)
+        return PartitionResult(ErrorCode.unknown_topic_or_partition), None
     partition = topic.partitions[index]
     if not records:
-        return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset)
+        return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset), None
     try:
-        min_insync = topic.effective_config["min.insync.replicas"]
-        if acks == ACKS_ALL and len(partition.isr) < min_insync:
-            # Kafka refuses before writing when the ISR is too small for acks=all.
-            raise NotEnoughReplicasError(
-                f"The size of the current ISR {set(partition.isr)} is insufficient to satisfy"
-                f" the min.isr requirement of {min_insync} for partition {name}-{index}"
-            )
-        now = ctx.broker.clock()
-        validated = validate_records(
+        info = partition.append_records_as_leader(
             records,
-            topic.effective_config,
-            now,
-            topic_partition=f"{name}-{index}",
+            AppendOrigin.CLIENT,
+            acks,
+            ctx.broker.clock(),
             max_decompressed_bytes=ctx.broker.config["socket.request.max.bytes"],
         )
-        info = partition.append_as_leader(validated.buffer, validated.batches, now)
     except KafkaError as exc:
         detail = exc.message
         if isinstance(exc, RecordValidationError):
@@ -155,8 +182,10 @@ def _append(
                 log_start_offset=partition.log_start_offset,
                 message=exc.message,
                 record_errors=tuple(exc.record_errors),
-            )
-        return PartitionResult(exc.error_code, log_start_offset=partition.log_start_offset)
-    return PartitionResult(
-        ErrorCode.none, info.first_offset, partition.log_start_offset, validated.log_append_time
+            ), None
+        return PartitionResult(exc.error_code, log_start_offset=partition.log_start_offset), None
+    result = PartitionResult(
+        ErrorCode.none, info.first_offset, info.log_start_offset, info.log_append_time
     )
+    waiter = partition.wait_for_commit(info.last_offset + 1) if acks == ACKS_ALL else None
+    return result, waiter

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.record_batch import Record, build_batch, decode_records, split_batches
+from brook.storage.log_validator import AppendOrigin
 
 from .group import CommittedOffset, Group, GroupState, Member
 
@@ -64,8 +65,9 @@ class OffsetsStore:
         partition = self.broker.topics.partition(OFFSETS_TOPIC, self.partition_for(group_id))
         now = self.broker.clock()
         records = [Record(i, now, key, value) for i, (key, value) in enumerate(entries)]
-        buffer = bytearray(build_batch(records))
-        partition.append_as_leader(buffer, split_batches(buffer), now)
+        partition.append_records_as_leader(
+            build_batch(records), AppendOrigin.COORDINATOR, required_acks=1, now_ms=now
+        )
 
     def write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
         self._append(

@@ -14,7 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from brook.protocol.record_batch import Record, build_batch, split_batches
+from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 
 from .cli import assert_one_line_error, brook
@@ -72,7 +72,7 @@ def test_the_zip_reads_segments_without_the_broker(tmp_path: Path) -> None:
     for n in range(40):
         value = f"value {n}".ljust(40, ".")
         batch = bytearray(build_batch([Record(0, 1_700_000_000_000, b"k", value.encode())]))
-        log.append_as_leader(batch, split_batches(batch), 0, 1_700_000_000_000)
+        log.append_as_leader(batch, 0, 1_700_000_000_000)
         expected.append(value)
     assert len(log.segments) > 1
     log.close()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from kafka.record import MemoryRecordsBuilder
 
-from brook.protocol.record_batch import BatchHeader, Record, build_batch, split_batches
+from brook.protocol.record_batch import Record, build_batch
 from brook.storage import AppendInfo, Log
 
 BASE_TS = 1_700_000_000_000
@@ -42,9 +42,7 @@ def make_batch(
 
 def append(log: Log, *batches: bytearray, epoch: int = 0, now_ms: int = BASE_TS) -> AppendInfo:
     """Append batches as the leader (concatenated as one produce) and advance the HW."""
-    buffer = bytearray(b"".join(batches))
-    headers: list[BatchHeader] = split_batches(buffer)
-    info = log.append_as_leader(buffer, headers, epoch, now_ms)
+    info = log.append_as_leader(b"".join(batches), epoch, now_ms)
     log.high_watermark = log.log_end_offset
     return info
 

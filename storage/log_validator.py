@@ -1,4 +1,4 @@
-"""What Kafka's LogValidator does to a partition's record set before it is appended.
+"""Kafka's LogValidator: what a leader does to records before they join its log.
 
 Checks framing, CRC, offsets against the record count, and producer fields on the
 batch headers; walks every record of every batch (decompressed, within a bound, when
@@ -8,7 +8,12 @@ CreateTime, no client-set LogAppendTime) and answers their failures as Kafka's
 RecordValidationException does, with one error per refused record; sets each CreateTime
 batch's MaxTimestamp to the largest of its records' timestamps, re-sealing the CRC only
 when the header said otherwise; stamps LogAppendTime; recompresses when the topic's
-compression.type names another codec.
+compression.type names another codec; and last assigns the offsets from the log end
+offset and the leader epoch, neither of which the CRC covers.
+
+The rules come from the log's typed config (LogConfig) and from who appends (the
+AppendOrigin): clients may not write control batches, coordinators may (transaction
+markers), and replicated batches never come here (they already carry their offsets).
 
 The walk yields the smallest and largest timestamp delta of a batch, which answer the
 timestamp bounds for the whole batch at once; records are decoded one by one only when
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
 
 from kio.schema.errors import ErrorCode
 
@@ -34,19 +39,37 @@ from brook.protocol.errors import (
 )
 from brook.protocol.record_walk import RecordsSummary, walk_records
 
-from .config import LONG_MAX
+from .log_config import LONG_MAX, LogConfig
 
 NO_TIMESTAMP = rb.NO_TIMESTAMP
 # Timestamps within this range cannot overflow a Java long in the bound arithmetic, so
 # the whole batch is judged from its extremes; outside it each record is judged on its own.
 _SAFE_TIMESTAMP = 1 << 62
+# What a compressed batch may inflate to when the caller sets no bound: Kafka's default
+# socket.request.max.bytes, no more than the same records could take uncompressed.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 100 * 1024 * 1024
+
+
+class AppendOrigin(Enum):
+    """Who appends to a log, as Kafka's AppendOrigin: the rules differ by origin."""
+
+    CLIENT = "client"  # a producer's records (Produce)
+    COORDINATOR = "coordinator"  # a group or transaction coordinator's own records
+    REPLICATION = "replication"  # a follower copying its leader (offsets already set)
 
 
 @dataclass(slots=True)
-class ValidatedRecords:
+class ValidationAndOffsetAssignResult:
+    """The records as they will be written, with the offsets and times they were given."""
+
     buffer: bytearray
     batches: list[rb.BatchHeader]
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
     log_append_time: int  # -1 for CreateTime topics
+    record_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,35 +78,38 @@ class TimestampBounds:
     after_max_ms: int
 
     @classmethod
-    def from_topic_config(cls, config: dict[str, Any]) -> TimestampBounds:
-        return cls(
-            config["message.timestamp.before.max.ms"], config["message.timestamp.after.max.ms"]
-        )
+    def of(cls, config: LogConfig) -> TimestampBounds:
+        return cls(config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms)
 
 
-def validate_records(
-    records: bytes,
-    config: dict[str, Any],
-    now_ms: int,
+def validate_messages_and_assign_offsets(
+    records: bytes | bytearray | memoryview,
+    config: LogConfig,
     *,
+    origin: AppendOrigin,
+    next_offset: int,
+    leader_epoch: int,
+    now_ms: int,
     topic_partition: str,
-    max_decompressed_bytes: int,
-) -> ValidatedRecords:
-    """Validate one partition's records of a produce request and prepare them for the log.
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> ValidationAndOffsetAssignResult:
+    """Validate the records of one append and give them offsets from `next_offset`.
 
-    `max_decompressed_bytes` bounds what a compressed batch may inflate to (the broker's
-    socket.request.max.bytes: no more than the same records could take uncompressed).
+    `max_decompressed_bytes` bounds what a compressed batch may inflate to (the broker
+    passes its socket.request.max.bytes).
     """
+    if origin is AppendOrigin.REPLICATION:
+        raise ValueError("replicated records keep their offsets: append them as a follower")
     buffer = bytearray(records)
     batches = rb.split_batches(buffer)
     if not batches:
         raise CorruptRecordError("produce request holds no record batch")
-    max_size = config["max.message.bytes"]
-    target = config["compression.type"]
+    max_size = config.max_message_bytes
+    target = config.compression_type
     target_codec = None if target == "producer" else Codec.from_name(target)
-    log_append_time = config["message.timestamp.type"] == "LogAppendTime"
-    compacted = "compact" in config["cleanup.policy"]
-    bounds = TimestampBounds.from_topic_config(config)
+    log_append_time = config.log_append_time
+    compacted = config.compact
+    bounds = TimestampBounds.of(config)
     rewrite = False
     for header in batches:
         if header.size > max_size:
@@ -91,7 +117,7 @@ def validate_records(
                 f"The record batch of {header.size} bytes is larger than max.message.bytes"
                 f"={max_size}"
             )
-        _check_header(buffer, header)
+        _check_header(buffer, header, origin)
         summary = _walk_batch(buffer, header, max_decompressed_bytes, compacted)
         timestamps = _BatchTimestamps.of(header, summary)
         errors = _record_errors(
@@ -116,13 +142,51 @@ def validate_records(
     if log_append_time:
         for header in batches:
             stamp_log_append_time(buffer, header, now_ms)
-    return ValidatedRecords(buffer, batches, now_ms if log_append_time else -1)
+    return _assign_offsets(
+        buffer, batches, next_offset, leader_epoch, now_ms if log_append_time else NO_TIMESTAMP
+    )
 
 
-def _check_header(buffer: bytearray, header: rb.BatchHeader) -> None:
+def _assign_offsets(
+    buffer: bytearray,
+    batches: list[rb.BatchHeader],
+    first_offset: int,
+    leader_epoch: int,
+    log_append_time: int,
+) -> ValidationAndOffsetAssignResult:
+    next_offset = first_offset
+    max_timestamp = NO_TIMESTAMP
+    offset_of_max_timestamp = first_offset
+    record_count = 0
+    for header in batches:
+        rb.set_base_offset(buffer, header, next_offset)
+        rb.set_partition_leader_epoch(buffer, header, leader_epoch)
+        next_offset += header.last_offset_delta + 1
+        record_count += header.record_count
+        if header.max_timestamp > max_timestamp:
+            max_timestamp = header.max_timestamp
+            offset_of_max_timestamp = next_offset - 1
+    last_offset = next_offset - 1
+    if log_append_time != NO_TIMESTAMP:
+        offset_of_max_timestamp = last_offset
+    return ValidationAndOffsetAssignResult(
+        buffer,
+        batches,
+        first_offset,
+        last_offset,
+        max_timestamp,
+        offset_of_max_timestamp,
+        log_append_time,
+        record_count,
+    )
+
+
+def _check_header(buffer: bytearray, header: rb.BatchHeader, origin: AppendOrigin) -> None:
     rb.verify_crc(buffer, header)
+    if origin is not AppendOrigin.CLIENT:
+        return  # the broker's own batches: built by its code, not sent by a client
     if header.is_control:
-        raise InvalidRecordError("clients may not send control batches")
+        raise InvalidRecordError("Clients are not allowed to write control records")
     if header.record_count <= 0:
         raise InvalidRecordError(f"batch reports {header.record_count} records")
     if header.last_offset_delta + 1 != header.record_count:
