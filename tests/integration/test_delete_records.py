@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -49,3 +51,27 @@ def test_consumer_below_log_start_resets(brook_broker, topic_name):
     _delete_records(bootstrap, topic_name, 0, 6)
     earliest = consume_all(bootstrap, topic_name, 4, offset=2, **{"auto.offset.reset": "earliest"})
     assert [m.value() for m in earliest] == [b"v6", b"v7", b"v8", b"v9"]
+
+
+def test_delete_records_refused_on_compacted_topic(brook_broker, topic_name, caplog):
+    """As Kafka's Partition.deleteRecordsOnLeader: only a topic whose cleanup.policy
+    includes delete may lose records this way; the log start stays where it was."""
+    caplog.set_level(logging.INFO, logger="brook.apis.delete_records")
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config={"cleanup.policy": "compact"})
+    produce(bootstrap, topic_name, [(b"k%d" % i, b"v") for i in range(5)])
+    with pytest.raises(KafkaException) as refused:
+        _delete_records(bootstrap, topic_name, 0, 3)
+    assert refused.value.args[0].code() == KafkaError.POLICY_VIOLATION
+    kept = consume_all(bootstrap, topic_name, 5, offset=-2)
+    assert [m.offset() for m in kept] == [0, 1, 2, 3, 4]
+    assert any(
+        f"DeleteRecords {topic_name}-0 to 3" in r.getMessage()
+        and "can not be deleted due to the configured policy" in r.getMessage()
+        for r in caplog.records
+    )
+
+    both = f"{topic_name}-both"
+    create_topic(bootstrap, both, config={"cleanup.policy": "compact,delete"})
+    produce(bootstrap, both, [(b"k%d" % i, b"v") for i in range(5)])
+    assert _delete_records(bootstrap, both, 0, 3) == 3
