@@ -71,14 +71,16 @@ def fetch_request(
     max_wait_ms: int = 500,
     min_bytes: int = 1,
     max_bytes: int = 1_000_000,
+    replica_id: int = -1,
 ) -> Any:
-    """A sessionless Fetch v11 of one partition (the shape aiokafka sends)."""
+    """A sessionless Fetch v11 of one partition (the shape aiokafka sends); a
+    `replica_id` >= 0 makes it a follower's fetch."""
     import datetime
 
     from kio.schema.fetch.v11 import request as fetch11
 
     return fetch11.FetchRequest(
-        replica_id=-1,
+        replica_id=replica_id,
         max_wait=datetime.timedelta(milliseconds=max_wait_ms),
         min_bytes=min_bytes,
         max_bytes=max_bytes,
