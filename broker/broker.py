@@ -10,19 +10,27 @@ from typing import Any
 
 from brook.protocol.api_table import request_type, response_type, served_versions
 from brook.storage.clock import Clock, system_clock
+from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
 
 from .apis import load_all
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .controller import Controller
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
 from .groups.offsets_store import OffsetsStore
 from .log_dir_mover import LogDirMover
+from .metadata.cache import MetadataCache
+from .metadata.publisher import MetadataPublisher
+from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
 from .producer_ids import ProducerIdManager
-from .topics import TopicManager
+from .replica_manager import ReplicaManager
+from .services import BrokerServices
+from .topic_config import log_config_for
 
 log = logging.getLogger("brook.broker")
 
@@ -34,9 +42,8 @@ FLUSH_CHECK_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = system_clock) -> None:
-        # Static, then from start() on with the dynamic configs. AlterConfigs replaces it,
-        # so read broker.config where a value is needed rather than keeping it.
-        self.config = config
+        # Static, then from start() on with the dynamic configs; `config` is the one in
+        # force (AlterConfigs replaces it), so read it where a value is needed.
         self.dynamic_config = DynamicBrokerConfig(config)
         # Wall-clock milliseconds for record semantics (timestamp validation,
         # LogAppendTime) and for the storage it owns (segment ages, retention, flushes,
@@ -51,7 +58,11 @@ class Broker:
         self.retention_checks = 0
         self.fetch_sessions = FetchSessionCache()
         self.log_manager: LogManager
-        self.topics: TopicManager
+        self.metadata = MetadataCache()
+        self.replicas: ReplicaManager
+        self.controller: Controller
+        self.metadata_publisher: MetadataPublisher
+        self.services: BrokerServices
         self.cluster_id = ""
         self.started = asyncio.Event()
         self.stopping = False
@@ -60,8 +71,16 @@ class Broker:
         self.stop_requested = asyncio.Event()
         self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
-        self.parked_fetches: set[asyncio.Future[None]] = set()
+        self.fetch_purgatory = FetchPurgatory()
         load_all()
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.dynamic_config.current
+
+    @property
+    def parked_fetches(self) -> set[asyncio.Future[None]]:
+        return self.fetch_purgatory.parked
 
     @property
     def advertised(self) -> list[Listener]:
@@ -77,28 +96,60 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         raise_open_file_limit()
-        self.config = self.dynamic_config.load()
-        self.topics = TopicManager(self)
+        config = self.dynamic_config.load()
+        store = LocalMetadataStore(config.log_dirs[0], self.broker_id)
+        stored_configs = store.topic_configs()
         self.log_manager = LogManager(
-            self.config.log_dirs,
+            config.log_dirs,
             broker_id=self.broker_id,
             cluster_id=None,
-            default_config_factory=self.topics.log_config_of,
+            default_config_factory=lambda topic: self._log_config(stored_configs.get(topic, {})),
             progress=log.info,
             clock=self.clock,
         )
         self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
-        self.topics.load()
-        self.log_dir_mover = LogDirMover(self.log_manager, self.topics.hosted)
-        self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
-        self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
+        self.replicas = ReplicaManager(self.broker_id, self.log_manager, self._log_config)
+        # Every metadata change from here on goes through this one publisher.
+        self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
+        self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
+        if len(self.metadata):
+            log.info(
+                "Loaded %d topics with %d partitions",
+                len(self.metadata),
+                len(self.replicas.partitions()),
+            )
+        self.controller = Controller(
+            self.broker_id, lambda: self.config, self.metadata, self.metadata_publisher
+        )
+        self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
+        self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        offsets = OffsetsStore(
+            self.metadata, self.replicas, self.controller, lambda: self.config, self.clock
+        )
+        self.groups = GroupCoordinator(config, offsets, self.clock)
         self.groups.load()
+        self.services = BrokerServices(
+            broker_id=self.broker_id,
+            clock=self.clock,
+            dynamic_config=self.dynamic_config,
+            metadata=self.metadata,
+            replicas=self.replicas,
+            controller=self.controller,
+            groups=self.groups,
+            producer_ids=self.producer_ids,
+            fetch_sessions=self.fetch_sessions,
+            fetch_purgatory=self.fetch_purgatory,
+            log_manager=self.log_manager,
+            log_dir_mover=self.log_dir_mover,
+            cluster_id=self.cluster_id,
+            advertised_listeners=lambda: self.advertised,
+        )
         loop = asyncio.get_running_loop()
-        for listener in self.config.listeners:
+        for listener in config.listeners:
             server = await loop.create_server(
-                lambda: KafkaConnection(self),
+                lambda: KafkaConnection(self.services, self.connections),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -152,9 +203,7 @@ class Broker:
         for task in self.background:
             task.cancel()
         self.stopping = True
-        for waiter in list(self.parked_fetches):
-            if not waiter.done():
-                waiter.set_result(None)
+        self.fetch_purgatory.close()
         in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
             await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
@@ -165,6 +214,10 @@ class Broker:
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
+
+    def _log_config(self, overrides: dict[str, Any]) -> LogConfig:
+        """A topic's log config: its overrides over the broker's defaults in force."""
+        return log_config_for(self.config, overrides)
 
     async def _checkpoint_loop(self) -> None:
         interval_s = max(self.config["log.flush.offset.checkpoint.interval.ms"], 10) / 1000

@@ -29,7 +29,7 @@ from .topic_config import TOPIC_CONFIGS, validate_topic_configs
 from .topics import validate_topic_name
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 log = logging.getLogger("brook.config_changes")
 
@@ -53,20 +53,20 @@ class ConfigChange:
     op: int = OpType.SET
 
 
-def check_broker_name(broker: Broker, name: str) -> None:
+def check_broker_name(services: BrokerServices, name: str) -> None:
     """A broker resource names this broker by id; another id is an error, as in Kafka."""
     try:
         broker_id = int(name)
     except ValueError:
         raise InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
-    if broker_id != broker.broker_id:
+    if broker_id != services.broker_id:
         raise InvalidRequestError(
-            f"Unexpected broker id, expected {broker.broker_id}, but received {name}"
+            f"Unexpected broker id, expected {services.broker_id}, but received {name}"
         )
 
 
 def alter_resource(
-    broker: Broker,
+    services: BrokerServices,
     resource_type: int,
     resource_name: str,
     changes: Sequence[ConfigChange],
@@ -88,9 +88,9 @@ def alter_resource(
         if change.op not in OpType.__members__.values():
             raise InvalidRequestError(f"Unknown operations type {change.op}")
     if resource_type == ResourceType.BROKER:
-        _alter_broker(broker, resource_name, changes, validate_only, incremental)
+        _alter_broker(services, resource_name, changes, validate_only, incremental)
     elif resource_type == ResourceType.TOPIC:
-        _alter_topic(broker, resource_name, changes, validate_only, incremental)
+        _alter_topic(services, resource_name, changes, validate_only, incremental)
     else:
         raise InvalidRequestError(f"Unknown resource type {resource_type}")
 
@@ -99,13 +99,13 @@ def alter_resource(
 
 
 def _alter_topic(
-    broker: Broker,
+    services: BrokerServices,
     name: str,
     changes: Sequence[ConfigChange],
     validate_only: bool,
     incremental: bool,
 ) -> None:
-    topic = broker.topics.get(name)
+    topic = services.metadata.get(name)
     current = (
         {key: config_to_string(value) for key, value in topic.configs.items()} if topic else {}
     )
@@ -124,7 +124,7 @@ def _alter_topic(
         raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
     if validate_only:
         return
-    broker.topics.set_configs(name, parsed)
+    services.controller.set_configs(name, parsed)
     log.info("Topic %s configs are now %s", name, new)
 
 
@@ -157,7 +157,7 @@ def _apply_topic_ops(
 
 
 def _alter_broker(
-    broker: Broker,
+    services: BrokerServices,
     name: str,
     changes: Sequence[ConfigChange],
     validate_only: bool,
@@ -165,8 +165,8 @@ def _alter_broker(
 ) -> None:
     per_broker = name != ""
     if per_broker:
-        check_broker_name(broker, name)
-    dynamic = broker.dynamic_config
+        check_broker_name(services, name)
+    dynamic = services.dynamic_config
     if incremental:
         props = _apply_broker_ops(dynamic.layer(per_broker), changes)
     else:
@@ -175,8 +175,11 @@ def _alter_broker(
     dynamic.validate(props, per_broker)
     if validate_only:
         return
-    broker.config = dynamic.replace(props, per_broker)
-    broker.topics.refresh_configs()
+    dynamic.replace(props, per_broker)
+    # Every topic's logs follow the broker's new defaults.
+    services.replicas.refresh_configs(
+        (topic.name, topic.configs) for topic in services.metadata.topics()
+    )
 
 
 def _apply_broker_ops(

@@ -41,7 +41,7 @@ from .apis.api_versions import unsupported_version_response
 from .request_context import RequestContext
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 log = logging.getLogger("brook.connection")
 
@@ -55,9 +55,11 @@ SIZE_PREFIX = 4
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.max_request_size: int = broker.config["socket.request.max.bytes"]
+    def __init__(self, services: BrokerServices, connections: set[KafkaConnection]) -> None:
+        self.services = services
+        # The broker's open connections, which it answers and closes at shutdown.
+        self.connections = connections
+        self.max_request_size: int = services.config["socket.request.max.bytes"]
         # Bytes received and not yet handled: at most one read past a whole request,
         # since reading stops while a whole request waits its turn.
         self.buffer = bytearray()
@@ -77,11 +79,11 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         # pause_writing/resume_writing then tell when the unsent bytes cross the bounds.
         self.transport.set_write_buffer_limits(high=MAX_UNSENT_BYTES, low=RESUME_UNSENT_BYTES)
-        self.broker.connections.add(self)
+        self.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.broker.connections.discard(self)
+        self.connections.discard(self)
         if self.in_flight is not None:
             self.in_flight.cancel()
 
@@ -157,7 +159,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         ctx = RequestContext(
-            broker=self.broker,
+            services=self.services,
             api_key=request.api_key,
             api_version=request.api_version,
             correlation_id=request.correlation_id,

@@ -114,10 +114,34 @@ class Partition:
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for broker_id in self.replicas:
-            if broker_id != self.local_broker_id:
-                self.remote_replicas.setdefault(broker_id, ReplicaState(broker_id))
+        self._track_remote_replicas()
         self._maybe_increment_high_watermark()
+
+    def _track_remote_replicas(self) -> None:
+        self.remote_replicas = {
+            broker_id: self.remote_replicas.get(broker_id, ReplicaState(broker_id))
+            for broker_id in self.replicas
+            if broker_id != self.local_broker_id
+        }
+
+    def update_registration(
+        self, replicas: list[int], isr: list[int], leader_id: int, leader_epoch: int
+    ) -> None:
+        """Take a new assignment, leader or ISR from the metadata (Kafka's makeLeader /
+        makeFollower): waiters that only the old leader could answer are answered now."""
+        was_leader = self.role is ReplicaRole.LEADER
+        self.replicas, self.isr = replicas, isr
+        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        self._track_remote_replicas()
+        if was_leader and self.role is not ReplicaRole.LEADER:
+            self.fail_waiters(
+                NotLeaderOrFollowerError(
+                    f"Broker {self.local_broker_id} no longer leads {self.name}"
+                )
+            )
+        else:
+            self._maybe_increment_high_watermark()
+            self.wake_waiters()  # parked fetches answer with the new epoch
 
     @property
     def name(self) -> str:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.api_table import response_type
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
+    services: BrokerServices
     api_key: int
     api_version: int
     correlation_id: int

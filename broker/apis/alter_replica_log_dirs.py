@@ -53,8 +53,8 @@ def handle_alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
 
 
 def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
-    broker = ctx.broker
-    manager = broker.log_manager
+    services = ctx.services
+    manager = services.log_manager
     log_dir = manager.log_dir_by_path(path)
     if log_dir is None:
         log.warning(
@@ -68,13 +68,13 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     if manager.is_offline(log_dir):
         log.warning("AlterReplicaLogDirs from %s: log dir %s is offline", ctx.peer, log_dir)
         return ErrorCode.kafka_storage_error
-    partition = broker.topics.hosted(topic, index)
+    partition = services.replicas.hosted(topic, index)
     if partition is None:
         return ErrorCode.replica_not_available
     if partition.is_offline:
         return ErrorCode.kafka_storage_error
     try:
-        broker.log_dir_mover.move(partition, log_dir)
+        services.log_dir_mover.move(partition, log_dir)
     except KafkaError as exc:
         log.warning("AlterReplicaLogDirs from %s: %s-%d: %s", ctx.peer, topic, index, exc.message)
         return exc.error_code

@@ -45,7 +45,7 @@ def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 if topic.assignments is None
                 else [list(assignment.broker_ids) for assignment in topic.assignments]
             )
-            ctx.broker.topics.add_partitions(
+            ctx.services.controller.add_partitions(
                 topic.name, topic.count, assignments, validate_only=request.validate_only
             )
             outcomes.append((topic.name, None))
@@ -59,7 +59,7 @@ def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int
     """The partitions a request would add: each existing topic's increase, once per name."""
     total = 0
     for topic in topics:
-        existing = ctx.broker.topics.get(topic.name)
+        existing = ctx.services.metadata.get(topic.name)
         if existing is not None and names.count(topic.name) == 1:
             total += max(topic.count - len(existing.partitions), 0)
     return total

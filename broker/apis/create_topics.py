@@ -76,7 +76,7 @@ def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int
         if topic.assignments:
             total += len(topic.assignments)
         elif topic.num_partitions == -1:
-            total += ctx.broker.config["num.partitions"]
+            total += ctx.services.config["num.partitions"]
         elif topic.num_partitions > 0:
             total += topic.num_partitions
     return total
@@ -126,24 +126,24 @@ def _check_assignments(request_topic: Any, registered: set[int]) -> tuple[int, i
 
 
 def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: bool) -> Any:
-    topics = ctx.broker.topics
+    controller = ctx.services.controller
     num_partitions = request_topic.num_partitions
     replication_factor = request_topic.replication_factor
     if request_topic.assignments:
         num_partitions, replication_factor = _check_assignments(
-            request_topic, {ctx.broker.broker_id}
+            request_topic, {ctx.services.broker_id}
         )
     configs = {entry.name: entry.value for entry in request_topic.configs}
-    num_partitions, replication_factor, parsed = topics.check_create(
+    num_partitions, replication_factor, parsed = controller.check_create(
         request_topic.name, num_partitions, replication_factor, configs
     )
     topic_id = ZERO_UUID
     if not validate_only:
-        topic_id = topics.create(
+        topic_id = controller.create(
             request_topic.name, num_partitions, replication_factor, configs
         ).topic_id
-    effective = effective_topic_config(ctx.broker.config, parsed)
-    describer = ConfigDescriber(ctx.broker.dynamic_config)
+    effective = effective_topic_config(ctx.services.config, parsed)
+    describer = ConfigDescriber(ctx.services.dynamic_config)
     described = (
         tuple(
             build(

@@ -22,7 +22,7 @@ def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
         build(
             types.DeletableGroupResult,
             group_id=group_id,
-            error_code=ErrorCode(ctx.broker.groups.delete_group(group_id)),
+            error_code=ErrorCode(ctx.services.groups.delete_group(group_id)),
         )
         for group_id in request.groups_names
     )

@@ -47,7 +47,7 @@ def _delete_below(
     ctx: RequestContext, topic: str, index: int, offset: int
 ) -> tuple[ErrorCode, int]:
     try:
-        partition = ctx.broker.topics.partition(topic, index)
+        partition = ctx.services.replicas.partition(topic, index)
         low_watermark = partition.delete_records_on_leader(offset)
     except KafkaError as exc:
         log.info(

@@ -19,7 +19,7 @@ ZERO_UUID = uuid.UUID(int=0)
 @handles(ApiKey.DELETE_TOPICS)
 def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
-    topics = ctx.broker.topics
+    metadata = ctx.services.metadata
     if hasattr(request, "topics"):  # v6: names or ids
         wanted = [(state.name, state.topic_id) for state in request.topics]
     else:
@@ -28,14 +28,14 @@ def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     for name, topic_id in wanted:
         error, message = ErrorCode.none, None
         if name is None:
-            topic = topics.by_id.get(topic_id)
+            topic = metadata.get_by_id(topic_id)
             if topic is None:
                 error, message = ErrorCode.unknown_topic_id, f"Topic id {topic_id} not found"
             else:
                 name = topic.name
         if error is ErrorCode.none:
             try:
-                topic_id = topics.delete(name).topic_id
+                topic_id = ctx.services.controller.delete(name).topic_id
             except KafkaError as exc:
                 error, message = exc.error_code, exc.message
                 log.info("DeleteTopics %s from %s failed: %s", name, ctx.peer, exc.message)

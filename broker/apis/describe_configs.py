@@ -35,7 +35,7 @@ BROKER = 4
 @handles(ApiKey.DESCRIBE_CONFIGS)
 def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
-    describer = ConfigDescriber(ctx.broker.dynamic_config)
+    describer = ConfigDescriber(ctx.services.dynamic_config)
     with_documentation = getattr(request, "include_documentation", False)
     results = []
     for resource in request.resources:
@@ -71,11 +71,11 @@ def _describe(ctx: RequestContext, describer: ConfigDescriber, resource: Any) ->
     name = resource.resource_name
     if resource.resource_type == TOPIC:
         validate_topic_name(name)
-        topic = ctx.broker.topics.get(name)
+        topic = ctx.services.metadata.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError()  # Kafka sends no message here
         return describer.topic(
-            topic.configs, effective_topic_config(ctx.broker.config, topic.configs)
+            topic.configs, effective_topic_config(ctx.services.config, topic.configs)
         )
     if resource.resource_type == BROKER:
         if not name:
@@ -84,9 +84,9 @@ def _describe(ctx: RequestContext, describer: ConfigDescriber, resource: Any) ->
             broker_id = int(name)
         except ValueError:
             raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
-        if broker_id != ctx.broker.broker_id:
+        if broker_id != ctx.services.broker_id:
             raise InvalidRequestError(
-                f"Unexpected broker id, expected {ctx.broker.broker_id} or empty string,"
+                f"Unexpected broker id, expected {ctx.services.broker_id} or empty string,"
                 f" but received {name}"
             )
         return describer.broker()

@@ -34,7 +34,7 @@ def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
         wanted = defaultdict(set)
         for topic in request.topics:
             wanted[topic.topic].update(topic.partitions)
-    manager = ctx.broker.log_manager
+    manager = ctx.services.log_manager
     # (log dir -> topic -> [(partition, size, offset lag, is future)])
     found: dict[Path, dict[str, list[tuple[int, int, int, bool]]]] = defaultdict(
         lambda: defaultdict(list)

@@ -88,7 +88,7 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     )
     # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
     # what one response (and so one connection) can hold.
-    max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
+    max_bytes = min(request.max_bytes, ctx.services.config["fetch.max.bytes"])
     limits = _Limits(max_bytes, min(request.min_bytes, max_bytes))
     reads = _read_all(ctx, targets, limits.max_bytes, reader)
     max_wait_ms = request.max_wait.total_seconds() * 1000
@@ -125,14 +125,14 @@ async def _wait_then_respond(
         for partition in partitions:
             if partition is not None:
                 partition.add_waiter(waiter)
-        ctx.broker.parked_fetches.add(waiter)
+        ctx.services.fetch_purgatory.park(waiter)
         try:
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
             break
         finally:
-            ctx.broker.parked_fetches.discard(waiter)
-        if ctx.broker.stopping:
+            ctx.services.fetch_purgatory.unpark(waiter)
+        if ctx.services.fetch_purgatory.closing:
             break  # answer with what there is, so the shutdown does not wait out max_wait
         reads = _read_all(ctx, targets, limits.max_bytes, reader)
         if _satisfied(reads, limits.min_bytes):
@@ -153,7 +153,7 @@ def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
 
 
 def _resolve_session(ctx: RequestContext, request: Any) -> tuple[FetchSession | None, bool]:
-    cache = ctx.broker.fetch_sessions
+    cache = ctx.services.fetch_sessions
     session_id, epoch = request.session_id, request.session_epoch
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         if session_id:
@@ -208,15 +208,13 @@ def _targets(ctx: RequestContext, request: Any, session: FetchSession | None) ->
 
 
 def _partition_of(ctx: RequestContext, target: FetchTarget) -> Partition | None:
-    topics = ctx.broker.topics
-    topic = (
-        topics.by_id.get(target.topic)
-        if isinstance(target.topic, uuid.UUID)
-        else topics.get(target.topic)
-    )
-    if topic is None or not 0 <= target.index < len(topic.partitions):
-        return None
-    return topic.partitions[target.index]
+    services = ctx.services
+    if isinstance(target.topic, uuid.UUID):
+        topic = services.metadata.get_by_id(target.topic)
+        name = topic.name if topic is not None else None
+    else:
+        name = target.topic
+    return services.replicas.hosted(name, target.index) if name is not None else None
 
 
 def _read_all(

@@ -37,10 +37,10 @@ def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
 
 
 def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-    broker = ctx.broker
-    listener = broker.advertised[0]
+    services = ctx.services
+    listener = services.advertised_listeners()[0]
     found = {
-        "node_id": broker.broker_id,
+        "node_id": services.broker_id,
         "host": listener.host,
         "port": listener.port,
         "error_code": ErrorCode.none,
@@ -65,7 +65,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             "error_message": None,
         }
     try:
-        broker.groups.store.ensure_topic()
+        services.groups.store.ensure_topic()
     except KafkaError as exc:
         log.warning("Cannot create __consumer_offsets: %s", exc.message)
         return {

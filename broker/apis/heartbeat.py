@@ -13,7 +13,7 @@ from . import NO_THROTTLE, build, handles
 
 @handles(ApiKey.HEARTBEAT)
 def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    error = ctx.broker.groups.heartbeat(
+    error = ctx.services.groups.heartbeat(
         request.group_id,
         request.generation_id,
         request.member_id,

@@ -49,7 +49,7 @@ def alter_all(
             if seen.count((resource.resource_type, resource.resource_name)) > 1:
                 raise InvalidRequestError("Each resource must appear at most once.")
             alter_resource(
-                ctx.broker,
+                ctx.services,
                 resource.resource_type,
                 resource.resource_name,
                 changes_of(resource),

@@ -35,7 +35,7 @@ def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     epoch = getattr(request, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return _response(ctx, ErrorCode.none, producer_id, epoch + 1)
-    producer_id = ctx.broker.producer_ids.next_id()
+    producer_id = ctx.services.producer_ids.next_id()
     log.debug("Producer id %d for %s (client %r)", producer_id, ctx.peer, ctx.client_id)
     return _response(ctx, ErrorCode.none, producer_id, 0)
 

@@ -24,7 +24,7 @@ def handle_join_group(ctx: RequestContext, request: Any) -> Any:
     rebalance_timeout_ms = (
         int(rebalance.total_seconds() * 1000) if rebalance is not None else session_timeout_ms
     )
-    result = ctx.broker.groups.join(
+    result = ctx.services.groups.join(
         JoinRequest(
             group_id=request.group_id,
             member_id=request.member_id,

@@ -17,7 +17,7 @@ def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error, results = ctx.broker.groups.leave(request.group_id, leaving)
+    error, results = ctx.services.groups.leave(request.group_id, leaving)
     if ctx.api_version < 3:
         # One member: its error is the response's error.
         error = results[0][2] if results else error

@@ -53,7 +53,7 @@ def _lookup(
     ctx: RequestContext, topic: str, entry: Any, isolation: FetchIsolation
 ) -> tuple[ErrorCode, int, int, int]:
     try:
-        partition = ctx.broker.topics.partition(topic, entry.partition_index)
+        partition = ctx.services.replicas.partition(topic, entry.partition_index)
         found = partition.fetch_offset_for_timestamp(
             entry.timestamp, isolation, getattr(entry, "current_leader_epoch", -1)
         )

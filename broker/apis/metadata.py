@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..metadata.cache import PartitionRegistration, TopicMetadata
 from ..partition import Partition
 from ..request_context import RequestContext
-from ..topics import Topic, validate_topic_name
+from ..topics import validate_topic_name
 from . import NO_THROTTLE, build, handles, schema_module
+
+if TYPE_CHECKING:
+    from ..services import BrokerServices
 
 log = logging.getLogger("brook.apis.metadata")
 ZERO_UUID = uuid.UUID(int=0)
@@ -25,15 +30,15 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @handles(ApiKey.METADATA)
 def handle_metadata(ctx: RequestContext, request: object) -> object:
-    broker = ctx.broker
+    services = ctx.services
     types = schema_module(ctx.response_type)
     version = ctx.api_version
     requested = request.topics  # type: ignore[attr-defined]
-    topics = broker.topics
+    metadata = services.metadata
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
-        results = [_describe(types, topic, version) for topic in topics.topics.values()]
+        results = [_describe(services, types, topic) for topic in metadata.topics()]
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
         # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
         # name as "", which the response cannot hold), and no broker is listed.
@@ -57,36 +62,36 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
         for entry in requested:
             name = entry.name
             if name is None:
-                topic = topics.by_id.get(entry.topic_id)
+                topic = metadata.get_by_id(entry.topic_id)
                 if topic is None:
                     results.append(
                         _error_topic(types, None, entry.topic_id, ErrorCode.unknown_topic_id)
                     )
                     continue
             else:
-                topic = topics.get(name)
+                topic = metadata.get(name)
             if topic is None:
                 topic, error = _maybe_create(ctx, name, allow_auto_create)
                 if topic is None:
                     results.append(_error_topic(types, name, ZERO_UUID, error))
                     continue
-            results.append(_describe(types, topic, version))
+            results.append(_describe(services, types, topic))
     brokers = [
         build(
             types.MetadataResponseBroker,
-            node_id=broker.broker_id,
+            node_id=services.broker_id,
             host=listener.host,
             port=listener.port,
             rack=None,
         )
-        for listener in broker.advertised[:1]
+        for listener in services.advertised_listeners()[:1]
     ]
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
         brokers=tuple(brokers),
-        cluster_id=broker.cluster_id,
-        controller_id=broker.broker_id,
+        cluster_id=services.cluster_id,
+        controller_id=services.broker_id,
         topics=tuple(results),
         cluster_authorized_operations=-2147483648,
     )
@@ -107,16 +112,16 @@ def _unsupported_lookup(requested: object, version: int) -> str | None:
 
 def _maybe_create(
     ctx: RequestContext, name: str, allow_auto_create: bool
-) -> tuple[Topic | None, ErrorCode]:
-    broker = ctx.broker
+) -> tuple[TopicMetadata | None, ErrorCode]:
+    services = ctx.services
     try:
         validate_topic_name(name)
     except KafkaError:
         return None, ErrorCode.invalid_topic_exception
-    if not (allow_auto_create and broker.config["auto.create.topics.enable"]):
+    if not (allow_auto_create and services.config["auto.create.topics.enable"]):
         return None, ErrorCode.unknown_topic_or_partition
     try:
-        topic = broker.topics.create(name)
+        topic = services.controller.create(name)
     except KafkaError as exc:
         log.info("Auto-creation of %s for %s failed: %s", name, ctx.peer, exc.message)
         return None, exc.error_code
@@ -134,8 +139,11 @@ def _error_topic(types: object, name: str | None, topic_id: uuid.UUID, error: Er
     )
 
 
-def _describe(types: object, topic: Topic, version: int) -> object:
-    partitions = tuple(_describe_partition(types, partition) for partition in topic.partitions)
+def _describe(services: BrokerServices, types: object, topic: TopicMetadata) -> object:
+    partitions = tuple(
+        _describe_partition(types, index, registration, services.replicas.hosted(topic.name, index))
+        for index, registration in enumerate(topic.partitions)
+    )
     return build(
         types.MetadataResponseTopic,
         error_code=ErrorCode.none,
@@ -147,27 +155,29 @@ def _describe(types: object, topic: Topic, version: int) -> object:
     )
 
 
-def _describe_partition(types: object, partition: Partition) -> object:
-    if partition.is_offline:
+def _describe_partition(
+    types: object, index: int, registration: PartitionRegistration, local: Partition | None
+) -> object:
+    if local is not None and local.is_offline:
         # Its only replica sits in a failed log dir: no leader, as Kafka reports an
         # offline partition, with the replica listed as offline.
         return build(
             types.MetadataResponsePartition,
             error_code=ErrorCode.leader_not_available,
-            partition_index=partition.index,
+            partition_index=index,
             leader_id=-1,
-            leader_epoch=partition.leader_epoch,
-            replica_nodes=tuple(partition.replicas),
-            isr_nodes=tuple(partition.isr),
-            offline_replicas=tuple(partition.replicas),
+            leader_epoch=registration.leader_epoch,
+            replica_nodes=registration.replicas,
+            isr_nodes=registration.isr,
+            offline_replicas=registration.replicas,
         )
     return build(
         types.MetadataResponsePartition,
         error_code=ErrorCode.none,
-        partition_index=partition.index,
-        leader_id=partition.leader_id,
-        leader_epoch=partition.leader_epoch,
-        replica_nodes=tuple(partition.replicas),
-        isr_nodes=tuple(partition.isr),
+        partition_index=index,
+        leader_id=registration.leader,
+        leader_epoch=registration.leader_epoch,
+        replica_nodes=registration.replicas,
+        isr_nodes=registration.isr,
         offline_replicas=(),
     )

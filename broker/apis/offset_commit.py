@@ -23,16 +23,16 @@ log = logging.getLogger("brook.apis.offset_commit")
 
 @handles(ApiKey.OFFSET_COMMIT)
 def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
-    now = broker.clock()
+    services = ctx.services
+    now = services.clock()
     retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
     retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
-    max_metadata = broker.config["offset.metadata.max.bytes"]
+    max_metadata = services.config["offset.metadata.max.bytes"]
     errors: dict[tuple[str, int], ErrorCode] = {}
     accepted: dict[tuple[str, int], CommittedOffset] = {}
     known_partitions = []
     for topic in request.topics:
-        known = broker.topics.get(topic.name)
+        known = services.metadata.get(topic.name)
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
             metadata = partition.committed_metadata or ""
@@ -53,7 +53,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     # Kafka drops unknown topics before the coordinator sees the request: with none
     # left, the group is neither checked nor created.
     if known_partitions:
-        group_error = broker.groups.commit_offsets(
+        group_error = services.groups.commit_offsets(
             request.group_id,
             request.generation_id_or_member_epoch,
             request.member_id,

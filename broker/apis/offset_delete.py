@@ -19,7 +19,7 @@ from . import NO_THROTTLE, build, handles, schema_module
 def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
-    error, errors = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    error, errors = ctx.services.groups.delete_offsets(request.group_id, wanted)
     topics = (
         tuple(
             build(

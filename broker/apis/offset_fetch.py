@@ -63,7 +63,7 @@ def _topics(
     group_id: str,
     requested: list[tuple[str, int]] | None,
 ) -> tuple[Any, ...]:
-    found = ctx.broker.groups.fetch_offsets(group_id, requested)
+    found = ctx.services.groups.fetch_offsets(group_id, requested)
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), committed in found.items():
         by_topic.setdefault(topic, []).append(

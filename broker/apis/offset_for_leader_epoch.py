@@ -41,7 +41,7 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
 
 def _end_offset(ctx: RequestContext, topic: str, entry: Any) -> tuple[ErrorCode, int, int]:
     try:
-        partition = ctx.broker.topics.partition(topic, entry.partition)
+        partition = ctx.services.replicas.partition(topic, entry.partition)
         epoch, end_offset = partition.last_offset_for_leader_epoch(
             entry.current_leader_epoch, entry.leader_epoch
         )

@@ -18,7 +18,6 @@ from brook.protocol.errors import ErrorCode, KafkaError, RecordError, RecordVali
 from brook.storage.log_validator import AppendOrigin
 
 from ..request_context import RequestContext
-from ..topics import Topic
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.produce")
@@ -51,14 +50,13 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     uncommitted: list[tuple[PartitionResult, asyncio.Future[None]]] = []
     failed = False
     for topic_data in request.topic_data:
-        topic = ctx.broker.topics.get(topic_data.name)
         partition_results = []
         for partition_data in topic_data.partition_data:
             if acks not in (0, 1, ACKS_ALL):
                 result = PartitionResult(ErrorCode.invalid_required_acks)
             else:
                 result, waiter = _append(
-                    ctx, topic, topic_data.name, partition_data.index, partition_data.records, acks
+                    ctx, topic_data.name, partition_data.index, partition_data.records, acks
                 )
                 if waiter is not None:
                     uncommitted.append((result, waiter))
@@ -144,15 +142,14 @@ def _record_errors(types: Any, errors: tuple[RecordError, ...]) -> tuple[Any, ..
 
 def _append(
     ctx: RequestContext,
-    topic: Topic | None,
     name: str,
     index: int,
     records: bytes | None,
     acks: int,
 ) -> tuple[PartitionResult, asyncio.Future[None] | None]:
-    if topic is None or not 0 <= index < len(topic.partitions):
+    partition = ctx.services.replicas.hosted(name, index)
+    if partition is None:
         return PartitionResult(ErrorCode.unknown_topic_or_partition), None
-    partition = topic.partitions[index]
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset), None
     try:
@@ -160,8 +157,8 @@ def _append(
             records,
             AppendOrigin.CLIENT,
             acks,
-            ctx.broker.clock(),
-            max_decompressed_bytes=ctx.broker.config["socket.request.max.bytes"],
+            ctx.services.clock(),
+            max_decompressed_bytes=ctx.services.config["socket.request.max.bytes"],
         )
     except KafkaError as exc:
         detail = exc.message

@@ -13,7 +13,7 @@ from . import NO_THROTTLE, build, handles
 
 @handles(ApiKey.SYNC_GROUP)
 def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
-    result = ctx.broker.groups.sync(
+    result = ctx.services.groups.sync(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
@@ -32,7 +32,7 @@ async def _await_response(ctx: RequestContext, group_id: str, waiter: Any) -> An
 
 
 def _response(ctx: RequestContext, group_id: str, error: int, assignment: bytes) -> Any:
-    group = ctx.broker.groups.groups.get(group_id)
+    group = ctx.services.groups.groups.get(group_id)
     known = group is not None and error == 0
     return build(
         ctx.response_type,

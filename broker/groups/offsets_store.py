@@ -9,17 +9,21 @@ the last record of a key wins, and a null value (tombstone) deletes it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.record_batch import Record, build_batch, decode_records, split_batches
+from brook.storage.clock import Clock
 from brook.storage.log_validator import AppendOrigin
 
 from .group import CommittedOffset, Group, GroupState, Member
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..config import BrokerConfig
+    from ..controller import Controller
+    from ..metadata.cache import MetadataCache
+    from ..replica_manager import ReplicaManager
 
 log = logging.getLogger("brook.groups.offsets")
 
@@ -28,25 +32,36 @@ READ_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 class OffsetsStore:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        metadata: MetadataCache,
+        replicas: ReplicaManager,
+        controller: Controller,
+        config: Callable[[], BrokerConfig],
+        clock: Clock,
+    ) -> None:
+        self._metadata = metadata
+        self._replicas = replicas
+        self._controller = controller
+        self._config = config
+        self._clock = clock
 
     @property
     def num_partitions(self) -> int:
-        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        topic = self._metadata.get(OFFSETS_TOPIC)
         if topic is not None:
             return len(topic.partitions)
-        return int(self.broker.config["offsets.topic.num.partitions"])
+        return int(self._config()["offsets.topic.num.partitions"])
 
     def partition_for(self, group_id: str) -> int:
         return cr.group_partition(group_id, self.num_partitions)
 
     def ensure_topic(self) -> None:
         """Create `__consumer_offsets` the first time a client looks for a coordinator."""
-        if self.broker.topics.get(OFFSETS_TOPIC) is not None:
+        if self._metadata.get(OFFSETS_TOPIC) is not None:
             return
-        config = self.broker.config
-        self.broker.topics.create(
+        config = self._config()
+        self._controller.create(
             OFFSETS_TOPIC,
             config["offsets.topic.num.partitions"],
             config["offsets.topic.replication.factor"],
@@ -62,8 +77,8 @@ class OffsetsStore:
 
     def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
         self.ensure_topic()
-        partition = self.broker.topics.partition(OFFSETS_TOPIC, self.partition_for(group_id))
-        now = self.broker.clock()
+        partition = self._replicas.partition(OFFSETS_TOPIC, self.partition_for(group_id))
+        now = self._clock()
         records = [Record(i, now, key, value) for i, (key, value) in enumerate(entries)]
         partition.append_records_as_leader(
             build_batch(records), AppendOrigin.COORDINATOR, required_acks=1, now_ms=now
@@ -138,12 +153,11 @@ class OffsetsStore:
 
     def load(self) -> Iterator[tuple[str, Any, dict[tuple[str, int], CommittedOffset]]]:
         """Every group found in `__consumer_offsets`: (id, metadata or None, offsets)."""
-        topic = self.broker.topics.get(OFFSETS_TOPIC)
-        if topic is None:
+        if self._metadata.get(OFFSETS_TOPIC) is None:
             return
         metadata: dict[str, Any] = {}
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        for partition in topic.partitions:
+        for partition in self._replicas.partitions_of(OFFSETS_TOPIC):
             for key_bytes, value_bytes in self._records(partition.log):
                 key = cr.decode_key(key_bytes)
                 if isinstance(key, cr.OffsetCommitKey):
@@ -222,7 +236,5 @@ class OffsetsStore:
                 group.static_members[member.group_instance_id] = member.member_id
         group.transition(
             GroupState.STABLE if group.members else GroupState.EMPTY,
-            value.current_state_timestamp
-            if value.current_state_timestamp > 0
-            else self.broker.clock(),
+            value.current_state_timestamp if value.current_state_timestamp > 0 else self._clock(),
         )

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from brook.broker.metadata.records import PartitionRecord
 from brook.broker.testing import BrokerThread, free_port
 
 from .cli import assert_one_line_error, brook
@@ -69,7 +70,7 @@ def test_create_with_partitions_replication_and_configs(brook_broker, topic_name
     description = described(brook_broker.bootstrap, topic_name)
     assert [p.id for p in description.partitions] == [0, 1, 2]
     assert all(len(p.replicas) == 1 for p in description.partitions)
-    configs = brook_broker.call(lambda: dict(brook_broker.broker.topics.get(topic_name).configs))
+    configs = brook_broker.call(lambda: dict(brook_broker.broker.metadata.get(topic_name).configs))
     # The broker keeps configs parsed: a long, and a list for the bracketed value.
     assert configs == {"retention.ms": 60000, "cleanup.policy": ["compact", "delete"]}
 
@@ -100,7 +101,7 @@ def test_create_an_existing_topic(brook_broker, topic_name):
 def test_create_rejected_by_the_broker(brook_broker, topic_name, args, fragments):
     ran = topics(brook_broker, "--create", "--topic", topic_name, *args)
     assert_one_line_error(ran, f"cannot create topic {topic_name}", *fragments, code=1)
-    assert brook_broker.call(lambda: brook_broker.broker.topics.get(topic_name)) is None
+    assert brook_broker.call(lambda: brook_broker.broker.metadata.get(topic_name)) is None
 
 
 @pytest.mark.parametrize(
@@ -143,7 +144,7 @@ def test_describe_output_is_shaped_like_kafka_topics(brook_broker):
     ran = topics(brook_broker, "--describe", "--topic", "orders")
     assert ran.returncode == 0, ran
     topic_id = kafka_uuid(
-        brook_broker.call(lambda: brook_broker.broker.topics.get("orders")).topic_id
+        brook_broker.call(lambda: brook_broker.broker.metadata.get("orders")).topic_id
     )
     header, *partitions = ran.lines
     assert re.fullmatch(
@@ -183,10 +184,16 @@ def test_partition_filters(brook_broker):
         assert (ran.returncode, ran.stdout) == (0, ""), ran
 
     def damage() -> None:
-        sick = brook_broker.broker.topics.get("sick")
-        sick.partitions[1].replicas = [0, 7]  # broker 7 is not in sync
-        sick.partitions[1].isr = [0]
-        sick.partitions[2].leader_id = 7  # a leader that is not a live broker
+        # As a ZooKeeper change will arrive: broker 7 is a replica of partition 1 but
+        # not in sync, and leads partition 2 without being a live broker.
+        broker = brook_broker.broker
+        topic_id = broker.metadata.get("sick").topic_id
+        broker.metadata_publisher.apply(
+            [
+                PartitionRecord(topic_id, 1, (0, 7), (0,), 0, 0),
+                PartitionRecord(topic_id, 2, (0, 7), (0, 7), 7, 1),
+            ]
+        )
 
     brook_broker.call(damage)
     ran = topics(brook_broker, "--describe", "--under-replicated-partitions")

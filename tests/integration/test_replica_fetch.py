@@ -55,7 +55,7 @@ def test_a_fetch_from_a_broker_that_is_no_follower_is_refused(
     its follower: NOT_LEADER_OR_FOLLOWER and no records, while a consumer reads them."""
     create_topic(brook_broker.bootstrap, topic_name)
     produce(brook_broker.bootstrap, topic_name, [(None, b"secret")])
-    topic_id = brook_broker.call(lambda: brook_broker.broker.topics.get(topic_name).topic_id)
+    topic_id = brook_broker.call(lambda: brook_broker.broker.metadata.get(topic_name).topic_id)
     with BlockingClient("127.0.0.1", brook_broker.port, "replica-fetch-test") as client:
         v11 = client.request(fetch_request(topic_name, max_wait_ms=0, replica_id=replica_id))
         v15 = client.request(_fetch_v15(topic_id, replica_id))

@@ -1,0 +1,215 @@
+"""The controller: checks topic changes with Kafka's rules and turns them into records.
+
+CreateTopics, auto-creation, CreatePartitions, DeleteTopics and topic AlterConfigs come
+here; what they change reaches the cache, the store and the replica manager through the
+MetadataPublisher, whole or not at all. With one broker this broker is the controller,
+the only replica and the leader of every partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from brook.protocol.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicError,
+    TopicDeletionDisabledError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from brook.storage.errors import KafkaStorageError
+
+from .config import BrokerConfig, ConfigError
+from .metadata.cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
+from .metadata.publisher import MetadataPublisher
+from .metadata.records import (
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicConfigsRecord,
+    TopicRecord,
+)
+from .topic_config import validate_topic_configs
+from .topics import validate_manual_assignment, validate_topic_name
+
+log = logging.getLogger("brook.controller")
+
+
+class Controller:
+    def __init__(
+        self,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+    ) -> None:
+        self.broker_id = broker_id
+        self._config = config  # the broker's config in force (AlterConfigs replaces it)
+        self._cache = cache
+        self._publisher = publisher
+
+    @property
+    def live_brokers(self) -> set[int]:
+        return {self.broker_id}
+
+    # --- topics -------------------------------------------------------------------------
+
+    def check_create(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        internal: bool = False,
+    ) -> tuple[int, int, dict[str, Any]]:
+        """Validate a topic creation; returns the resolved partitions, RF and configs.
+
+        Internal topics are created by their coordinators only (`internal`), never by
+        a client's CreateTopics or auto-creation, as in Kafka.
+        """
+        validate_topic_name(name)
+        exists = self._cache.get(name) is not None
+        if name in INTERNAL_TOPICS and not internal and not exists:
+            raise InvalidRequestError(f"Creation of internal topic {name} is prohibited.")
+        if exists:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        collision = next(
+            (
+                other
+                for other in self._cache.names()
+                if other.replace(".", "_") == name.replace(".", "_")
+            ),
+            None,
+        )
+        if collision is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
+        config = self._config()
+        # -1 asks for the broker's default (KIP-464); other non-positive values are errors.
+        if replication_factor < -1 or replication_factor == 0:
+            raise InvalidReplicationFactorError(
+                "Replication factor must be larger than 0, or -1 to use the default value."
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise InvalidPartitionsError(
+                "Number of partitions was set to an invalid non-positive value."
+            )
+        if num_partitions == -1:
+            num_partitions = config["num.partitions"]
+        if replication_factor == -1:
+            replication_factor = config["default.replication.factor"]
+        live = len(self.live_brokers)
+        if replication_factor > live:
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {replication_factor} time(s): The target"
+                f" replication factor of {replication_factor} cannot be reached because only"
+                f" {live} broker(s) are registered."
+            )
+        try:
+            parsed = validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise InvalidConfigError(str(exc)) from None
+        return num_partitions, replication_factor, parsed
+
+    def create(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, Any] | None = None,
+        internal: bool = False,
+    ) -> TopicMetadata:
+        num_partitions, _, parsed = self.check_create(
+            name, num_partitions, replication_factor, configs or {}, internal
+        )
+        topic_id = uuid.uuid4()
+        records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
+        records += self._new_partitions(topic_id, 0, num_partitions)
+        if parsed:
+            records.append(TopicConfigsRecord(topic_id, parsed))
+        # All or nothing, as Kafka commits a topic's records together: no partition of a
+        # topic that could not be made whole stays behind, on disk or here.
+        self._apply(f"create topic {name}", records)
+        log.info("Created topic %s with %d partitions (id %s)", name, num_partitions, topic_id)
+        topic = self._cache.get(name)
+        assert topic is not None
+        return topic
+
+    def delete(self, name: str) -> TopicMetadata:
+        if not self._config()["delete.topic.enable"]:
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+        topic = self._cache.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+        self._apply(f"delete topic {name}", [RemoveTopicRecord(topic.topic_id)])
+        log.info("Deleted topic %s", name)
+        return topic
+
+    def add_partitions(
+        self,
+        name: str,
+        new_total: int,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Grow a topic to `new_total` partitions, with Kafka's checks and messages.
+
+        `assignments`: the replica list of each new partition, when the client gives
+        them (one per new partition, each as long as the topic's replication factor).
+        """
+        topic = self._cache.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if new_total == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        if new_total < current:
+            raise InvalidPartitionsError(
+                f"The topic {name} currently has {current} partition(s); {new_total} would"
+                " not be an increase."
+            )
+        additional = new_total - current
+        if assignments is not None:
+            if len(assignments) != additional:
+                raise InvalidReplicaAssignmentError(
+                    f"Attempted to add {additional} additional partition(s), but only"
+                    f" {len(assignments)} assignment(s) were specified."
+                )
+            replication_factor = len(topic.partitions[0].replicas)
+            for broker_ids in assignments:
+                validate_manual_assignment(broker_ids, replication_factor, self.live_brokers)
+        if validate_only:
+            return
+        self._apply(
+            f"add partitions to {name}", self._new_partitions(topic.topic_id, current, new_total)
+        )
+        log.info("Topic %s now has %d partitions", name, new_total)
+
+    def set_configs(self, name: str, configs: dict[str, Any]) -> None:
+        """Replace a topic's overrides (validated by the caller); its logs follow at once."""
+        topic = self._cache.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+        self._apply(f"alter the configs of {name}", [TopicConfigsRecord(topic.topic_id, configs)])
+
+    def _new_partitions(self, topic_id: uuid.UUID, first: int, end: int) -> list[MetadataRecord]:
+        me = (self.broker_id,)
+        return [
+            PartitionRecord(topic_id, index, me, me, self.broker_id) for index in range(first, end)
+        ]
+
+    def _apply(self, action: str, records: list[MetadataRecord]) -> None:
+        try:
+            self._publisher.apply(records)
+        except (OSError, KafkaStorageError) as exc:
+            # The log manager reports its own failures as KAFKA_STORAGE_ERROR already; a
+            # failure of the store's own files arrives as an OSError.
+            reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
+            log.error("Could not %s: %s; nothing of it was kept", action, reason)
+            raise KafkaStorageError(f"Could not {action}: {reason}.") from None

@@ -1,0 +1,84 @@
+"""The MetadataCache: topics, their ids, configs and partition registrations.
+
+Handlers read it; only the publisher changes it (MetadataCache.apply), so what a request
+sees is always a whole change, never half of one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import (
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicConfigsRecord,
+    TopicRecord,
+)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+
+
+@dataclass(eq=False)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, Any] = field(default_factory=dict)
+    partitions: list[PartitionRegistration] = field(default_factory=list)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self._topics: dict[str, TopicMetadata] = {}
+        self._by_id: dict[uuid.UUID, TopicMetadata] = {}
+
+    def get(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def get_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return self._by_id.get(topic_id)
+
+    def topics(self) -> Iterator[TopicMetadata]:
+        return iter(list(self._topics.values()))
+
+    def names(self) -> list[str]:
+        return list(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def apply(self, records: Iterable[MetadataRecord]) -> None:
+        for record in records:
+            if isinstance(record, TopicRecord):
+                topic = TopicMetadata(record.name, record.topic_id)
+                self._topics[record.name] = topic
+                self._by_id[record.topic_id] = topic
+            elif isinstance(record, PartitionRecord):
+                topic = self._by_id[record.topic_id]
+                registration = PartitionRegistration(
+                    record.replicas, record.isr, record.leader, record.leader_epoch
+                )
+                if record.partition_id < len(topic.partitions):
+                    topic.partitions[record.partition_id] = registration
+                else:
+                    topic.partitions.append(registration)
+            elif isinstance(record, TopicConfigsRecord):
+                self._by_id[record.topic_id].configs = dict(record.configs)
+            elif isinstance(record, RemoveTopicRecord):
+                removed = self._by_id.pop(record.topic_id)
+                del self._topics[removed.name]

@@ -1,0 +1,44 @@
+"""Metadata changes as records, in the shape of Kafka's KRaft metadata records.
+
+A controller turns a request (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs)
+into records; the publisher applies them. The same records rebuild the state at start.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    name: str
+    topic_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    topic_id: uuid.UUID
+    partition_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigsRecord:
+    """A topic's whole set of config overrides (Kafka writes a ConfigRecord a key)."""
+
+    topic_id: uuid.UUID
+    configs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord:
+    topic_id: uuid.UUID
+
+
+MetadataRecord = TopicRecord | PartitionRecord | TopicConfigsRecord | RemoveTopicRecord

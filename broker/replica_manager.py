@@ -1,0 +1,180 @@
+"""The partitions this broker hosts, made and removed as the metadata says (Kafka's
+ReplicaManager): a partition assigned here gets its log and a Partition; a deleted topic
+loses both; a topic's new configs reach its logs.
+
+Handlers find partitions here; what the cluster knows about them (leaders, ISR, configs)
+is in the MetadataCache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from brook.protocol.errors import UnknownTopicOrPartitionError
+from brook.storage.errors import KafkaStorageError
+from brook.storage.log_config import LogConfig
+from brook.storage.log_manager import LogManager
+
+from .metadata.cache import MetadataCache
+from .metadata.records import (
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicConfigsRecord,
+    TopicRecord,
+)
+from .partition import Partition
+
+TopicPartition = tuple[str, int]
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        log_config_of: Callable[[dict[str, Any]], LogConfig],
+    ) -> None:
+        self.broker_id = broker_id
+        self._log_manager = log_manager
+        # A topic's overrides -> its LogConfig under the broker's current defaults.
+        self._log_config_of = log_config_of
+        self._partitions: dict[TopicPartition, Partition] = {}
+
+    # --- lookups ------------------------------------------------------------------------
+
+    def hosted(self, topic: str, index: int) -> Partition | None:
+        """The partition if this broker hosts it (offline or not), else None."""
+        return self._partitions.get((topic, index))
+
+    def partition(self, topic: str, index: int) -> Partition:
+        """The partition, online; Kafka's errors when it is not here or its dir failed."""
+        partition = self._partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(
+                f"This server does not host this topic-partition: {topic}-{index}"
+            )
+        if partition.is_offline:
+            raise KafkaStorageError(f"Partition {topic}-{index} is in an offline log dir")
+        return partition
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def partitions_of(self, topic: str) -> list[Partition]:
+        """The partitions of a topic hosted here, by index."""
+        hosted = [p for (name, _), p in self._partitions.items() if name == topic]
+        return sorted(hosted, key=lambda partition: partition.index)
+
+    # --- changes ------------------------------------------------------------------------
+
+    def prepare(self, records: Sequence[MetadataRecord], cache: MetadataCache) -> ReplicaChange:
+        """Make the logs and partitions a change adds, before anyone sees the change.
+
+        `cache` holds the state before the change. All or nothing: when a log cannot be
+        made, what this call made is removed again and the error raised. What the change
+        removes or reconfigures waits for ReplicaChange.complete, once it is kept.
+        """
+        names = {topic.topic_id: topic.name for topic in cache.topics()}
+        configs = {topic.topic_id: topic.configs for topic in cache.topics()}
+        for record in records:
+            if isinstance(record, TopicRecord):
+                names[record.topic_id] = record.name
+                configs.setdefault(record.topic_id, {})
+            elif isinstance(record, TopicConfigsRecord):
+                configs[record.topic_id] = dict(record.configs)
+        made: list[Partition] = []  # partitions whose logs this change created
+        changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
+        try:
+            for record in records:
+                if not isinstance(record, PartitionRecord) or self.broker_id not in record.replicas:
+                    continue
+                name = names[record.topic_id]
+                hosted = self._partitions.get((name, record.partition_id))
+                if hosted is not None:
+                    changed.append((hosted, record))
+                    continue
+                is_new = self._log_manager.get_log(name, record.partition_id) is None
+                partition = self._make_partition(name, record, configs[record.topic_id])
+                if is_new:
+                    made.append(partition)
+        except BaseException:
+            self.remove_partitions(made)
+            raise
+        removed = [names[r.topic_id] for r in records if isinstance(r, RemoveTopicRecord)]
+        reconfigured = [
+            (names[r.topic_id], configs[r.topic_id])
+            for r in records
+            if isinstance(r, TopicConfigsRecord)
+        ]
+        return ReplicaChange(self, made, changed, removed, reconfigured)
+
+    def refresh_configs(self, topics: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """The broker's defaults changed: every log takes its topic's new config."""
+        for name, overrides in topics:
+            self._update_configs(name, overrides)
+
+    def _make_partition(
+        self, name: str, record: PartitionRecord, overrides: dict[str, Any]
+    ) -> Partition:
+        # An existing log without partition.metadata (placed by hand, or written by a
+        # tool that keeps none) gets the topic id now, or it would change at every start.
+        log_ = self._log_manager.get_or_create_log(
+            name, record.partition_id, self._log_config_of(overrides), record.topic_id
+        )
+        partition = Partition(
+            topic=name,
+            index=record.partition_id,
+            topic_id=record.topic_id,
+            log=log_,
+            local_broker_id=self.broker_id,
+            leader_id=record.leader,
+            leader_epoch=record.leader_epoch,
+            replicas=list(record.replicas),
+            isr=list(record.isr),
+        )
+        self._partitions[(name, record.partition_id)] = partition
+        return partition
+
+    def remove_partitions(self, partitions: list[Partition]) -> None:
+        for partition in partitions:
+            self._partitions.pop((partition.topic, partition.index), None)
+            self._log_manager.delete_log(partition.topic, partition.index)
+
+    def remove_topic(self, name: str) -> None:
+        removed = self.partitions_of(name)
+        for partition in removed:
+            partition.fail_waiters(UnknownTopicOrPartitionError(f"Topic {name} was deleted"))
+        self.remove_partitions(removed)
+
+    def _update_configs(self, name: str, overrides: dict[str, Any]) -> None:
+        config = self._log_config_of(overrides)
+        for partition in self.partitions_of(name):
+            partition.log.update_config(config)
+
+
+@dataclass(slots=True)
+class ReplicaChange:
+    """A change the replica manager has prepared: undone if it cannot be kept, completed
+    (new leaders and ISRs taken by the partitions, topics removed, configs applied to
+    the logs) once it is."""
+
+    _manager: ReplicaManager
+    _made: list[Partition]
+    _changed: list[tuple[Partition, PartitionRecord]]
+    _removed: list[str]
+    _reconfigured: list[tuple[str, dict[str, Any]]]
+
+    def undo(self) -> None:
+        self._manager.remove_partitions(self._made)
+
+    def complete(self) -> None:
+        for partition, record in self._changed:
+            partition.update_registration(
+                list(record.replicas), list(record.isr), record.leader, record.leader_epoch
+            )
+        for name in self._removed:
+            self._manager.remove_topic(name)
+        self._manager.refresh_configs(self._reconfigured)

@@ -1,0 +1,46 @@
+"""What request handlers work with: the broker's parts, each narrow, none of them the
+broker itself (Kafka's KafkaApis takes its collaborators the same way). The broker
+builds one at start; handlers reach it as `ctx.services`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from brook.storage.clock import Clock
+from brook.storage.log_manager import LogManager
+
+from .config import BrokerConfig, Listener
+from .controller import Controller
+from .dynamic_config import DynamicBrokerConfig
+from .fetch_purgatory import FetchPurgatory
+from .fetch_sessions import FetchSessionCache
+from .groups.coordinator import GroupCoordinator
+from .log_dir_mover import LogDirMover
+from .metadata.cache import MetadataCache
+from .producer_ids import ProducerIdManager
+from .replica_manager import ReplicaManager
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    broker_id: int
+    clock: Clock
+    dynamic_config: DynamicBrokerConfig
+    metadata: MetadataCache
+    replicas: ReplicaManager
+    controller: Controller
+    groups: GroupCoordinator
+    producer_ids: ProducerIdManager
+    fetch_sessions: FetchSessionCache
+    fetch_purgatory: FetchPurgatory
+    log_manager: LogManager
+    log_dir_mover: LogDirMover
+    cluster_id: str
+    # The advertised listeners, with ports resolved once the listeners are bound.
+    advertised_listeners: Callable[[], list[Listener]]
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker's config in force: static, overlaid by dynamic changes."""
+        return self.dynamic_config.current
