@@ -25,6 +25,15 @@ CODECS = {
     "zstd": Codec.ZSTD,
 }
 
+# kafka-python's and aiokafka's consumer settings (the same names) for a consumer that
+# assigns its partitions itself and hears of new records within 100 ms.
+OUTSIDE_GROUP: dict[str, Any] = {
+    "group_id": None,
+    "enable_auto_commit": False,
+    "fetch_max_wait_ms": 100,
+    "request_timeout_ms": 15_000,
+}
+
 
 def create_topic(
     bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None
@@ -118,14 +127,7 @@ def kafka_python_producer(bootstrap: str, **config: Any) -> KafkaProducer:
 
 def kafka_python_consumer(bootstrap: str, **config: Any) -> KafkaConsumer:
     """A kafka-python consumer outside any group."""
-    settings: dict[str, Any] = {
-        "group_id": None,
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "request_timeout_ms": 15_000,
-    }
-    settings.update(config)
-    return KafkaConsumer(bootstrap_servers=bootstrap, **settings)
+    return KafkaConsumer(bootstrap_servers=bootstrap, **{**OUTSIDE_GROUP, **config})
 
 
 def kafka_python_poll(consumer: KafkaConsumer, count: int, timeout: float = 20) -> list[Any]:
@@ -151,15 +153,8 @@ async def aiokafka_producer(bootstrap: str, **config: Any) -> AsyncIterator[AIOK
 
 @asynccontextmanager
 async def aiokafka_consumer(bootstrap: str, **config: Any) -> AsyncIterator[AIOKafkaConsumer]:
-    """A started aiokafka consumer outside any group (Brook serves no groups yet)."""
-    settings: dict[str, Any] = {
-        "group_id": None,
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "request_timeout_ms": 15_000,
-    }
-    settings.update(config)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **settings)
+    """A started aiokafka consumer outside any group."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **{**OUTSIDE_GROUP, **config})
     await consumer.start()
     try:
         yield consumer
@@ -175,3 +170,18 @@ async def aiokafka_poll(consumer: AIOKafkaConsumer, count: int, timeout: float =
         for batch in (await consumer.getmany(timeout_ms=200)).values():
             records += batch
     return records
+
+
+def assert_consumed_as_placed(
+    records: list[Any], placed: dict[tuple[bytes, bytes], Any], partitions: int
+) -> None:
+    """Each consumed record (kafka-python's or aiokafka's) sits at the partition and
+    offset its send was acknowledged with, and within a partition the records come in
+    the order they were sent (their values count up)."""
+    assert len(records) == len(placed)
+    for record in records:
+        metadata = placed[(record.key, record.value)]
+        assert (record.partition, record.offset) == (metadata.partition, metadata.offset)
+    for partition in range(partitions):
+        values = [int(r.value) for r in records if r.partition == partition]
+        assert values == sorted(values)
