@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -85,20 +85,29 @@ def consume_all(
         }
     )
     consumer.assign([TopicPartition(topic, partition, offset)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
     try:
-        while len(out) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise AssertionError(message.error())
-            out.append(message)
+        return poll_until(consumer, lambda out: len(out) >= count, timeout)
     finally:
         consumer.close()
+
+
+def poll_until(
+    consumer: Consumer, enough: Callable[[list[Any]], bool], timeout: float
+) -> list[Any]:
+    """A confluent-kafka consumer's messages, polled until `enough` says so or `timeout`
+    passes (partition EOFs skipped, any other error raised)."""
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while not enough(out) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                continue
+            raise AssertionError(error)
+        out.append(message)
     return out
 
 
