@@ -23,6 +23,7 @@ from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch, split_batches
 
 from .clients import consume_all, create_topic, stored_batches
+from .processes import watermarks
 from .raw_client import RawClient, produce_request
 from .segments import decode_segment, segments_of
 
@@ -52,11 +53,7 @@ def _batch(timestamps: list[int], codec: int = Codec.NONE) -> bytes:
 
 
 def _stored(broker, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ts"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[1]
-    finally:
-        consumer.close()
+    return watermarks(broker.bootstrap, topic, 1)[0][1]
 
 
 def test_after_bound_is_inclusive_and_one_ms_over_fails(frozen_broker, topic_name):
