@@ -31,8 +31,8 @@ the straight-line code only, about 1.6 times as fast as careful_walk.
 
 Nanoseconds a record, `python -m bench.record_walk` (one batch of 9000 records of 100 B
 or 976 of 1 KiB, random values, timestamps within about 10 ms; best of 40 in one process
-on the shared 2-core machine at a load of about 1; "careful" is careful_walk record after
-record, which is what the walk was before the fast paths):
+on the shared 2-core machine at a load of about 1; "careful" is careful_walk_all, careful_walk
+record after record, which is what the walk was before the fast paths):
 
 | records                                  | careful | walk |
 | ---------------------------------------- | ------- | ---- |
