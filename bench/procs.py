@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -136,25 +136,28 @@ class BrokerProcess:
 
     def rss_bytes(self) -> int | None:
         """Resident memory of the broker and any processes it spawned, or None if it is gone."""
-        procs = self._tree()
-        if not procs:
-            return None
-        total = 0
-        for proc in procs:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                total += proc.memory_info().rss
-        return total
+        total = self._tree_total(lambda proc: proc.memory_info().rss)
+        return None if total is None else int(total)
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU time the broker (and its children) used so far, or None if gone."""
+
+        def used(proc: psutil.Process) -> float:
+            times = proc.cpu_times()
+            return float(times.user + times.system)
+
+        return self._tree_total(used)
+
+    def _tree_total(self, measure: Callable[[psutil.Process], float]) -> float | None:
+        """`measure` summed over the broker and its children (one that exits meanwhile
+        adds nothing), or None once the broker is gone."""
         procs = self._tree()
         if not procs:
             return None
         total = 0.0
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess):
-                times = proc.cpu_times()
-                total += times.user + times.system
+                total += measure(proc)
         return total
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:

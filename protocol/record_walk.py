@@ -31,8 +31,8 @@ the straight-line code only, about 1.6 times as fast as careful_walk.
 
 Nanoseconds a record, `python -m bench.record_walk` (one batch of 9000 records of 100 B
 or 976 of 1 KiB, random values, timestamps within about 10 ms; best of 40 in one process
-on the shared 2-core machine at a load of about 1; "careful" is careful_walk record after
-record, which is what the walk was before the fast paths):
+on the shared 2-core machine at a load of about 1; "careful" is careful_walk_all, careful_walk
+record after record, which is what the walk was before the fast paths):
 
 | records                                  | careful | walk |
 | ---------------------------------------- | ------- | ---- |
@@ -518,6 +518,25 @@ def _two_byte_deltas(
 
 def _join_7(b: int, c: int) -> int:
     return (b & 0x7F) | c << 7
+
+
+def careful_walk_all(
+    data: bytes | bytearray | memoryview,
+    position: int,
+    end: int,
+    record_count: int,
+    find_keyless: bool,
+) -> WalkResult:
+    """walk's answer from careful_walk alone, record after record: the reference that the
+    fast paths are held to (tests) and timed against (bench.record_walk)."""
+    keyless: list[int] | None = [] if find_keyless else None
+    result = careful_walk(data, position, end, 0, record_count, _LOW, _HIGH, keyless)
+    if result[0]:
+        return result
+    _, position, low, high = result
+    if position != end:
+        return Malformed.TRAILING, record_count, 0, 0
+    return 0, low, high, keyless
 
 
 def careful_walk(

@@ -22,6 +22,7 @@ sanity_check() reports what a writable index would refuse to load.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import io
 import itertools
@@ -50,6 +51,9 @@ class AbstractIndex:
     """A lazily loaded, preallocated file of `ENTRY_SIZE`-byte entries."""
 
     ENTRY_SIZE: ClassVar[int]
+    # Each entry's offset relative to the base offset, in file order (ascending): every
+    # index kind has one, beside its other columns.
+    _offsets: array[int]
 
     def __init__(
         self,
@@ -67,11 +71,9 @@ class AbstractIndex:
         # How many entries the file has room for at its current length (Kafka's
         # mmap limit / entry size). A trimmed file is full until it is resized.
         self._max_entries = 0
+        self._parse(b"")  # no entries until the file is loaded
 
     # --- subclass hooks ---------------------------------------------------------------
-
-    def _entry_count(self) -> int:
-        raise NotImplementedError
 
     def _parse(self, data: bytes) -> None:
         """Fill the in-memory entries from the used part of the file."""
@@ -83,6 +85,9 @@ class AbstractIndex:
 
     def _truncate_entries(self, count: int) -> None:
         raise NotImplementedError
+
+    def _entry_count(self) -> int:
+        return len(self._offsets)
 
     # --- loading ----------------------------------------------------------------------
 
@@ -222,6 +227,12 @@ class AbstractIndex:
         length = self._max_entries * self.ENTRY_SIZE
         os.ftruncate(self._fd, count * self.ENTRY_SIZE)
         os.ftruncate(self._fd, length)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry for an offset >= `offset` (the entries before the first
+        such one stay: offsets never go backwards in an index)."""
+        self._ensure_loaded()
+        self.truncate_to_entries(bisect.bisect_left(self._offsets, offset - self.base_offset))
 
     def reset(self) -> None:
         """Drop every entry and preallocate: the start of a rebuild."""

@@ -14,9 +14,8 @@ import bisect
 import struct
 import sys
 from array import array
-from pathlib import Path
 
-from .abstract_index import DEFAULT_MAX_INDEX_SIZE, AbstractIndex, strictly_increasing
+from .abstract_index import AbstractIndex, strictly_increasing
 from .errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 
 _ENTRY = struct.Struct(">ii")
@@ -24,22 +23,9 @@ _ENTRY = struct.Struct(">ii")
 
 class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
-
-    def __init__(
-        self,
-        path: Path,
-        base_offset: int,
-        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
-        writable: bool = True,
-    ) -> None:
-        super().__init__(path, base_offset, max_index_size, writable)
-        self._offsets = array("i")  # relative offsets
-        self._positions = array("i")
+    _positions: array[int]  # each entry's byte position in the segment
 
     # --- AbstractIndex hooks ----------------------------------------------------------
-
-    def _entry_count(self) -> int:
-        return len(self._offsets)
 
     def _parse(self, data: bytes) -> None:
         values = array("i")
@@ -109,16 +95,3 @@ class OffsetIndex(AbstractIndex):
         self._write_entry(_ENTRY.pack(relative, position))
         self._offsets.append(relative)
         self._positions.append(position)
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry for an offset >= `offset`."""
-        self._ensure_loaded()
-        relative = offset - self.base_offset
-        slot = bisect.bisect_right(self._offsets, relative) - 1
-        if slot < 0:
-            count = 0
-        elif self._offsets[slot] == relative:
-            count = slot
-        else:
-            count = slot + 1
-        self.truncate_to_entries(count)

@@ -15,10 +15,8 @@ import bisect
 import struct
 from array import array
 from operator import itemgetter
-from pathlib import Path
 
 from .abstract_index import (
-    DEFAULT_MAX_INDEX_SIZE,
     AbstractIndex,
     non_decreasing,
     strictly_increasing,
@@ -31,22 +29,9 @@ NO_TIMESTAMP = -1
 
 class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
-
-    def __init__(
-        self,
-        path: Path,
-        base_offset: int,
-        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
-        writable: bool = True,
-    ) -> None:
-        super().__init__(path, base_offset, max_index_size, writable)
-        self._timestamps = array("q")
-        self._offsets = array("i")  # relative offsets
+    _timestamps: array[int]  # each entry's timestamp (the segment's maximum so far)
 
     # --- AbstractIndex hooks ----------------------------------------------------------
-
-    def _entry_count(self) -> int:
-        return len(self._offsets)
 
     def _parse(self, data: bytes) -> None:
         self._timestamps = array("q", map(itemgetter(0), _ENTRY.iter_unpack(data)))
@@ -126,17 +111,3 @@ class TimeIndex(AbstractIndex):
         self._write_entry(_ENTRY.pack(timestamp, relative))
         self._timestamps.append(timestamp)
         self._offsets.append(relative)
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry for an offset >= `offset`."""
-        self._ensure_loaded()
-        relative = offset - self.base_offset
-        slot = bisect.bisect_right(self._offsets, relative) - 1
-        if slot < 0:
-            count = 0
-        elif self._offsets[slot] == relative:
-            # Offsets may repeat; drop every entry at `offset`.
-            count = bisect.bisect_left(self._offsets, relative)
-        else:
-            count = slot + 1
-        self.truncate_to_entries(count)

@@ -66,6 +66,18 @@ def chosen_action(args: argparse.Namespace) -> str:
     return action
 
 
+def run_admin_action(
+    args: argparse.Namespace,
+    check_options: Callable[[str, argparse.Namespace], None],
+    actions: dict[str, Callable[[AdminClient, argparse.Namespace], int]],
+) -> int:
+    """Run the chosen action with an AdminClient, its options checked before anything
+    connects (a usage error should not wait for a broker)."""
+    action = chosen_action(args)
+    check_options(action, args)
+    return actions[action](admin_client(args), args)
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-server",

@@ -30,10 +30,9 @@ from .common import (
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    admin_client,
-    chosen_action,
     describe_error,
     error_name,
+    run_admin_action,
     run_tool,
     wait,
 )
@@ -205,16 +204,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    action = chosen_action(args)
-    _check_options(action, args)
-    admin = admin_client(args)
-    return {
-        "list": _list,
-        "describe": _describe,
-        "reset-offsets": _reset_offsets,
-        "delete": _delete,
-        "delete-offsets": _delete_offsets,
-    }[action](admin, args)
+    return run_admin_action(
+        args,
+        _check_options,
+        {
+            "list": _list,
+            "describe": _describe,
+            "reset-offsets": _reset_offsets,
+            "delete": _delete,
+            "delete-offsets": _delete_offsets,
+        },
+    )
 
 
 def _reset_spec(args: argparse.Namespace) -> str | None:

@@ -26,16 +26,17 @@ from .common import (
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    admin_client,
-    chosen_action,
     describe_error,
     error_name,
     parse_key_values,
+    run_admin_action,
     run_tool,
     wait,
 )
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from confluent_kafka.admin import AdminClient
 
 ACTION_HELP = {
@@ -120,16 +121,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    action = chosen_action(args)
-    _check_options(action, args)
-    admin = admin_client(args)
-    return {
-        "list": _list,
-        "describe": _describe,
-        "create": _create,
-        "delete": _delete,
-        "alter": _alter,
-    }[action](admin, args)
+    return run_admin_action(
+        args,
+        _check_options,
+        {
+            "list": _list,
+            "describe": _describe,
+            "create": _create,
+            "delete": _delete,
+            "alter": _alter,
+        },
+    )
 
 
 def _check_options(action: str, args: argparse.Namespace) -> None:
@@ -432,18 +434,15 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
     if not names:
         return 0
     futures = admin.delete_topics(names, operation_timeout=args.timeout)
-    failures = []
-    for name in names:
-        try:
-            wait(futures[name], args.timeout + 5, f"deleting topic {name}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "UNKNOWN_TOPIC_OR_PART" and args.if_exists:
-                continue
-            failures.append(f"{name}: {describe_error(exc)}")
-    if failures:
-        raise ToolError(f"cannot delete {'; '.join(failures)}")
+    _wait_each(
+        futures,
+        names,
+        args.timeout,
+        "deleting topic",
+        "cannot delete",
+        # --if-exists: a topic deleted meanwhile is as good as deleted.
+        ignore="UNKNOWN_TOPIC_OR_PART" if args.if_exists else None,
+    )
     return 0
 
 
@@ -457,14 +456,29 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
         [NewPartitions(name, args.partitions) for name in names],
         operation_timeout=args.timeout,
     )
+    _wait_each(futures, names, args.timeout, "adding partitions to", "cannot add partitions to")
+    return 0
+
+
+def _wait_each(
+    futures: dict[str, Future[None]],
+    names: list[str],
+    timeout: float,
+    doing: str,
+    failed: str,
+    ignore: str | None = None,
+) -> None:
+    """Wait for each named topic's future, then fail once, naming every topic that failed
+    and why; a failure whose error name is `ignore` counts as done."""
     failures = []
     for name in names:
         try:
-            wait(futures[name], args.timeout + 5, f"adding partitions to {name}")
+            wait(futures[name], timeout + 5, f"{doing} {name}")
         except ToolError:
             raise
         except Exception as exc:
+            if ignore is not None and error_name(exc) == ignore:
+                continue
             failures.append(f"{name}: {describe_error(exc)}")
     if failures:
-        raise ToolError(f"cannot add partitions to {'; '.join(failures)}")
-    return 0
+        raise ToolError(f"{failed} {'; '.join(failures)}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,15 @@ CODECS = {
     "snappy": Codec.SNAPPY,
     "lz4": Codec.LZ4,
     "zstd": Codec.ZSTD,
+}
+
+# kafka-python's and aiokafka's consumer settings (the same names) for a consumer that
+# assigns its partitions itself and hears of new records within 100 ms.
+OUTSIDE_GROUP: dict[str, Any] = {
+    "group_id": None,
+    "enable_auto_commit": False,
+    "fetch_max_wait_ms": 100,
+    "request_timeout_ms": 15_000,
 }
 
 
@@ -76,20 +85,29 @@ def consume_all(
         }
     )
     consumer.assign([TopicPartition(topic, partition, offset)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
     try:
-        while len(out) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise AssertionError(message.error())
-            out.append(message)
+        return poll_until(consumer, lambda out: len(out) >= count, timeout)
     finally:
         consumer.close()
+
+
+def poll_until(
+    consumer: Consumer, enough: Callable[[list[Any]], bool], timeout: float
+) -> list[Any]:
+    """A confluent-kafka consumer's messages, polled until `enough` says so or `timeout`
+    passes (partition EOFs skipped, any other error raised)."""
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while not enough(out) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                continue
+            raise AssertionError(error)
+        out.append(message)
     return out
 
 
@@ -118,14 +136,7 @@ def kafka_python_producer(bootstrap: str, **config: Any) -> KafkaProducer:
 
 def kafka_python_consumer(bootstrap: str, **config: Any) -> KafkaConsumer:
     """A kafka-python consumer outside any group."""
-    settings: dict[str, Any] = {
-        "group_id": None,
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "request_timeout_ms": 15_000,
-    }
-    settings.update(config)
-    return KafkaConsumer(bootstrap_servers=bootstrap, **settings)
+    return KafkaConsumer(bootstrap_servers=bootstrap, **{**OUTSIDE_GROUP, **config})
 
 
 def kafka_python_poll(consumer: KafkaConsumer, count: int, timeout: float = 20) -> list[Any]:
@@ -151,15 +162,8 @@ async def aiokafka_producer(bootstrap: str, **config: Any) -> AsyncIterator[AIOK
 
 @asynccontextmanager
 async def aiokafka_consumer(bootstrap: str, **config: Any) -> AsyncIterator[AIOKafkaConsumer]:
-    """A started aiokafka consumer outside any group (Brook serves no groups yet)."""
-    settings: dict[str, Any] = {
-        "group_id": None,
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "request_timeout_ms": 15_000,
-    }
-    settings.update(config)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **settings)
+    """A started aiokafka consumer outside any group."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **{**OUTSIDE_GROUP, **config})
     await consumer.start()
     try:
         yield consumer
@@ -175,3 +179,18 @@ async def aiokafka_poll(consumer: AIOKafkaConsumer, count: int, timeout: float =
         for batch in (await consumer.getmany(timeout_ms=200)).values():
             records += batch
     return records
+
+
+def assert_consumed_as_placed(
+    records: list[Any], placed: dict[tuple[bytes, bytes], Any], partitions: int
+) -> None:
+    """Each consumed record (kafka-python's or aiokafka's) sits at the partition and
+    offset its send was acknowledged with, and within a partition the records come in
+    the order they were sent (their values count up)."""
+    assert len(records) == len(placed)
+    for record in records:
+        metadata = placed[(record.key, record.value)]
+        assert (record.partition, record.offset) == (metadata.partition, metadata.offset)
+    for partition in range(partitions):
+        values = [int(r.value) for r in records if r.partition == partition]
+        assert values == sorted(values)

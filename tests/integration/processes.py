@@ -11,15 +11,16 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from brook.broker.testing import BrokerProcess, wait_for_port
+
+from .clients import poll_until
 
 # The console script beside this interpreter (a venv's bin/); else the module, which is
 # what the script runs.
@@ -195,22 +196,15 @@ def read_partition(
         }
     )
     consumer.assign([TopicPartition(topic, partition, start)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
+
+    def reached(out: list[Any]) -> bool:
+        return (out[-1].offset() + 1 if out else start) >= end_offset
+
     try:
-        while (out[-1].offset() + 1 if out else start) < end_offset:
-            assert time.monotonic() < deadline, (
-                f"{topic}-{partition}: read {len(out)} messages, expected up to {end_offset}"
-            )
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise AssertionError(error)
-            out.append(message)
+        out = poll_until(consumer, reached, timeout)
     finally:
         consumer.close()
+    assert reached(out), (
+        f"{topic}-{partition}: read {len(out)} messages, expected up to {end_offset}"
+    )
     return out

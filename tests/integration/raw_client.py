@@ -8,6 +8,7 @@ kio's message types, the same as the broker's, over a real socket to a real brok
 from __future__ import annotations
 
 import sys
+import uuid
 from typing import Any
 
 from brook.broker.client import BlockingClient
@@ -17,6 +18,20 @@ from brook.protocol.api_table import SERVED, ApiKey
 class RawClient(BlockingClient):
     def __init__(self, port: int, client_id: str = "raw-test-client") -> None:
         super().__init__("127.0.0.1", port, client_id, timeout=15)
+
+
+def topic_id(client: RawClient, topic: str) -> uuid.UUID:
+    """The topic's id, as Metadata v12 names it."""
+    from kio.schema.metadata.v12 import request as metadata12
+
+    metadata = client.request(
+        metadata12.MetadataRequest(
+            topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    )
+    return metadata.topics[0].topic_id
 
 
 def make(entity_type: type, **fields: Any) -> Any:

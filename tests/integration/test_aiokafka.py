@@ -20,7 +20,14 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 
 from brook.protocol.compression import Codec
 
-from .clients import CODECS, aiokafka_consumer, aiokafka_poll, aiokafka_producer, stored_batches
+from .clients import (
+    CODECS,
+    aiokafka_consumer,
+    aiokafka_poll,
+    aiokafka_producer,
+    assert_consumed_as_placed,
+    stored_batches,
+)
 
 
 @asynccontextmanager
@@ -54,6 +61,13 @@ async def create(bootstrap: str, topic: str, partitions: int = 1, **configs: str
             [NewTopic(topic, partitions, 1, topic_configs=configs)]
         )
     assert topic_errors(response) == {topic: None}
+
+
+async def produce_each(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    """Produce `values` to partition 0, each send acknowledged before the next."""
+    async with aiokafka_producer(bootstrap) as producer:
+        for value in values:
+            await producer.send_and_wait(topic, value=value, partition=0)
 
 
 async def read_from(
@@ -174,9 +188,7 @@ def test_read_committed_without_transactions_sees_everything(brook_broker, topic
 
     async def scenario() -> None:
         await create(bootstrap, topic_name)
-        async with aiokafka_producer(bootstrap) as producer:
-            for i in range(5):
-                await producer.send_and_wait(topic_name, value=b"c%d" % i, partition=0)
+        await produce_each(bootstrap, topic_name, [b"c%d" % i for i in range(5)])
         async with aiokafka_consumer(bootstrap, isolation_level="read_committed") as consumer:
             consumer.assign([tp])
             await consumer.seek_to_beginning(tp)
@@ -195,9 +207,7 @@ def test_out_of_range_offset_resets_or_raises(brook_broker, topic_name):
 
     async def scenario() -> None:
         await create(bootstrap, topic_name)
-        async with aiokafka_producer(bootstrap) as producer:
-            for i in range(5):
-                await producer.send_and_wait(topic_name, value=b"m%d" % i, partition=0)
+        await produce_each(bootstrap, topic_name, [b"m%d" % i for i in range(5)])
         async with aiokafka_consumer(bootstrap, auto_offset_reset="earliest") as consumer:
             consumer.assign([tp])
             consumer.seek(tp, 1000)
@@ -405,13 +415,7 @@ def test_many_partitions_keyed(brook_broker, topic_name):
 
     placed, records = asyncio.run(scenario())
     assert len({m.partition for m in placed.values()}) > 16
-    assert len(records) == 640
-    for record in records:
-        metadata = placed[(record.key, record.value)]
-        assert (record.partition, record.offset) == (metadata.partition, metadata.offset)
-    for partition in range(32):
-        values = [int(r.value) for r in records if r.partition == partition]
-        assert values == sorted(values)
+    assert_consumed_as_placed(records, placed, 32)
 
 
 def test_small_fetch_limits_still_deliver_everything(brook_broker, topic_name):
@@ -480,9 +484,7 @@ def test_delete_records_moves_the_log_start(brook_broker, topic_name):
 
     async def scenario() -> None:
         await create(bootstrap, topic_name)
-        async with aiokafka_producer(bootstrap) as producer:
-            for i in range(10):
-                await producer.send_and_wait(topic_name, value=b"d%d" % i, partition=0)
+        await produce_each(bootstrap, topic_name, [b"d%d" % i for i in range(10)])
         async with admin_client(bootstrap) as admin:
             low = await admin.delete_records({tp: RecordsToDelete(before_offset=6)})
         assert low == {tp: 6}

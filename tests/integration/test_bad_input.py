@@ -110,6 +110,17 @@ def _still_serving(broker, topic: str) -> None:
     assert values == [b"stored-%d" % i for i in range(20)]
 
 
+def _assert_refused(broker, topic: str, batch: bytes | bytearray, error_code: int) -> None:
+    """A Produce of `batch` gets `error_code`, and the broker stores nothing of it and
+    still serves what it had."""
+    before = _snapshot(broker.data_dir)
+    sock = _connect(broker)
+    sock.sendall(_produce_request(topic, bytes(batch)))
+    assert _produce_error(sock) == error_code
+    assert _snapshot(broker.data_dir) == before
+    _still_serving(broker, topic)
+
+
 def test_garbage_bytes_close_only_that_connection(loaded):
     broker, topic = loaded
     before = _snapshot(broker.data_dir)
@@ -166,31 +177,20 @@ def test_unknown_api_versions_version_gets_supported_list(brook_broker):
 
 def test_batch_with_wrong_crc_is_corrupt_message(loaded):
     broker, topic = loaded
-    before = _snapshot(broker.data_dir)
     batch = bytearray(build_batch([Record(0, 1_700_000_000_000, b"k", b"v")]))
     batch[-1] ^= 0xFF  # flip a byte of the last record, covered by the CRC
-    sock = _connect(broker)
-    sock.sendall(_produce_request(topic, bytes(batch)))
-    assert _produce_error(sock) == 2  # CORRUPT_MESSAGE
-    assert _snapshot(broker.data_dir) == before
-    _still_serving(broker, topic)
+    _assert_refused(broker, topic, batch, 2)  # CORRUPT_MESSAGE
 
 
 def test_batch_whose_length_lies_is_rejected(loaded):
     broker, topic = loaded
-    before = _snapshot(broker.data_dir)
     batch = bytearray(build_batch([Record(0, 1_700_000_000_000, b"k", b"v")]))
     struct.pack_into(">i", batch, 8, len(batch) + 100)  # claims more bytes than follow
-    sock = _connect(broker)
-    sock.sendall(_produce_request(topic, bytes(batch)))
-    assert _produce_error(sock) == 2  # CORRUPT_MESSAGE
-    assert _snapshot(broker.data_dir) == before
-    _still_serving(broker, topic)
+    _assert_refused(broker, topic, batch, 2)  # CORRUPT_MESSAGE
 
 
 def test_record_count_that_lies_is_invalid_record(loaded):
     broker, topic = loaded
-    before = _snapshot(broker.data_dir)
     batch = bytearray(
         build_batch(
             [Record(0, 1_700_000_000_000, b"k", b"v"), Record(1, 1_700_000_000_000, b"k", b"w")]
@@ -201,11 +201,7 @@ def test_record_count_that_lies_is_invalid_record(loaded):
     from brook.protocol.record_batch import compute_crc, parse_header
 
     struct.pack_into(">I", batch, 17, compute_crc(batch, parse_header(batch)))
-    sock = _connect(broker)
-    sock.sendall(_produce_request(topic, bytes(batch)))
-    assert _produce_error(sock) == 87  # INVALID_RECORD
-    assert _snapshot(broker.data_dir) == before
-    _still_serving(broker, topic)
+    _assert_refused(broker, topic, batch, 87)  # INVALID_RECORD
 
 
 def test_invalid_required_acks(loaded):

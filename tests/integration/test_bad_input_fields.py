@@ -22,7 +22,6 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.describe_groups.v0.request import DescribeGroupsRequest as DescribeGroupsV0
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.join_group.v6 import request as join6
-from kio.schema.metadata.v12 import request as metadata12
 
 from brook.broker.testing import BrokerThread
 from brook.protocol.api_table import ApiKey, request_type
@@ -30,7 +29,7 @@ from brook.protocol.client_wire import encode_raw_request
 
 from .clients import create_topic, produce
 from .null_fields import encode, example, non_nullable_paths, served_versions
-from .raw_client import RawClient, make, nested, versions
+from .raw_client import RawClient, make, nested, topic_id, versions
 
 CLIENT_ID = "bad-fields-test"
 UNKNOWN_SERVER_ERROR = -1
@@ -154,14 +153,7 @@ def loaded_topic(broker: BrokerThread) -> tuple[str, uuid.UUID]:
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [(b"k", b"stored")])
     with RawClient(broker.port) as client:
-        metadata = client.request(
-            metadata12.MetadataRequest(
-                topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-        )
-    return topic, metadata.topics[0].topic_id
+        return topic, topic_id(client, topic)
 
 
 @pytest.mark.parametrize("version", versions(ApiKey.FETCH))

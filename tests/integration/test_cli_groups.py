@@ -393,20 +393,12 @@ def test_reset_offsets_of_an_active_group_is_refused(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
     create_topic(bootstrap, topic_name)
     produce(bootstrap, topic_name, [(None, b"x")] * 5)
+    reset = ("--reset-offsets", "--group", "live", "--topic", topic_name, "--to-earliest")
     consumer = joined_consumer(bootstrap, "live", [topic_name])
     try:
         consumer.commit(offsets=[TopicPartition(topic_name, 0, 3)], asynchronous=False)
         for run in ([], ["--execute"]):
-            ran = groups(
-                brook_broker,
-                "--reset-offsets",
-                "--group",
-                "live",
-                "--topic",
-                topic_name,
-                "--to-earliest",
-                *run,
-            )
+            ran = groups(brook_broker, *reset, *run)
             assert_one_line_error(
                 ran,
                 "Assignments can only be reset if the group 'live' is inactive,"
@@ -418,16 +410,7 @@ def test_reset_offsets_of_an_active_group_is_refused(brook_broker, topic_name):
     finally:
         consumer.close()
     # Once its consumer has left, the same reset goes through.
-    ran = groups(
-        brook_broker,
-        "--reset-offsets",
-        "--group",
-        "live",
-        "--topic",
-        topic_name,
-        "--to-earliest",
-        "--execute",
-    )
+    ran = groups(brook_broker, *reset, "--execute")
     assert ran.returncode == 0, ran
     assert committed(bootstrap, "live") == {(topic_name, 0): 0}
 

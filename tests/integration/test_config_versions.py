@@ -50,25 +50,11 @@ def alter(
     version: int = 2,
     validate_only: bool = False,
 ) -> list[tuple[int, str | None]]:
-    request_type = load_request_schema(ApiKey.ALTER_CONFIGS, version)
-    config_type = nested(request_type, "AlterableConfig")
-    resource_type = nested(request_type, "AlterConfigsResource")
-    request = make(
-        request_type,
-        resources=tuple(
-            make(
-                resource_type,
-                resource_type=kind,
-                resource_name=name,
-                configs=tuple(make(config_type, name=k, value=v) for k, v in configs),
-            )
-            for kind, name, configs in resources
-        ),
-        validate_only=validate_only,
-    )
-    with RawClient(port) as client:
-        responses = client.request(request).responses
-    return [(r.error_code.value, r.error_message) for r in responses]
+    """AlterConfigs: (error code, message) for each resource."""
+    configs = [
+        (kind, name, [{"name": k, "value": v} for k, v in pairs]) for kind, name, pairs in resources
+    ]
+    return _alter(port, ApiKey.ALTER_CONFIGS, version, configs, validate_only)
 
 
 def incremental(
@@ -77,7 +63,23 @@ def incremental(
     version: int = 1,
     validate_only: bool = False,
 ) -> list[tuple[int, str | None]]:
-    request_type = load_request_schema(ApiKey.INCREMENTAL_ALTER_CONFIGS, version)
+    """IncrementalAlterConfigs: (error code, message) for each resource."""
+    configs = [
+        (kind, name, [{"name": k, "config_operation": op, "value": v} for k, op, v in ops])
+        for kind, name, ops in resources
+    ]
+    return _alter(port, ApiKey.INCREMENTAL_ALTER_CONFIGS, version, configs, validate_only)
+
+
+def _alter(
+    port: int,
+    api_key: ApiKey,
+    version: int,
+    resources: list[tuple[int, str, list[dict[str, Any]]]],
+    validate_only: bool,
+) -> list[tuple[int, str | None]]:
+    """The two alter APIs' requests differ only in the fields of a config."""
+    request_type = load_request_schema(api_key, version)
     config_type = nested(request_type, "AlterableConfig")
     resource_type = nested(request_type, "AlterConfigsResource")
     request = make(
@@ -87,9 +89,7 @@ def incremental(
                 resource_type,
                 resource_type=kind,
                 resource_name=name,
-                configs=tuple(
-                    make(config_type, name=k, config_operation=op, value=v) for k, op, v in configs
-                ),
+                configs=tuple(make(config_type, **fields) for fields in configs),
             )
             for kind, name, configs in resources
         ),

@@ -14,11 +14,9 @@ import pytest
 from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
-    Consumer,
     KafkaError,
     KafkaException,
     Producer,
-    TopicPartition,
 )
 from confluent_kafka.admin import (
     AdminClient,
@@ -33,6 +31,7 @@ from brook.broker.testing import BrokerThread
 from brook.broker.topic_config import TOPIC_CONFIGS
 
 from .clients import CODECS, consume_all, create_topic, produce, stored_batches
+from .processes import watermarks
 
 SET = AlterConfigOpType.SET
 DELETE = AlterConfigOpType.DELETE
@@ -371,11 +370,7 @@ def test_retention_ms_applies_at_the_next_check(brook_broker, topic_name, level)
 
 
 def _earliest(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "configs"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[0]
-    finally:
-        consumer.close()
+    return watermarks(bootstrap, topic, 1)[0][0]
 
 
 # --- dynamic broker configs --------------------------------------------------------------

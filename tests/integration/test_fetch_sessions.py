@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime
+import uuid
 
 import pytest
 from kio.schema.fetch.v12 import request as fetch12
 from kio.schema.fetch.v16 import request as fetch16
-from kio.schema.metadata.v12 import request as metadata12
 
 from brook.protocol.record_batch import split_batches
 
 from .clients import create_topic, produce
-from .raw_client import RawClient
+from .raw_client import RawClient, topic_id
 
 WAIT = datetime.timedelta(milliseconds=0)
 
@@ -142,16 +142,9 @@ def test_out_of_range_and_unknown_partition(three_partitions):
 
 def test_fetch_by_topic_id_from_v13(three_partitions):
     broker, topic = three_partitions
-    with RawClient(broker.port) as client:
-        metadata = client.request(
-            metadata12.MetadataRequest(
-                topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-        )
-        topic_id = metadata.topics[0].topic_id
-        request = fetch16.FetchRequest(
+
+    def by_id(topic_id: uuid.UUID, partition: int, max_bytes: int) -> fetch16.FetchRequest:
+        return fetch16.FetchRequest(
             max_wait=WAIT,
             min_bytes=0,
             session_id=0,
@@ -161,7 +154,7 @@ def test_fetch_by_topic_id_from_v13(three_partitions):
                     topic_id=topic_id,
                     partitions=(
                         fetch16.FetchPartition(
-                            partition=1, fetch_offset=0, partition_max_bytes=100_000
+                            partition=partition, fetch_offset=0, partition_max_bytes=max_bytes
                         ),
                     ),
                 ),
@@ -169,31 +162,13 @@ def test_fetch_by_topic_id_from_v13(three_partitions):
             forgotten_topics_data=(),
             rack_id="",
         )
-        response = client.request(request)
-        assert response.responses[0].topic_id == topic_id
-        assert len(response.responses[0].partitions[0].records) > 0
-        import uuid
 
-        unknown = client.request(
-            fetch16.FetchRequest(
-                max_wait=WAIT,
-                min_bytes=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=(
-                    fetch16.FetchTopic(
-                        topic_id=uuid.uuid4(),
-                        partitions=(
-                            fetch16.FetchPartition(
-                                partition=0, fetch_offset=0, partition_max_bytes=100
-                            ),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-                rack_id="",
-            )
-        )
+    with RawClient(broker.port) as client:
+        known = topic_id(client, topic)
+        response = client.request(by_id(known, 1, 100_000))
+        assert response.responses[0].topic_id == known
+        assert len(response.responses[0].partitions[0].records) > 0
+        unknown = client.request(by_id(uuid.uuid4(), 0, 100))
         assert unknown.responses[0].partitions[0].error_code.value == 100  # UNKNOWN_TOPIC_ID
 
 

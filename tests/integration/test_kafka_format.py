@@ -82,6 +82,8 @@ def check_log(partition_dir: Path, expected: dict[int, Expected]) -> set[str]:
 # --- forward: clients -> Brook -> files ---------------------------------------------------
 
 RECORDS_PER_CODEC = 40
+# Small segments and a small index interval: several segments, each with index entries.
+SMALL_SEGMENTS = {"segment.bytes": "4096", "index.interval.bytes": "300"}
 
 
 def _records(prefix: str, codec: str, base_ts: int) -> list[tuple[Any, ...]]:
@@ -171,13 +173,7 @@ def _produce_kafka_python(bootstrap: str, topic: str, base_ts: int) -> dict[int,
 
 def test_segments_written_by_brook_decode_with_kafka_python(brokers, topic_name):
     broker = brokers.start()
-    # Small segments and a small index interval: several segments, each with entries.
-    create_topic(
-        broker.bootstrap,
-        topic_name,
-        2,
-        {"segment.bytes": "4096", "index.interval.bytes": "300"},
-    )
+    create_topic(broker.bootstrap, topic_name, 2, SMALL_SEGMENTS)
     base_ts = int(time.time() * 1000) - 600_000
     by_partition = {
         0: _produce_confluent(broker.bootstrap, topic_name, base_ts),
@@ -336,12 +332,7 @@ def _index_past_the_end(log_file: Path) -> None:
 
 def test_damaged_or_missing_indexes_are_rebuilt(brokers, topic_name):
     broker = brokers.start()
-    create_topic(
-        broker.bootstrap,
-        topic_name,
-        1,
-        {"segment.bytes": "4096", "index.interval.bytes": "300"},
-    )
+    create_topic(broker.bootstrap, topic_name, 1, SMALL_SEGMENTS)
     base_ts = int(time.time() * 1000) - 600_000
     producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.size": 1024})
     for i in range(300):

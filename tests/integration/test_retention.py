@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from .clients import consume_all, create_topic
+from .processes import watermarks
 
 CHECK_EVERY_MS = 200
 pytestmark = pytest.mark.brook_config(log_retention_check_interval_ms=CHECK_EVERY_MS)
@@ -42,11 +43,7 @@ def _wait_until(condition, timeout: float = 15.0) -> None:
 
 
 def _earliest(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "retention"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[0]
-    finally:
-        consumer.close()
+    return watermarks(bootstrap, topic, 1)[0][0]
 
 
 def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(

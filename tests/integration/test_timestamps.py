@@ -23,6 +23,7 @@ from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch, split_batches
 
 from .clients import consume_all, create_topic, stored_batches
+from .processes import watermarks
 from .raw_client import RawClient, produce_request
 from .segments import decode_segment, segments_of
 
@@ -45,6 +46,12 @@ def _produce_raw(broker, topic: str, batch: bytes):
     return response.responses[0].partition_responses[0]
 
 
+def _invalid_timestamps(result) -> list[int]:
+    """The batch indexes of the records an INVALID_TIMESTAMP (32) answer names."""
+    assert result.error_code.value == 32
+    return [e.batch_index for e in result.record_errors]
+
+
 def _batch(timestamps: list[int], codec: int = Codec.NONE) -> bytes:
     return build_batch(
         [Record(i, ts, b"k", b"v%d" % i) for i, ts in enumerate(timestamps)], codec=codec
@@ -52,11 +59,7 @@ def _batch(timestamps: list[int], codec: int = Codec.NONE) -> bytes:
 
 
 def _stored(broker, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ts"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[1]
-    finally:
-        consumer.close()
+    return watermarks(broker.bootstrap, topic, 1)[0][1]
 
 
 def test_after_bound_is_inclusive_and_one_ms_over_fails(frozen_broker, topic_name):
@@ -115,8 +118,7 @@ def test_one_bad_record_in_a_big_compressed_batch_rejects_all(frozen_broker, top
     timestamps = [FROZEN_NOW - i for i in range(2000)]
     timestamps[1234] = FROZEN_NOW + HOUR + 1
     result = _produce_raw(frozen_broker, topic_name, _batch(timestamps, codec))
-    assert result.error_code.value == 32
-    assert [e.batch_index for e in result.record_errors] == [1234]
+    assert _invalid_timestamps(result) == [1234]
     assert _stored(frozen_broker, topic_name) == 0
 
 
@@ -189,8 +191,7 @@ def test_bounds_are_checked_against_the_records_not_the_header(frozen_broker, to
     # The header says "now"; the second record is an hour and a millisecond ahead.
     data = _lying([0, HOUR + 1], FROZEN_NOW, FROZEN_NOW)
     result = _produce_raw(frozen_broker, topic_name, data)
-    assert result.error_code.value == 32
-    assert [e.batch_index for e in result.record_errors] == [1]
+    assert _invalid_timestamps(result) == [1]
     assert _stored(frozen_broker, topic_name) == 0
 
 
@@ -201,8 +202,7 @@ def test_only_no_timestamp_is_exempt_from_the_before_bound(frozen_broker, topic_
     # -1 is NO_TIMESTAMP, which Kafka does not judge; -2 is a timestamp like any other.
     assert _produce_raw(frozen_broker, topic_name, _lying([0, 0], -1, -1)).error_code.value == 0
     result = _produce_raw(frozen_broker, topic_name, _lying([1, 0], -2, -1))
-    assert result.error_code.value == 32
-    assert [e.batch_index for e in result.record_errors] == [1]
+    assert _invalid_timestamps(result) == [1]
     assert _stored_timestamps(frozen_broker, topic_name) == [(-1, [-1, -1])]
 
 

@@ -19,29 +19,13 @@ from brook.protocol.record_batch import decode_records, split_batches
 from brook.protocol.record_walk import (
     Malformed,
     RecordsSummary,
-    WalkResult,
-    careful_walk,
+    careful_walk_all,
     summarize,
     walk,
     walk_records,
 )
 
-
-def careful_only(
-    data: bytes | bytearray, position: int, end: int, record_count: int, find_keyless: bool
-) -> WalkResult:
-    """The reference: every record through careful_walk."""
-    keyless: list[int] | None = [] if find_keyless else None
-    result = careful_walk(data, position, end, 0, record_count, (1 << 63) - 1, -(1 << 63), keyless)
-    if result[0]:
-        return result
-    _, position, low, high = result
-    if position != end:
-        return Malformed.TRAILING, record_count, 0, 0
-    return 0, low, high, keyless
-
-
-WALKERS = [pytest.param(walk, id="walk"), pytest.param(careful_only, id="careful")]
+WALKERS = [pytest.param(walk, id="walk"), pytest.param(careful_walk_all, id="careful")]
 
 
 @pytest.mark.parametrize("walk", WALKERS)
@@ -189,7 +173,7 @@ def test_damaged_batches_the_walk_accepts_decode():
             data[rng.randrange(len(data))] = rng.randrange(256)
         count = 20 + rng.choice([0, 0, 0, -1, 1])
         result = walk(bytes(data), 0, len(data), count, True)
-        assert result == careful_only(bytes(data), 0, len(data), count, True), data.hex()
+        assert result == careful_walk_all(bytes(data), 0, len(data), count, True), data.hex()
         if result[0] == 0:
             accepted += 1
             sealed = bytearray(batch(bytes(data), count, base_timestamp=0, max_timestamp=0))
@@ -256,7 +240,7 @@ def test_walk_answers_as_careful_walk_on_shaped_and_damaged_batches(seed):
         body, count = _shaped_records(rng, count)
         padded = b"\xff" * 3 + body + b"\x80" * 4  # the walk must keep to its slice
         for data in (padded, bytearray(padded), memoryview(bytearray(padded))):
-            assert walk(data, 3, 3 + len(body), count, True) == careful_only(
+            assert walk(data, 3, 3 + len(body), count, True) == careful_walk_all(
                 padded, 3, 3 + len(body), count, True
             )
         starts = _starts(body, count)
@@ -265,10 +249,10 @@ def test_walk_answers_as_careful_walk_on_shaped_and_damaged_batches(seed):
             at = min(rng.choice(starts) + rng.randrange(20), len(damaged) - 1)
             damaged[at] = rng.randrange(256) if rng.random() < 0.5 else damaged[at] ^ 0x80
             claimed = count + rng.choice([0, 0, 0, 1, -1])
-            expected = careful_only(bytes(damaged), 0, len(damaged), claimed, True)
+            expected = careful_walk_all(bytes(damaged), 0, len(damaged), claimed, True)
             assert walk(damaged, 0, len(damaged), claimed, True) == expected, (at, expected)
         cut = rng.randrange(len(body))
-        assert walk(body[:cut], 0, cut, count, True) == careful_only(
+        assert walk(body[:cut], 0, cut, count, True) == careful_walk_all(
             body[:cut], 0, cut, count, True
         )
 
@@ -325,7 +309,7 @@ def test_a_bad_record_inside_a_uniform_run_is_named(damage, kind):
     good[300] = bad
     body = b"".join(good)
     result = walk(body, 0, len(body), 500, False)
-    assert result == careful_only(body, 0, len(body), 500, False)
+    assert result == careful_walk_all(body, 0, len(body), 500, False)
     assert result[:2] == (kind, 300)
 
 
@@ -345,7 +329,7 @@ def test_varints_in_longer_form_than_needed_are_read_as_kafka_reads_them():
         for i in range(60)
     )
     assert walk(body, 0, len(body), 60, True) == (0, 0, 2, list(range(60)))
-    assert careful_only(body, 0, len(body), 60, True) == (0, 0, 2, list(range(60)))
+    assert careful_walk_all(body, 0, len(body), 60, True) == (0, 0, 2, list(range(60)))
 
 
 def test_a_large_decompressed_batch_is_read_in_place():
@@ -356,6 +340,6 @@ def test_a_large_decompressed_batch_is_read_in_place():
     assert walk(view, 0, len(body), 80_000, True) == (0, 0, 79_999, list(range(80_000)))
     damaged = bytearray(body)
     damaged[_starts(body, 40_001)[-1]] = 0  # record 40000's length
-    expected = careful_only(damaged, 0, len(body), 80_000, False)
+    expected = careful_walk_all(damaged, 0, len(body), 80_000, False)
     assert expected[:2] == (Malformed.RECORD_SIZE, 40_000)
     assert walk(memoryview(damaged), 0, len(body), 80_000, False) == expected
