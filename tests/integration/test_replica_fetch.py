@@ -48,9 +48,7 @@ def _fetch_v15(topic_id, replica_id: int) -> fetch15.FetchRequest:
 
 
 @pytest.mark.parametrize("replica_id", [0, 1, 7])
-def test_a_fetch_from_a_broker_that_is_no_follower_is_refused(
-    brook_broker, topic_name, replica_id
-):
+def test_a_fetch_from_a_broker_that_is_no_follower_is_refused(brook_broker, topic_name, replica_id):
     """The partition's only replica is this broker (id 0), so no broker id may fetch as
     its follower: NOT_LEADER_OR_FOLLOWER and no records, while a consumer reads them."""
     create_topic(brook_broker.bootstrap, topic_name)
