@@ -15,10 +15,11 @@ from brook.storage.log_manager import LogManager
 from .apis import load_all
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .coordinator.log_writer import LogPartitionWriter
+from .coordinator.loop_timer import LoopTimer
 from .dynamic_config import DynamicBrokerConfig
 from .fetch_sessions import FetchSessionCache
-from .groups.coordinator import GroupCoordinator
-from .groups.offsets_store import OffsetsStore
+from .groups.coordinator import GroupCoordinator, offsets_topic
 from .log_dir_mover import LogDirMover
 from .open_files import raise_open_file_limit
 from .producer_ids import ProducerIdManager
@@ -93,8 +94,17 @@ class Broker:
         self.topics.load()
         self.log_dir_mover = LogDirMover(self.log_manager, self.topics.hosted)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
-        self.groups = GroupCoordinator(self.config, OffsetsStore(self), self.clock)
-        self.groups.load()
+        # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
+        # broker's clock, so a test that holds it holds them too.
+        self.coordinator_timer = LoopTimer(self.clock)
+        self.groups = GroupCoordinator(
+            self.config,
+            offsets_topic(self.topics, self.config),
+            LogPartitionWriter(self.topics.partition),
+            self.coordinator_timer,
+            self.clock,
+        )
+        await self.groups.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             server = await loop.create_server(
@@ -110,7 +120,6 @@ class Broker:
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
-        self.background.append(asyncio.create_task(self._offsets_expiry_loop()))
         self.background.append(asyncio.create_task(_load_message_schemas()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
@@ -162,6 +171,7 @@ class Broker:
             connection.close()
         for server in self.servers:
             await server.wait_closed()
+        self.coordinator_timer.close()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
@@ -191,12 +201,6 @@ class Broker:
                 self.retention_checks += 1
                 next_check = now + interval_ms
             self.log_manager.purge_deleted_segments(now)
-
-    async def _offsets_expiry_loop(self) -> None:
-        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            self.groups.expire_offsets()
 
     async def _flush_loop(self) -> None:
         """fsync what flush.messages/flush.ms ask for, and the segments left behind by a

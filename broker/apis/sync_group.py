@@ -8,7 +8,7 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
 from ..request_context import RequestContext
-from . import NO_THROTTLE, build, handles
+from . import NO_THROTTLE, build, handles, respond
 
 
 @handles(ApiKey.SYNC_GROUP)
@@ -22,22 +22,16 @@ def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments={entry.member_id: entry.assignment for entry in request.assignments},
     )
-    if isinstance(result, tuple):
-        return _response(ctx, request.group_id, *result)
-    return _await_response(ctx, request.group_id, result)
+    return respond(result, lambda answer: _response(ctx, request.group_id, *answer))
 
 
-async def _await_response(ctx: RequestContext, group_id: str, waiter: Any) -> Any:
-    return _response(ctx, group_id, *(await waiter))
-
-
-def _response(ctx: RequestContext, group_id: str, error: int, assignment: bytes) -> Any:
-    group = ctx.broker.groups.groups.get(group_id)
-    known = group is not None and error == 0
+def _response(ctx: RequestContext, group_id: str, error: ErrorCode, assignment: bytes) -> Any:
+    group = ctx.broker.groups.group(group_id)
+    known = group is not None and error is ErrorCode.none
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode(error),
+        error_code=error,
         protocol_type=group.protocol_type if known else None,
         protocol_name=group.protocol_name if known else None,
         assignment=assignment,
