@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from brook.protocol.record_batch import NO_PRODUCER_ID, set_base_offset, split_batches
 
-from .partition_writer import Appended, TopicPartition
+from .partition_writer import AlreadyCommitted, Appended, TopicPartition
 from .records import (
     NO_PRODUCER_EPOCH,
     CoordinatorRecord,
@@ -116,7 +116,7 @@ class InMemoryPartitionWriter:
             self._held.append((tp, next_offset, future))
             return Appended(base_offset, next_offset, future)
         self._high_watermark[tp] = next_offset
-        return Appended(base_offset, next_offset, _done())
+        return Appended(base_offset, next_offset, AlreadyCommitted())
 
     def _truncate(self, tp: TopicPartition, offset: int) -> None:
         kept = [
@@ -127,6 +127,3 @@ class InMemoryPartitionWriter:
         self._batches[tp] = kept
         self._log_end[tp] = offset
 
-
-async def _done() -> None:
-    """An append committed the moment it was written."""

@@ -36,6 +36,13 @@ class Appended:
         return self.committed.__await__()
 
 
+class AlreadyCommitted:
+    """The commit of an append that was committed as it was written."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+
 class PartitionWriter(Protocol):
     def append(
         self, tp: TopicPartition, records: Sequence[CoordinatorRecord], now_ms: int
