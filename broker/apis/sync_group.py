@@ -7,6 +7,7 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..groups.group import SyncRequest
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond
 
@@ -14,13 +15,15 @@ from . import NO_THROTTLE, build, handles, respond
 @handles(ApiKey.SYNC_GROUP)
 def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
     result = ctx.broker.groups.sync(
-        group_id=request.group_id,
-        generation_id=request.generation_id,
-        member_id=request.member_id,
-        instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=getattr(request, "protocol_type", None),
-        protocol_name=getattr(request, "protocol_name", None),
-        assignments={entry.member_id: entry.assignment for entry in request.assignments},
+        SyncRequest(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            instance_id=getattr(request, "group_instance_id", None),
+            protocol_type=getattr(request, "protocol_type", None),
+            protocol_name=getattr(request, "protocol_name", None),
+            assignments={entry.member_id: entry.assignment for entry in request.assignments},
+        )
     )
     return respond(result, lambda answer: _response(ctx, request.group_id, *answer))
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from brook.protocol.record_batch import NO_PRODUCER_ID, set_base_offset, split_batches
+from brook.protocol.record_batch import set_base_offset, split_batches
 
 from .partition_writer import AlreadyCommitted, Appended, TopicPartition
 from .records import (
-    NO_PRODUCER_EPOCH,
     CoordinatorRecord,
     StoredBatch,
     encode_batch,
@@ -63,24 +63,11 @@ class InMemoryPartitionWriter:
         tp: TopicPartition,
         records: Sequence[CoordinatorRecord],
         now_ms: int,
-        *,
-        producer_id: int = NO_PRODUCER_ID,
-        producer_epoch: int = NO_PRODUCER_EPOCH,
-        transactional: bool = False,
-        control: bool = False,
+        **attributes: Any,
     ) -> Appended:
-        """A batch some other writer puts in the partition."""
-        return self._store(
-            tp,
-            encode_batch(
-                records,
-                now_ms,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=transactional,
-                control=control,
-            ),
-        )
+        """A batch some other writer puts in the partition; `attributes` are those of
+        encode_batch (producer id and epoch, transactional, control)."""
+        return self._store(tp, encode_batch(records, now_ms, **attributes))
 
     def commit_held(self) -> None:
         """The held appends are committed: the high watermark reaches the log end."""
@@ -126,4 +113,3 @@ class InMemoryPartitionWriter:
         ]
         self._batches[tp] = kept
         self._log_end[tp] = offset
-

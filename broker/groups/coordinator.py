@@ -28,7 +28,7 @@ from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
 from ..coordinator.write_errors import coordinator_error
-from .group import CommittedOffset, Group, JoinRequest, JoinResult
+from .group import CommittedOffset, Group, JoinRequest, JoinResult, SyncRequest
 from .shard import GroupCoordinatorShard, OffsetKey, SyncAnswer
 
 if TYPE_CHECKING:
@@ -124,30 +124,13 @@ class GroupCoordinator:
             lambda error: JoinResult(error, member_id=request.member_id),
         )
 
-    def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> Answer[SyncAnswer]:
-        if not group_id:
+    def sync(self, request: SyncRequest) -> Answer[SyncAnswer]:
+        if not request.group_id:
             return ErrorCode.invalid_group_id, b""
         return self._write(
             "classic-group-sync",
-            group_id,
-            lambda shard: shard.sync(
-                group_id,
-                generation_id,
-                member_id,
-                instance_id,
-                protocol_type,
-                protocol_name,
-                assignments,
-            ),
+            request.group_id,
+            lambda shard: shard.sync(request),
             lambda error: (error, b""),
         )
 

@@ -104,6 +104,19 @@ class JoinRequest:
         member.protocols = self.protocols
 
 
+@dataclass(frozen=True)
+class SyncRequest:
+    """What a SyncGroup asks: the leader's assignments, or a follower's wait for its own."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    instance_id: str | None
+    protocol_type: str | None  # v5+
+    protocol_name: str | None  # v5+
+    assignments: dict[str, bytes]
+
+
 @dataclass
 class CommittedOffset:
     offset: int

@@ -40,6 +40,7 @@ from .group import (
     JoinRequest,
     JoinResult,
     Member,
+    SyncRequest,
     new_member_id,
 )
 
@@ -83,37 +84,28 @@ class GroupCoordinatorShard:
         self, offset: int, producer_id: int, producer_epoch: int, key: bytes, value: bytes | None
     ) -> None:
         decoded = cr.decode_key(key)
+        if not isinstance(decoded, cr.OffsetCommitKey | cr.GroupMetadataKey):
+            return  # other record types (KIP-848 groups, newer Kafkas) are not this shard's
+        decoded_value = cr.decode_value(decoded, value)
+        if isinstance(decoded_value, cr.UnknownValue):
+            log.warning(
+                "%s: skipping the record of group %s at offset %d: value version %d of %s"
+                " is one this broker does not know",
+                self.tp,
+                decoded.group,
+                offset,
+                decoded_value.version,
+                type(decoded).__name__,
+            )
+            return
         if isinstance(decoded, cr.OffsetCommitKey):
-            commit = cr.decode_value(decoded, value)
-            if isinstance(commit, cr.UnknownValue):
-                log.warning(
-                    "%s: skipping an offset commit of group %s at offset %d in a value"
-                    " version %d this broker does not know",
-                    self.tp,
-                    decoded.group,
-                    offset,
-                    commit.version,
-                )
-                return
             if producer_id != NO_PRODUCER_ID:
                 pending = self.pending_transactional_offsets.setdefault(producer_id, {})
-                pending[(decoded.group, decoded.topic, decoded.partition)] = commit
+                pending[(decoded.group, decoded.topic, decoded.partition)] = decoded_value
                 return
-            self._apply_offset(decoded.group, (decoded.topic, decoded.partition), commit)
-        elif isinstance(decoded, cr.GroupMetadataKey):
-            metadata = cr.decode_value(decoded, value)
-            if isinstance(metadata, cr.UnknownValue):
-                log.warning(
-                    "%s: skipping metadata of group %s at offset %d in a value version %d"
-                    " this broker does not know",
-                    self.tp,
-                    decoded.group,
-                    offset,
-                    metadata.version,
-                )
-                return
-            self._apply_group(decoded.group, metadata)  # type: ignore[arg-type]
-        # Other record types (KIP-848 groups, newer Kafkas) are not this shard's.
+            self._apply_offset(decoded.group, (decoded.topic, decoded.partition), decoded_value)
+        else:
+            self._apply_group(decoded.group, decoded_value)  # type: ignore[arg-type]
 
     def replay_end_transaction_marker(
         self, producer_id: int, producer_epoch: int, result: cr.ControlRecordType
@@ -553,45 +545,19 @@ class GroupCoordinatorShard:
 
     # --- SyncGroup ------------------------------------------------------------------
 
-    def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> CoordinatorResult[SyncAnswer | asyncio.Future[SyncAnswer]]:
-        return self._result(
-            self._sync(
-                group_id,
-                generation_id,
-                member_id,
-                instance_id,
-                protocol_type,
-                protocol_name,
-                assignments,
-            )
-        )
+    def sync(self, request: SyncRequest) -> CoordinatorResult[Any]:
+        """Answers (error, assignment), or a future of it while the leader assigns."""
+        return self._result(self._sync(request))
 
-    def _sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> SyncAnswer | asyncio.Future[SyncAnswer]:
-        group = self.groups.get(group_id)
-        error = self._check_member(group, member_id, instance_id, generation_id)
+    def _sync(self, request: SyncRequest) -> SyncAnswer | asyncio.Future[SyncAnswer]:
+        group = self.groups.get(request.group_id)
+        member_id = request.member_id
+        error = self._check_member(group, member_id, request.instance_id, request.generation_id)
         if error:
             return error, b""
         assert group is not None
-        if (protocol_type is not None and protocol_type != group.protocol_type) or (
-            protocol_name is not None and protocol_name != group.protocol_name
+        if (request.protocol_type is not None and request.protocol_type != group.protocol_type) or (
+            request.protocol_name is not None and request.protocol_name != group.protocol_name
         ):
             return ErrorCode.inconsistent_group_protocol, b""
         member = group.members[member_id]
@@ -603,7 +569,7 @@ class GroupCoordinatorShard:
         member.sync_waiter = asyncio.get_running_loop().create_future()
         waiter = member.sync_waiter
         if member_id == group.leader_id:
-            self._store_assignment(group, dict(assignments))
+            self._store_assignment(group, dict(request.assignments))
         return waiter
 
     def _store_assignment(self, group: Group, assignments: dict[str, bytes]) -> None:

@@ -20,7 +20,7 @@ from brook.broker.coordinator.mock_time import MockTime, MockTimer
 from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.coordinator.records import CoordinatorRecord
 from brook.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
-from brook.broker.groups.group import CommittedOffset, JoinRequest, JoinResult
+from brook.broker.groups.group import CommittedOffset, JoinRequest, JoinResult, SyncRequest
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
 
@@ -127,7 +127,7 @@ class Groups:
         instance_id: str | None = None,
     ) -> Any:
         return self.coordinator.sync(
-            group_id, generation, member_id, instance_id, None, None, assignments or {}
+            SyncRequest(group_id, generation, member_id, instance_id, None, None, assignments or {})
         )
 
     async def stable_member(self, group_id: str, instance_id: str | None = None) -> JoinResult:

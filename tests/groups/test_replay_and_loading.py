@@ -4,6 +4,7 @@ load and unload of one partition, as when its leadership moves."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from brook.broker.coordinator.in_memory_writer import InMemoryPartitionWriter
 from brook.broker.coordinator.records import CoordinatorRecord
@@ -22,39 +23,22 @@ def marker(result: cr.ControlRecordType) -> CoordinatorRecord:
     )
 
 
+def transactional(producer_id: int) -> dict[str, Any]:
+    return {"producer_id": producer_id, "producer_epoch": 0, "transactional": True}
+
+
 @run
 async def test_replay_applies_committed_transactions_and_tombstones_only() -> None:
     writer = InMemoryPartitionWriter()
     tp = Groups(writer).tp("g")
     writer.append_batch(tp, [offset_record("g", "t", 0, 10), offset_record("g", "t", 1, 11)], 1)
-    # A producer's offsets commit with its transaction; another's abort with theirs.
-    writer.append_batch(
-        tp, [offset_record("g", "t", 2, 12)], 1, producer_id=7, producer_epoch=0, transactional=True
-    )
-    writer.append_batch(
-        tp, [offset_record("g", "t", 3, 13)], 1, producer_id=8, producer_epoch=0, transactional=True
-    )
-    writer.append_batch(
-        tp, [offset_record("g", "t", 4, 14)], 1, producer_id=9, producer_epoch=0, transactional=True
-    )  # still open when the partition loads
-    writer.append_batch(
-        tp,
-        [marker(cr.ControlRecordType.COMMIT)],
-        1,
-        producer_id=7,
-        producer_epoch=0,
-        transactional=True,
-        control=True,
-    )
-    writer.append_batch(
-        tp,
-        [marker(cr.ControlRecordType.ABORT)],
-        1,
-        producer_id=8,
-        producer_epoch=0,
-        transactional=True,
-        control=True,
-    )
+    # A producer's offsets commit with its transaction, another's abort with theirs, a
+    # third's transaction is still open when the partition loads.
+    for producer_id, partition in ((7, 2), (8, 3), (9, 4)):
+        offset = offset_record("g", "t", partition, 10 + partition)
+        writer.append_batch(tp, [offset], 1, **transactional(producer_id))
+    for producer_id, result in ((7, cr.ControlRecordType.COMMIT), (8, cr.ControlRecordType.ABORT)):
+        writer.append_batch(tp, [marker(result)], 1, control=True, **transactional(producer_id))
     # A tombstone deletes the offset of t-1.
     writer.append_batch(
         tp, [CoordinatorRecord(cr.encode_key(cr.OffsetCommitKey("g", "t", 1)), None)], 1
