@@ -17,11 +17,12 @@ from .apis import load_all
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .controller import Controller
+from .coordinator.log_writer import LogPartitionWriter
+from .coordinator.loop_timer import LoopTimer
 from .dynamic_config import DynamicBrokerConfig
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
-from .groups.coordinator import GroupCoordinator
-from .groups.offsets_store import OffsetsStore
+from .groups.coordinator import GroupCoordinator, offsets_topic
 from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .metadata.publisher import MetadataPublisher
@@ -125,11 +126,17 @@ class Broker:
         )
         self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
-        offsets = OffsetsStore(
-            self.metadata, self.replicas, self.controller, lambda: self.config, self.clock
+        # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
+        # broker's clock, so a test that holds it holds them too.
+        self.coordinator_timer = LoopTimer(self.clock)
+        self.groups = GroupCoordinator(
+            config,
+            offsets_topic(self.metadata, self.controller, lambda: self.config),
+            LogPartitionWriter(self.replicas.partition),
+            self.coordinator_timer,
+            self.clock,
         )
-        self.groups = GroupCoordinator(config, offsets, self.clock)
-        self.groups.load()
+        await self.groups.start()
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -161,7 +168,6 @@ class Broker:
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
-        self.background.append(asyncio.create_task(self._offsets_expiry_loop()))
         self.background.append(asyncio.create_task(_load_message_schemas()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
@@ -211,6 +217,7 @@ class Broker:
             connection.close()
         for server in self.servers:
             await server.wait_closed()
+        self.coordinator_timer.close()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
@@ -244,12 +251,6 @@ class Broker:
                 self.retention_checks += 1
                 next_check = now + interval_ms
             self.log_manager.purge_deleted_segments(now)
-
-    async def _offsets_expiry_loop(self) -> None:
-        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            self.groups.expire_offsets()
 
     async def _flush_loop(self) -> None:
         """fsync what flush.messages/flush.ms ask for, and the segments left behind by a

@@ -9,11 +9,14 @@ NO_RESPONSE (Produce with acks=0).
 from __future__ import annotations
 
 import datetime
+import inspect
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from brook.protocol.api_table import SERVED, ApiKey
+
+T = TypeVar("T")
 
 NO_RESPONSE = object()
 NO_THROTTLE = datetime.timedelta(0)
@@ -85,3 +88,15 @@ def build(entity_type: type, **fields: Any) -> Any:
 def schema_module(entity_type: type) -> Any:
     """The kio module of an entity, which holds the nested types of the same version."""
     return sys.modules[entity_type.__module__]
+
+
+def respond(answer: T | Awaitable[T], build_response: Callable[[T], Any]) -> Any:
+    """The response built from an answer, at once or once an awaited answer comes (a
+    coordinator answers when its records are committed)."""
+    if inspect.isawaitable(answer):
+        return _respond_later(answer, build_response)
+    return build_response(answer)
+
+
+async def _respond_later(answer: Awaitable[T], build_response: Callable[[T], Any]) -> Any:
+    return build_response(await answer)

@@ -6,6 +6,7 @@ writes tombstones to __consumer_offsets, so it survives a restart.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -17,13 +18,22 @@ from . import NO_THROTTLE, build, handles, schema_module
 
 @handles(ApiKey.DELETE_GROUPS)
 def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+    # Every group's deletion starts now; the response waits for those still writing.
+    answers = [ctx.services.groups.delete_group(group_id) for group_id in request.groups_names]
+    if any(inspect.isawaitable(answer) for answer in answers):
+        return _await_all(ctx, request.groups_names, answers)
+    return _response(ctx, request.groups_names, answers)
+
+
+async def _await_all(ctx: RequestContext, group_ids: Any, answers: list[Any]) -> Any:
+    errors = [await a if inspect.isawaitable(a) else a for a in answers]
+    return _response(ctx, group_ids, errors)
+
+
+def _response(ctx: RequestContext, group_ids: Any, errors: list[ErrorCode]) -> Any:
     types = schema_module(ctx.response_type)
     results = tuple(
-        build(
-            types.DeletableGroupResult,
-            group_id=group_id,
-            error_code=ErrorCode(ctx.services.groups.delete_group(group_id)),
-        )
-        for group_id in request.groups_names
+        build(types.DeletableGroupResult, group_id=group_id, error_code=error)
+        for group_id, error in zip(group_ids, errors, strict=True)
     )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, results=results)

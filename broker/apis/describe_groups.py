@@ -22,7 +22,7 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     described = []
     for group_id in request.groups:
-        group = ctx.services.groups.groups.get(group_id)
+        group = ctx.services.groups.group(group_id)
         if group is None:
             described.append(
                 build(

@@ -65,7 +65,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             "error_message": None,
         }
     try:
-        services.groups.store.ensure_topic()
+        services.groups.ensure_topic()
     except KafkaError as exc:
         log.warning("Cannot create __consumer_offsets: %s", exc.message)
         return {

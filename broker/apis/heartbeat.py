@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode
 
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles
@@ -19,4 +18,4 @@ def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
         request.member_id,
         getattr(request, "group_instance_id", None),
     )
-    return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=ErrorCode(error))
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)

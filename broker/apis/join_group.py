@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode
 
 from ..groups.group import JoinRequest, JoinResult
 from ..request_context import RequestContext
-from . import NO_THROTTLE, build, handles, schema_module
+from . import NO_THROTTLE, build, handles, respond, schema_module
 
 
 @handles(ApiKey.JOIN_GROUP)
@@ -39,13 +38,7 @@ def handle_join_group(ctx: RequestContext, request: Any) -> Any:
             supports_skip_assignment=ctx.api_version >= 9,
         )
     )
-    if isinstance(result, JoinResult):
-        return _response(ctx, result)
-    return _await_response(ctx, result)
-
-
-async def _await_response(ctx: RequestContext, waiter: Any) -> Any:
-    return _response(ctx, await waiter)
+    return respond(result, lambda answer: _response(ctx, answer))
 
 
 def _response(ctx: RequestContext, result: JoinResult) -> Any:
@@ -62,7 +55,7 @@ def _response(ctx: RequestContext, result: JoinResult) -> Any:
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode(result.error),
+        error_code=result.error,
         generation_id=result.generation_id,
         protocol_type=result.protocol_type,
         # Before v7 the protocol name is not nullable.

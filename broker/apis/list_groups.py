@@ -18,7 +18,7 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     states = {state.lower() for state in getattr(request, "states_filter", ()) or ()}
     kinds = {kind.lower() for kind in getattr(request, "types_filter", ()) or ()}
     listed = []
-    for group in ctx.services.groups.groups.values():
+    for group in ctx.services.groups.list_groups():
         if states and group.state.value.lower() not in states:
             continue
         if kinds and "classic" not in kinds:

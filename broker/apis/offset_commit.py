@@ -16,7 +16,7 @@ from brook.protocol.errors import ErrorCode
 
 from ..groups.group import CommittedOffset
 from ..request_context import RequestContext
-from . import NO_THROTTLE, build, handles, schema_module
+from . import NO_THROTTLE, build, handles, respond, schema_module
 
 log = logging.getLogger("brook.apis.offset_commit")
 
@@ -52,24 +52,33 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 )
     # Kafka drops unknown topics before the coordinator sees the request: with none
     # left, the group is neither checked nor created.
-    if known_partitions:
-        group_error = services.groups.commit_offsets(
-            request.group_id,
-            request.generation_id_or_member_epoch,
-            request.member_id,
-            getattr(request, "group_instance_id", None),
-            accepted,
-            ctx.api_version,
-        )
+    if not known_partitions:
+        return _response(ctx, request, errors)
+    answer = services.groups.commit_offsets(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        accepted,
+        ctx.api_version,
+    )
+
+    def with_group_error(group_error: ErrorCode) -> Any:
         if group_error:
             log.info(
                 "OffsetCommit of group %s from %s refused: %s",
                 request.group_id,
                 ctx.peer,
-                ErrorCode(group_error).name.upper(),
+                group_error.name.upper(),
             )
             # The group's answer comes before any partition's own.
-            errors.update({key: ErrorCode(group_error) for key in known_partitions})
+            errors.update({key: group_error for key in known_partitions})
+        return _response(ctx, request, errors)
+
+    return respond(answer, with_group_error)
+
+
+def _response(ctx: RequestContext, request: Any, errors: dict[tuple[str, int], ErrorCode]) -> Any:
     types = schema_module(ctx.response_type)
     topics = tuple(
         build(

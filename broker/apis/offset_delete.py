@@ -12,14 +12,23 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
 from ..request_context import RequestContext
-from . import NO_THROTTLE, build, handles, schema_module
+from . import NO_THROTTLE, build, handles, respond, schema_module
 
 
 @handles(ApiKey.OFFSET_DELETE)
 def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
-    types = schema_module(ctx.response_type)
     wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
-    error, errors = ctx.services.groups.delete_offsets(request.group_id, wanted)
+    answer = ctx.services.groups.delete_offsets(request.group_id, wanted)
+    return respond(answer, lambda answered: _response(ctx, request, *answered))
+
+
+def _response(
+    ctx: RequestContext,
+    request: Any,
+    error: ErrorCode,
+    errors: dict[tuple[str, int], ErrorCode],
+) -> Any:
+    types = schema_module(ctx.response_type)
     topics = (
         tuple(
             build(
@@ -29,7 +38,7 @@ def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
                     build(
                         types.OffsetDeleteResponsePartition,
                         partition_index=p.partition_index,
-                        error_code=ErrorCode(errors.get((topic.name, p.partition_index), 0)),
+                        error_code=errors.get((topic.name, p.partition_index), ErrorCode.none),
                     )
                     for p in topic.partitions
                 ),
@@ -39,6 +48,4 @@ def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
         if not error
         else ()
     )
-    return build(
-        ctx.response_type, throttle_time=NO_THROTTLE, error_code=ErrorCode(error), topics=topics
-    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error, topics=topics)

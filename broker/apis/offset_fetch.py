@@ -19,24 +19,26 @@ from . import NO_THROTTLE, build, handles, schema_module
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     if ctx.api_version >= 8:
-        groups = tuple(
-            build(
-                types.OffsetFetchResponseGroup,
-                group_id=group.group_id,
-                topics=_topics(
-                    ctx,
-                    types,
-                    "OffsetFetchResponseTopics",
-                    "OffsetFetchResponsePartitions",
-                    group.group_id,
-                    _requested(group.topics, "partition_indexes"),
-                ),
-                error_code=ErrorCode.none,
+        groups = []
+        for group in request.groups:
+            error, topics = _topics(
+                ctx,
+                types,
+                "OffsetFetchResponseTopics",
+                "OffsetFetchResponsePartitions",
+                group.group_id,
+                _requested(group.topics, "partition_indexes"),
             )
-            for group in request.groups
-        )
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=groups)
-    topics = _topics(
+            groups.append(
+                build(
+                    types.OffsetFetchResponseGroup,
+                    group_id=group.group_id,
+                    topics=topics,
+                    error_code=error,
+                )
+            )
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    error, topics = _topics(
         ctx,
         types,
         "OffsetFetchResponseTopic",
@@ -44,9 +46,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         request.group_id,
         _requested(request.topics, "partition_indexes"),
     )
-    return build(
-        ctx.response_type, throttle_time=NO_THROTTLE, topics=topics, error_code=ErrorCode.none
-    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics, error_code=error)
 
 
 def _requested(topics: Any, field: str) -> list[tuple[str, int]] | None:
@@ -62,8 +62,12 @@ def _topics(
     partition_type: str,
     group_id: str,
     requested: list[tuple[str, int]] | None,
-) -> tuple[Any, ...]:
-    found = ctx.services.groups.fetch_offsets(group_id, requested)
+) -> tuple[ErrorCode, tuple[Any, ...]]:
+    """The group's error and its offsets; when the coordinator cannot answer, each
+    requested partition carries its error too (v1 has no other place for it)."""
+    error, found = ctx.services.groups.fetch_offsets(group_id, requested)
+    if error:
+        found = dict.fromkeys(requested or [])
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), committed in found.items():
         by_topic.setdefault(topic, []).append(
@@ -73,10 +77,10 @@ def _topics(
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed else "",
-                error_code=ErrorCode.none,
+                error_code=error,
             )
         )
-    return tuple(
+    return error, tuple(
         build(getattr(types, topic_type), name=topic, partitions=tuple(partitions))
         for topic, partitions in by_topic.items()
     )

@@ -1,6 +1,7 @@
 """The classic consumer-group protocol: the group coordinator and its state.
 
-group.py holds one group's state machine, coordinator.py owns every group of this
-broker and the timers, offsets_store.py persists commits and group metadata in
-`__consumer_offsets` with Kafka's record schemas.
+group.py holds one group's state machine, shard.py the groups of one `__consumer_offsets`
+partition (a shard of the coordinator runtime, broker/coordinator/), records.py their
+records in Kafka's schemas, and coordinator.py the service the APIs call, which finds a
+group's shard and turns failures into the errors Kafka answers.
 """

@@ -2,7 +2,8 @@
 
 States: Empty -> PreparingRebalance -> CompletingRebalance -> Stable, and Dead once
 deleted. Members join (JoinGroup), the leader hands out assignments (SyncGroup), all
-heartbeat; a member that stops heartbeating for its session timeout is removed.
+heartbeat; a member that stops heartbeating for its session timeout is removed. The
+timers that drive this belong to the group's coordinator shard (shard.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from brook.protocol.errors import ErrorCode
 
 
 class GroupState(enum.Enum):
@@ -27,7 +30,7 @@ class GroupState(enum.Enum):
 class JoinResult:
     """What a JoinGroup waiting for the rebalance is answered with."""
 
-    error: int = 0
+    error: ErrorCode = ErrorCode.none
     generation_id: int = -1
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -49,8 +52,7 @@ class Member:
     protocols: list[tuple[str, bytes]]
     assignment: bytes = b""
     join_waiter: asyncio.Future[JoinResult] | None = None
-    sync_waiter: asyncio.Future[tuple[int, bytes]] | None = None
-    session_timer: asyncio.TimerHandle | None = None
+    sync_waiter: asyncio.Future[tuple[ErrorCode, bytes]] | None = None
     is_new: bool = True
 
     def metadata_for(self, protocol: str) -> bytes:
@@ -65,11 +67,6 @@ class Member:
 
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         return self.protocols == protocols
-
-    def cancel_timer(self) -> None:
-        if self.session_timer is not None:
-            self.session_timer.cancel()
-            self.session_timer = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +104,19 @@ class JoinRequest:
         member.protocols = self.protocols
 
 
+@dataclass(frozen=True)
+class SyncRequest:
+    """What a SyncGroup asks: the leader's assignments, or a follower's wait for its own."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    instance_id: str | None
+    protocol_type: str | None  # v5+
+    protocol_name: str | None  # v5+
+    assignments: dict[str, bytes]
+
+
 @dataclass
 class CommittedOffset:
     offset: int
@@ -135,8 +145,9 @@ class Group:
         # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined with them.
         self.pending_members: set[str] = set()
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
-        self.rebalance_timer: asyncio.TimerHandle | None = None
-        self.initial_delay_deadline: float | None = None
+        # While the first rebalance waits for more members: the clock's time at which
+        # it stops waiting whatever happens (group.initial.rebalance.delay.ms).
+        self.initial_delay_deadline: int | None = None
 
     # --- state ----------------------------------------------------------------------
 
@@ -170,7 +181,6 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        member.cancel_timer()
         if member.group_instance_id is not None:
             self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
