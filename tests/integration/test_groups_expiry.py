@@ -11,16 +11,9 @@ from confluent_kafka.admin import AdminClient
 from brook.broker.testing import BrokerThread
 
 from .clients import create_topic, produce
+from .clocks import ManualClock
 
 CONFIGS = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 100}
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = int(time.time() * 1000)
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def _groups(bootstrap: str) -> set[str]:

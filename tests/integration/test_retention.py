@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from brook.broker.testing import BrokerThread
+
 from .clients import consume_all, create_topic
+from .clocks import ShiftedClock
 from .processes import watermarks
 
 CHECK_EVERY_MS = 200
@@ -90,22 +93,40 @@ def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
     assert [int(m.value()[:2]) for m in values] == list(range(start, 12))
 
 
-def test_deleted_segments_wait_for_file_delete_delay(brook_broker, topic_name):
-    bootstrap = brook_broker.bootstrap
-    create_topic(
-        bootstrap,
-        topic_name,
-        config={"segment.bytes": "1000", "retention.ms": "60000", "file.delete.delay.ms": "1500"},
-    )
-    old = int(time.time() * 1000) - 10 * 60_000
-    _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(3)], old)
-    _produce_batches(bootstrap, topic_name, [b"fresh"], int(time.time() * 1000))
-    data_dir = brook_broker.data_dir
-    # The fresh record shares the third segment, whose newest timestamp keeps it.
-    _wait_until(lambda: _earliest(bootstrap, topic_name) == 2)
-    # Renamed at once, removed only after the delay.
-    assert _segments(data_dir, topic_name, ".log.deleted") != []
-    _wait_until(lambda: _segments(data_dir, topic_name, ".deleted") == [])
+def test_deleted_segments_wait_for_file_delete_delay(tmp_path, topic_name):
+    """Segments past retention are renamed `.deleted` at once and removed only once
+    file.delete.delay.ms has passed on the broker's clock, which the test moves on."""
+    clock = ShiftedClock()
+    broker = BrokerThread(
+        tmp_path / "data", {"log.retention.check.interval.ms": CHECK_EVERY_MS}, clock=clock
+    ).start()
+    try:
+        bootstrap = broker.bootstrap
+        create_topic(
+            bootstrap,
+            topic_name,
+            config={
+                "segment.bytes": "1000",
+                # Ten minutes: the fresh record stays young after the jump below.
+                "retention.ms": "600000",
+                "file.delete.delay.ms": "60000",
+            },
+        )
+        old = clock() - 20 * 60_000
+        _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(3)], old)
+        _produce_batches(bootstrap, topic_name, [b"fresh"], clock())
+        # The fresh record shares the third segment, whose newest timestamp keeps it.
+        _wait_until(lambda: _log_start(broker, topic_name) == 2)
+        renamed = _segments(broker.data_dir, topic_name, ".log.deleted")
+        assert renamed == [0, 1]
+        checks = _retention_checks(broker)
+        _wait_until(lambda: _retention_checks(broker) >= checks + 2)
+        assert _segments(broker.data_dir, topic_name, ".log.deleted") == renamed  # not yet
+        clock.shift_ms += 61_000
+        _wait_until(lambda: _segments(broker.data_dir, topic_name, ".deleted") == [])
+        assert _segments(broker.data_dir, topic_name) == [2]
+    finally:
+        broker.stop()
 
 
 def test_retention_minus_one_keeps_everything(brook_broker, topic_name):
@@ -113,9 +134,19 @@ def test_retention_minus_one_keeps_everything(brook_broker, topic_name):
     create_topic(bootstrap, topic_name, config={"segment.bytes": "1000", "retention.ms": "-1"})
     ancient = 1_000_000_000_000  # 2001
     _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(4)], ancient)
-    time.sleep(CHECK_EVERY_MS * 3 / 1000)
+    checks = _retention_checks(brook_broker)
+    _wait_until(lambda: _retention_checks(brook_broker) >= checks + 2)
     assert _earliest(bootstrap, topic_name) == 0
     assert len(_segments(brook_broker.data_dir, topic_name)) >= 4
+
+
+def _retention_checks(broker: BrokerThread) -> int:
+    """How many retention passes the broker has run (its own count)."""
+    return broker.call(lambda: broker.broker.retention_checks)
+
+
+def _log_start(broker: BrokerThread, topic: str) -> int:
+    return broker.call(lambda: broker.broker.log_manager.get_log(topic, 0).log_start_offset)
 
 
 def test_segment_ms_rolls_by_age(brook_broker, topic_name):
