@@ -174,22 +174,3 @@ class MemberProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
-
-
-def python_client_settings(
-    bootstrap: str, group: str, client_id: str, session_ms: int, **extra: Any
-) -> dict[str, Any]:
-    """Group consumer settings of kafka-python and aiokafka (they share the names): short
-    timeouts so rebalances and expiries happen within a test, commits by hand."""
-    return {
-        "bootstrap_servers": bootstrap,
-        "group_id": group,
-        "client_id": client_id,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "session_timeout_ms": session_ms,
-        "heartbeat_interval_ms": 100,
-        "fetch_max_wait_ms": 50,
-        "request_timeout_ms": 15_000,
-        **extra,
-    }

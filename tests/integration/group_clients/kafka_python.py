@@ -32,7 +32,7 @@ from .base import (
 )
 
 SESSION_MS = 1500
-POLL_MS = 1000
+POLL_MS = 500
 
 
 def python_client_settings(
