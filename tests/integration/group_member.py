@@ -32,18 +32,25 @@ def run_confluent(config: dict[str, Any], topics: list[str]) -> None:
         consumer.poll(0.1)
 
 
-def run_kafka_python(config: dict[str, Any], topics: list[str]) -> None:
-    from kafka import ConsumerRebalanceListener, KafkaConsumer
+def reporter(listener_type: type) -> Any:
+    """A rebalance listener of kafka-python or aiokafka (each wants its own base class)
+    that reports each assignment."""
 
-    class Listener(ConsumerRebalanceListener):
+    class Reporter(listener_type):  # type: ignore[misc, valid-type]
         def on_partitions_revoked(self, revoked: Any) -> None:
             pass
 
         def on_partitions_assigned(self, assigned: Any) -> None:
             report((tp.topic, tp.partition) for tp in assigned)
 
+    return Reporter()
+
+
+def run_kafka_python(config: dict[str, Any], topics: list[str]) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
     consumer = KafkaConsumer(**config)
-    consumer.subscribe(topics=topics, listener=Listener())
+    consumer.subscribe(topics=topics, listener=reporter(ConsumerRebalanceListener))
     while True:
         consumer.poll(timeout_ms=100)
 
@@ -51,15 +58,8 @@ def run_kafka_python(config: dict[str, Any], topics: list[str]) -> None:
 async def run_aiokafka(config: dict[str, Any], topics: list[str]) -> None:
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            pass
-
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            report((tp.topic, tp.partition) for tp in assigned)
-
     consumer = AIOKafkaConsumer(**config)
-    consumer.subscribe(topics=topics, listener=Listener())
+    consumer.subscribe(topics=topics, listener=reporter(ConsumerRebalanceListener))
     await consumer.start()
     while True:
         await consumer.getmany(timeout_ms=100)

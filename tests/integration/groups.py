@@ -83,6 +83,25 @@ def broker_view(port: int, group: str) -> GroupView:
     return view
 
 
+def broker_committed(port: int, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+    """The group's committed (offset, metadata) per partition, as OffsetFetch answers."""
+    request_type = load_request_schema(ApiKey.OFFSET_FETCH, 7)
+    with RawClient(port) as client:
+        response = client.request(request_type(group_id=group, topics=None, require_stable=False))
+    assert response.error_code == 0, response.error_code
+    return {
+        (topic.name, p.partition_index): (p.committed_offset, p.metadata)
+        for topic in response.topics
+        for p in topic.partitions
+        if p.error_code == 0 and p.committed_offset >= 0
+    }
+
+
+def generation(brook_broker: Any, group: str) -> int:
+    """The group's generation as the coordinator of an in-process broker holds it."""
+    return brook_broker.call(lambda: brook_broker.broker.groups.groups[group].generation_id)
+
+
 def stored_generation(data_dir: Path, group: str) -> int:
     """The generation of the group's last GroupMetadata record in __consumer_offsets
     (what a restarted coordinator loads), read from the segment files."""
@@ -155,22 +174,3 @@ class MemberProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
-
-
-def python_client_settings(
-    bootstrap: str, group: str, client_id: str, session_ms: int, **extra: Any
-) -> dict[str, Any]:
-    """Group consumer settings of kafka-python and aiokafka (they share the names): short
-    timeouts so rebalances and expiries happen within a test, commits by hand."""
-    return {
-        "bootstrap_servers": bootstrap,
-        "group_id": group,
-        "client_id": client_id,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "session_timeout_ms": session_ms,
-        "heartbeat_interval_ms": 100,
-        "fetch_max_wait_ms": 50,
-        "request_timeout_ms": 15_000,
-        **extra,
-    }
