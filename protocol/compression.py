@@ -37,7 +37,10 @@ class Codec(enum.IntEnum):
 
     @classmethod
     def from_name(cls, name: str) -> Codec:
-        return {"uncompressed": cls.NONE, "none": cls.NONE}.get(name) or cls[name.upper()]
+        """The codec of a compression.type value ("uncompressed" is Kafka's name for none)."""
+        if name in ("uncompressed", "none"):
+            return cls.NONE
+        return cls[name.upper()]
 
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

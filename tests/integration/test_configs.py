@@ -331,6 +331,16 @@ def test_compression_type_applies_to_the_next_batch(brook_broker, topic_name):
     ]
 
 
+def test_compression_type_uncompressed_stores_batches_uncompressed(brook_broker, topic_name):
+    """Kafka's "uncompressed" (the codec whose id is 0) once made the produce path fail."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config={"compression.type": "uncompressed"})
+    produce(bootstrap, topic_name, [(None, b"gzipped" * 20)], **{"compression.type": "gzip"})
+    codecs = [header.codec for header in stored_batches(brook_broker.data_dir, topic_name)]
+    assert codecs == [CODECS["none"]]
+    assert [m.value() for m in consume_all(bootstrap, topic_name, 1)] == [b"gzipped" * 20]
+
+
 def test_segment_bytes_applies_to_the_next_roll(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
     create_topic(bootstrap, topic_name)
