@@ -32,6 +32,7 @@ from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .services import BrokerServices
 from .topic_config import log_config_for
+from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
 
 log = logging.getLogger("brook.broker")
 
@@ -137,6 +138,16 @@ class Broker:
             self.clock,
         )
         await self.groups.start()
+        self.transactions = TransactionCoordinator(
+            config,
+            transaction_state_topic(self.metadata, self.controller, lambda: self.config),
+            LogPartitionWriter(self.replicas.partition),
+            self.coordinator_timer,
+            self.clock,
+            self.groups,
+            self.producer_ids.next_id,
+        )
+        await self.transactions.start()
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -145,6 +156,7 @@ class Broker:
             replicas=self.replicas,
             controller=self.controller,
             groups=self.groups,
+            transactions=self.transactions,
             producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions,
             fetch_purgatory=self.fetch_purgatory,
@@ -217,6 +229,7 @@ class Broker:
             connection.close()
         for server in self.servers:
             await server.wait_closed()
+        self.transactions.stop()
         self.coordinator_timer.close()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()

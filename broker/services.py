@@ -20,6 +20,7 @@ from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .transactions.coordinator import TransactionCoordinator
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,7 @@ class BrokerServices:
     replicas: ReplicaManager
     controller: Controller
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
     fetch_purgatory: FetchPurgatory

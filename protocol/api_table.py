@@ -37,6 +37,9 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     ALTER_REPLICA_LOG_DIRS = 34
@@ -82,6 +85,9 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DELETE_RECORDS: VersionRange(0, 2),
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),
+    ApiKey.END_TXN: VersionRange(0, 5),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from brook.protocol.api_table import SERVED, ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
 
@@ -40,6 +41,8 @@ def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
 def load_all() -> dict[int, Handler]:
     """Import every API module so that each registers itself, and check the table."""
     from . import (  # noqa: F401
+        add_offsets_to_txn,
+        add_partitions_to_txn,
         alter_configs,
         alter_replica_log_dirs,
         api_versions,
@@ -51,6 +54,7 @@ def load_all() -> dict[int, Handler]:
         describe_configs,
         describe_groups,
         describe_log_dirs,
+        end_txn,
         fetch,
         find_coordinator,
         heartbeat,
@@ -96,6 +100,19 @@ def respond(answer: T | Awaitable[T], build_response: Callable[[T], Any]) -> Any
     if inspect.isawaitable(answer):
         return _respond_later(answer, build_response)
     return build_response(answer)
+
+
+def answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> Awaitable[T]:
+    """The awaited answer, or `on_error` of the KafkaError it fails with (a coordinator's
+    write that could not be made or committed), so the response carries the error."""
+    return _answer_or_error(answer, on_error)
+
+
+async def _answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> T:
+    try:
+        return await answer
+    except KafkaError as exc:
+        return on_error(exc.error_code)
 
 
 async def _respond_later(answer: Awaitable[T], build_response: Callable[[T], Any]) -> Any:

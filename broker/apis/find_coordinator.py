@@ -1,8 +1,8 @@
-"""FindCoordinator (key 10), v0-v5: which broker coordinates a group.
+"""FindCoordinator (key 10), v0-v5: which broker coordinates a group or a transaction.
 
-A single broker coordinates every group. The first request for a group creates the
-`__consumer_offsets` topic, as Kafka does. Batched keys arrive from v4. Transaction
-coordinators (key type 1) come with transactions; until then they are refused.
+A single broker coordinates every group (key type 0) and every transactional id (key
+type 1). The first request creates the coordinator's topic (`__consumer_offsets`,
+`__transaction_state`), as Kafka does. Batched keys arrive from v4.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from . import NO_THROTTLE, build, handles, schema_module
 log = logging.getLogger("brook.apis.find_coordinator")
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 @handles(ApiKey.FIND_COORDINATOR)
@@ -46,14 +47,14 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         "error_code": ErrorCode.none,
         "error_message": None,
     }
-    if key_type != GROUP_KEY_TYPE:
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return {
             **found,
             "node_id": -1,
             "host": "",
             "port": -1,
             "error_code": ErrorCode.invalid_request,
-            "error_message": "Transaction coordinators are not supported yet",
+            "error_message": f"Unknown coordinator type {key_type}",
         }
     if not key:
         return {
@@ -61,13 +62,16 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             "node_id": -1,
             "host": "",
             "port": -1,
-            "error_code": ErrorCode.invalid_group_id,
+            "error_code": ErrorCode.invalid_group_id
+            if key_type == GROUP_KEY_TYPE
+            else ErrorCode.invalid_request,
             "error_message": None,
         }
+    coordinator = services.groups if key_type == GROUP_KEY_TYPE else services.transactions
     try:
-        services.groups.ensure_topic()
+        coordinator.ensure_topic()
     except KafkaError as exc:
-        log.warning("Cannot create __consumer_offsets: %s", exc.message)
+        log.warning("Cannot create the coordinator's internal topic: %s", exc.message)
         return {
             **found,
             "node_id": -1,

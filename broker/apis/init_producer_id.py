@@ -2,8 +2,9 @@
 
 Without a transactional id every call gets a new producer id at epoch 0; from v3 a
 producer that knows its id and epoch (KIP-360) gets the same id with the epoch bumped,
-or a new id when the epoch would overflow. Transactional ids need the transaction
-coordinator, which Brook does not have yet: they are refused.
+or a new id when the epoch would overflow. A transactional id goes to the transaction
+coordinator: the id keeps its producer id, the epoch is bumped, and an open transaction
+of an older producer is aborted first (CONCURRENT_TRANSACTIONS meanwhile).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import logging
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode
+from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
-from . import NO_THROTTLE, build, handles
+from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch
+from . import NO_THROTTLE, answer_or_error, build, handles, respond
 
 log = logging.getLogger("brook.apis.init_producer_id")
 MAX_EPOCH = 32767
@@ -24,13 +26,7 @@ MAX_EPOCH = 32767
 @handles(ApiKey.INIT_PRODUCER_ID)
 def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
-        log.info(
-            "InitProducerId from %s for transactional id %r refused: transactions are"
-            " not supported yet",
-            ctx.peer,
-            request.transactional_id,
-        )
-        return _response(ctx, ErrorCode.invalid_request, -1, -1)
+        return _init_transactional(ctx, request)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
@@ -47,4 +43,23 @@ def _response(ctx: RequestContext, error: ErrorCode, producer_id: int, epoch: in
         error_code=error,
         producer_id=producer_id,
         producer_epoch=epoch,
+    )
+
+
+def _init_transactional(ctx: RequestContext, request: Any) -> Any:
+    transactional_id = request.transactional_id
+    if not transactional_id:
+        return _response(ctx, ErrorCode.invalid_request, -1, -1)
+    producer_id = getattr(request, "producer_id", -1)
+    epoch = getattr(request, "producer_epoch", -1)
+    expected = ProducerIdAndEpoch(producer_id, epoch) if producer_id >= 0 else None
+    timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+    try:
+        answer = ctx.services.transactions.init_producer_id(transactional_id, timeout_ms, expected)
+    except KafkaError as exc:
+        log.info("InitProducerId %r from %s: %s", transactional_id, ctx.peer, exc.message)
+        return _response(ctx, exc.error_code, -1, -1)
+    return respond(
+        answer_or_error(answer, lambda error: InitProducerIdResult(error)),
+        lambda result: _response(ctx, result.error, result.producer_id, result.producer_epoch),
     )

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.record_batch import set_base_offset, split_batches
 
 from .partition_writer import AlreadyCommitted, Appended, TopicPartition
@@ -21,6 +22,7 @@ from .records import (
     CoordinatorRecord,
     StoredBatch,
     encode_batch,
+    encode_end_transaction_marker,
     stored_batches,
 )
 
@@ -43,6 +45,24 @@ class InMemoryPartitionWriter:
         if self._append_failures:
             raise self._append_failures.pop(0)
         return self._store(tp, encode_batch(records, now_ms))
+
+    def append_end_transaction_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlRecordType,
+        now_ms: int,
+    ) -> Appended:
+        if self._append_failures:
+            raise self._append_failures.pop(0)
+        return self._store(
+            tp,
+            encode_end_transaction_marker(
+                producer_id, producer_epoch, coordinator_epoch, result, now_ms
+            ),
+        )
 
     def read(self, tp: TopicPartition) -> Iterator[StoredBatch]:
         high_watermark = self._high_watermark.get(tp, 0)

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from brook.protocol.coordinator_records import ControlRecordType
 from brook.storage.log_validator import AppendOrigin
 
 from ..partition import ACKS_ALL, FetchIsolation, Partition
 from .partition_writer import Appended, TopicPartition
-from .records import CoordinatorRecord, StoredBatch, encode_batch, stored_batches
+from .records import (
+    CoordinatorRecord,
+    StoredBatch,
+    encode_batch,
+    encode_end_transaction_marker,
+    stored_batches,
+)
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 
@@ -31,6 +38,25 @@ class LogPartitionWriter:
         partition = self._partition_of(tp.topic, tp.partition)
         info = partition.append_records_as_leader(
             encode_batch(records, now_ms), AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
+        )
+        next_offset = info.last_offset + 1
+        return Appended(info.first_offset, next_offset, self._committed(partition, next_offset))
+
+    def append_end_transaction_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlRecordType,
+        now_ms: int,
+    ) -> Appended:
+        partition = self._partition_of(tp.topic, tp.partition)
+        marker = encode_end_transaction_marker(
+            producer_id, producer_epoch, coordinator_epoch, result, now_ms
+        )
+        info = partition.append_records_as_leader(
+            marker, AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
         )
         next_offset = info.last_offset + 1
         return Appended(info.first_offset, next_offset, self._committed(partition, next_offset))

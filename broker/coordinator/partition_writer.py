@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from brook.protocol.coordinator_records import ControlRecordType
+
 from .records import CoordinatorRecord, StoredBatch
 
 
@@ -50,6 +52,18 @@ class PartitionWriter(Protocol):
         """Append the records as one batch. Raises a KafkaError (or OSError) when
         nothing was written; the returned Appended completes when they are committed,
         or raises if they never will be."""
+        ...
+
+    def append_end_transaction_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlRecordType,
+        now_ms: int,
+    ) -> Appended:
+        """Append a COMMIT or ABORT marker of a producer's transaction, as `append`."""
         ...
 
     def read(self, tp: TopicPartition) -> Iterator[StoredBatch]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from brook.protocol import coordinator_records as cr
+from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.record_batch import (
     NO_PRODUCER_ID,
     Record,
@@ -68,6 +70,33 @@ def encode_batch(
             producer_epoch=producer_epoch,
             transactional=transactional,
             control=control,
+        )
+    )
+
+
+def encode_end_transaction_marker(
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    result: ControlRecordType,
+    now_ms: int,
+) -> bytearray:
+    """A COMMIT or ABORT marker: a transactional control batch of one record, as Kafka's
+    EndTransactionMarker writes it (no sequence: markers are not sequenced)."""
+    return bytearray(
+        build_batch(
+            [
+                Record(
+                    0,
+                    now_ms,
+                    cr.encode_key(cr.ControlRecordKey(int(result))),
+                    cr.encode_value(cr.EndTxnMarker(coordinator_epoch=coordinator_epoch)),
+                )
+            ],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+            control=True,
         )
     )
 

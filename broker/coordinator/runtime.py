@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.errors import KafkaError
 from brook.protocol.record_batch import NO_PRODUCER_ID
 from brook.storage.clock import Clock
@@ -197,6 +198,35 @@ class CoordinatorRuntime(Generic[S]):
             future.set_exception(exc)
             return future
         self._write(context, name, result, future)
+        return future
+
+    def schedule_transaction_completion(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlRecordType,
+    ) -> asyncio.Future[None]:
+        """Write a transaction's COMMIT or ABORT marker to this partition (the transaction
+        coordinator asks); the shard applies it at once, and the future answers when the
+        marker is committed."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            context = self._active(partition)
+            appended = self.writer.append_end_transaction_marker(
+                context.tp, producer_id, producer_epoch, coordinator_epoch, result, self.clock()
+            )
+        except (KafkaError, OSError) as exc:
+            future.set_exception(as_kafka_error(exc))
+            return future
+        context.shard.replay_end_transaction_marker(producer_id, producer_epoch, result)
+        outcome: CoordinatorResult[None] = CoordinatorResult([], None)
+        committed = asyncio.ensure_future(_wait(appended))
+        context.last_commit = committed
+        committed.add_done_callback(
+            lambda done: self._on_commit(context, f"{result.name} marker", outcome, future, done)
+        )
         return future
 
     def _run_timer(

@@ -97,6 +97,20 @@ class GroupCoordinator:
         """Create `__consumer_offsets` the first time a client looks for a coordinator."""
         self.runtime.ensure_topic()
 
+    def complete_transaction(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: cr.ControlRecordType,
+    ) -> asyncio.Future[None]:
+        """The transaction coordinator's marker for one `__consumer_offsets` partition:
+        the offsets a transaction committed there become visible (or are dropped)."""
+        return self.runtime.schedule_transaction_completion(
+            partition, producer_id, producer_epoch, coordinator_epoch, result
+        )
+
     # --- what the admin APIs read -----------------------------------------------------
 
     @property

@@ -262,7 +262,8 @@ def _overrides(api: ApiKey) -> dict[str, Any]:
         "JoinGroupRequestProtocol.metadata": st.one_of(
             st.binary(max_size=40), *(_subscription(v) for v in range(4))
         ),
-        "transactional_id": st.none(),
+        # transactions: a few ids, so requests meet the state earlier ones left
+        "transactional_id": st.sampled_from(["txn-a", "txn-b", ""]),
         # timeouts: short, so that parked requests answer (or close) soon
         **dict.fromkeys(["max_wait", "timeout"], _millis(0, 10, 100, -1)),
         "session_timeout": _millis(6000, 10, 0, -1, 2**31 - 1),

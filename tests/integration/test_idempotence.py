@@ -100,8 +100,10 @@ def test_sequence_rules(brook_broker, topic_name):
         assert unknown.error_code.value == 45
         other = _init_producer(client)
         assert other.producer_id != pid
-        refused = _init_producer(client, transactional_id="txn")
-        assert refused.error_code.value == 42  # INVALID_REQUEST: no transactions yet
+        transactional = _init_producer(client, transactional_id="txn")
+        assert transactional.error_code.value == 0
+        assert transactional.producer_id not in (pid, other.producer_id)
+        assert transactional.producer_epoch == 0
     values = [m.value() for m in consume_all(brook_broker.bootstrap, topic_name, 4)]
     assert values == [b"a", b"b", b"c", b"d"]
 

@@ -1,0 +1,49 @@
+"""AddOffsetsToTxn (key 25), v0-v4: a transaction will commit a group's offsets.
+
+The coordinator adds the group's `__consumer_offsets` partition to the transaction, so
+its marker makes the offsets of TxnOffsetCommit visible (or drops them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from brook.protocol import coordinator_records as cr
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from ..transactions.shard import ProducerIdAndEpoch
+from . import NO_THROTTLE, answer_or_error, build, handles, respond
+
+log = logging.getLogger("brook.apis.add_offsets_to_txn")
+
+
+@handles(ApiKey.ADD_OFFSETS_TO_TXN)
+def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
+    services = ctx.services
+    producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
+    try:
+        services.groups.ensure_topic()
+        partition = services.groups.runtime.partition_for(request.group_id)
+        answer = services.transactions.add_partitions(
+            request.transactional_id, producer, [(cr.CONSUMER_OFFSETS_TOPIC, partition)]
+        )
+    except KafkaError as exc:
+        log.info(
+            "AddOffsetsToTxn %r (group %r) from %s: %s",
+            request.transactional_id,
+            request.group_id,
+            ctx.peer,
+            exc.message,
+        )
+        return _response(ctx, exc.error_code)
+    return respond(
+        answer_or_error(answer, lambda error: error),
+        lambda error: _response(ctx, error or ErrorCode.none),
+    )
+
+
+def _response(ctx: RequestContext, error: ErrorCode) -> Any:
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)

@@ -1,0 +1,160 @@
+"""AddPartitionsToTxn (key 24), v0-v5: partitions a transactional producer writes to.
+
+v0-v3 carry one producer's partitions; v4+ (KIP-890) carry several transactions, each
+possibly `verify_only` (is the partition in the transaction already?). Partitions of
+unknown topics answer UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED,
+with nothing written, as Kafka does; otherwise the coordinator's answer applies to every
+partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from ..services import BrokerServices
+from ..transactions.shard import ProducerIdAndEpoch
+from . import NO_THROTTLE, build, handles, schema_module
+
+log = logging.getLogger("brook.apis.add_partitions_to_txn")
+FIRST_BATCHED_VERSION = 4
+
+Partitions = list[tuple[str, int]]
+Errors = dict[tuple[str, int], ErrorCode]
+
+
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN)
+def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    if ctx.api_version < FIRST_BATCHED_VERSION:
+        partitions = _partitions(request.v3_and_below_topics)
+        answer = _add(
+            ctx,
+            request.v3_and_below_transactional_id,
+            ProducerIdAndEpoch(
+                request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
+            ),
+            partitions,
+            verify_only=False,
+        )
+        return _when_done(
+            [answer],
+            lambda errors: build(
+                ctx.response_type,
+                throttle_time=NO_THROTTLE,
+                results_by_topic_v3_and_below=_topic_results(types, errors[0]),
+            ),
+        )
+    answers = [
+        _add(
+            ctx,
+            transaction.transactional_id,
+            ProducerIdAndEpoch(transaction.producer_id, transaction.producer_epoch),
+            _partitions(transaction.topics),
+            verify_only=transaction.verify_only,
+        )
+        for transaction in request.transactions
+    ]
+    return _when_done(
+        answers,
+        lambda errors: build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            results_by_transaction=tuple(
+                build(
+                    types.AddPartitionsToTxnResult,
+                    transactional_id=transaction.transactional_id,
+                    topic_results=_topic_results(types, transaction_errors),
+                )
+                for transaction, transaction_errors in zip(
+                    request.transactions, errors, strict=True
+                )
+            ),
+        ),
+    )
+
+
+def _partitions(topics: Any) -> Partitions:
+    return [(topic.name, partition) for topic in topics for partition in topic.partitions]
+
+
+def _add(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer: ProducerIdAndEpoch,
+    partitions: Partitions,
+    verify_only: bool,
+) -> Errors | asyncio.Future[Errors]:
+    services = ctx.services
+    unknown = [tp for tp in partitions if not _exists(services, tp)]
+    if unknown:
+        log.info(
+            "AddPartitionsToTxn %r from %s: unknown partitions %s",
+            transactional_id,
+            ctx.peer,
+            ", ".join(f"{t}-{p}" for t, p in unknown),
+        )
+        return {
+            tp: ErrorCode.unknown_topic_or_partition
+            if tp in unknown
+            else ErrorCode.operation_not_attempted
+            for tp in partitions
+        }
+    transactions = services.transactions
+    try:
+        if verify_only:
+            error = transactions.verify_partitions(transactional_id, producer, partitions)
+            return {tp: error.get(tp, ErrorCode.none) for tp in partitions}
+        written = transactions.add_partitions(transactional_id, producer, partitions)
+    except KafkaError as exc:
+        log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, ctx.peer, exc.message)
+        return dict.fromkeys(partitions, exc.error_code)
+    return _errors_when_written(written, partitions, transactional_id, ctx.peer)
+
+
+async def _errors_when_written(
+    written: asyncio.Future[None], partitions: Partitions, transactional_id: str, peer: str
+) -> Errors:
+    try:
+        await written
+    except KafkaError as exc:
+        log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, peer, exc.message)
+        return dict.fromkeys(partitions, exc.error_code)
+    return dict.fromkeys(partitions, ErrorCode.none)
+
+
+def _exists(services: BrokerServices, tp: tuple[str, int]) -> bool:
+    topic = services.metadata.get(tp[0])
+    return topic is not None and 0 <= tp[1] < len(topic.partitions)
+
+
+def _when_done(answers: list[Any], build_response: Any) -> Any:
+    if not any(asyncio.isfuture(answer) or asyncio.iscoroutine(answer) for answer in answers):
+        return build_response(answers)
+
+    async def later() -> Any:
+        return build_response([await a if not isinstance(a, dict) else a for a in answers])
+
+    return later()
+
+
+def _topic_results(types: Any, errors: Errors) -> tuple[Any, ...]:
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            build(
+                types.AddPartitionsToTxnPartitionResult,
+                partition_index=partition,
+                partition_error_code=error,
+            )
+        )
+    return tuple(
+        build(types.AddPartitionsToTxnTopicResult, name=topic, results_by_partition=tuple(results))
+        for topic, results in by_topic.items()
+    )

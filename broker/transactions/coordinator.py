@@ -1,0 +1,210 @@
+"""The transaction coordinator the APIs call: finds a transactional id's shard (its
+partition of `__transaction_state`), runs the request on it, writes the markers of a
+transaction that is being completed, and turns failures into Kafka's errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from brook.protocol import coordinator_records as cr
+from brook.protocol.errors import ErrorCode
+from brook.storage.clock import Clock
+
+from ..coordinator.coordinator_timer import CoordinatorTimer
+from ..coordinator.internal_topic import InternalTopic
+from ..coordinator.partition_writer import PartitionWriter, TopicPartition
+from ..coordinator.runtime import CoordinatorRuntime
+from ..coordinator.timer import Timer
+from ..groups.coordinator import GroupCoordinator
+from .errors import InvalidTransactionTimeoutError
+from .markers import RETRY_BACKOFF_S, TransactionMarkerWriter
+from .metadata import TopicPartitionKey, TransactionMetadata
+from .shard import (
+    InitProducerIdResult,
+    ProducerIdAndEpoch,
+    TransactionCoordinatorShard,
+    TransactionTimeouts,
+)
+
+if TYPE_CHECKING:
+    from ..controller import Controller
+    from ..metadata.cache import MetadataCache
+
+log = logging.getLogger("brook.transactions")
+
+TRANSACTION_STATE_TOPIC = cr.TRANSACTION_STATE_TOPIC
+
+
+def transaction_state_topic(
+    metadata: MetadataCache, controller: Controller, config: Callable[[], Any]
+) -> InternalTopic:
+    """`__transaction_state` as the broker keeps it, created with the
+    transaction.state.log.* settings in force."""
+
+    def partition_count() -> int | None:
+        topic = metadata.get(TRANSACTION_STATE_TOPIC)
+        return len(topic.partitions) if topic is not None else None
+
+    def create() -> None:
+        config_ = config()
+        controller.create(
+            TRANSACTION_STATE_TOPIC,
+            config_["transaction.state.log.num.partitions"],
+            config_["transaction.state.log.replication.factor"],
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "segment.bytes": str(config_["transaction.state.log.segment.bytes"]),
+            },
+            internal=True,
+        )
+
+    return InternalTopic(
+        TRANSACTION_STATE_TOPIC, cr.transactional_id_partition, partition_count, create
+    )
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        config: Any,
+        topic: InternalTopic,
+        writer: PartitionWriter,
+        timer: Timer,
+        clock: Clock,
+        groups: GroupCoordinator,
+        next_producer_id: Callable[[], int],
+    ) -> None:
+        self.max_timeout_ms = int(config["transaction.max.timeout.ms"])
+        timeouts = TransactionTimeouts(
+            max_timeout_ms=self.max_timeout_ms,
+            abort_check_interval_ms=int(
+                config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+            ),
+            id_expiration_ms=int(config["transactional.id.expiration.ms"]),
+            id_expiration_check_interval_ms=int(
+                config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+            ),
+        )
+        self.markers = TransactionMarkerWriter(writer, groups, self._complete, clock)
+
+        def build_shard(
+            tp: TopicPartition, shard_timer: CoordinatorTimer
+        ) -> TransactionCoordinatorShard:
+            return TransactionCoordinatorShard(
+                tp, shard_timer, timeouts, clock, next_producer_id, self.markers.write
+            )
+
+        self.runtime: CoordinatorRuntime[TransactionCoordinatorShard] = CoordinatorRuntime(
+            topic, writer, timer, clock, build_shard
+        )
+
+    async def start(self) -> None:
+        """Load `__transaction_state`, and finish the transactions a stop left completing."""
+        await self.runtime.start()
+        for shard in self.runtime.active_shards():
+            for prepared in shard.completing():
+                log.info(
+                    "Transactional id %s: completing its transaction (%s) after a restart",
+                    prepared.transactional_id,
+                    prepared.state.name,
+                )
+                self.markers.write(prepared)
+
+    def stop(self) -> None:
+        self.markers.stop()
+
+    def ensure_topic(self) -> None:
+        """Create `__transaction_state` the first time a client looks for a coordinator."""
+        self.runtime.ensure_topic()
+
+    # --- requests -----------------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        txn_timeout_ms: int,
+        expected: ProducerIdAndEpoch | None,
+    ) -> asyncio.Future[InitProducerIdResult]:
+        if not 0 < txn_timeout_ms <= self.max_timeout_ms:
+            raise InvalidTransactionTimeoutError(
+                f"The transaction timeout {txn_timeout_ms} ms is larger than"
+                f" transaction.max.timeout.ms ({self.max_timeout_ms}) or not positive"
+            )
+        return self.runtime.schedule_write_operation(
+            "InitProducerId",
+            self._partition(transactional_id),
+            lambda shard: shard.init_producer_id(transactional_id, txn_timeout_ms, expected),
+        )
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partitions: list[TopicPartitionKey],
+    ) -> asyncio.Future[None]:
+        return self.runtime.schedule_write_operation(
+            "AddPartitionsToTxn",
+            self._partition(transactional_id),
+            lambda shard: shard.add_partitions(transactional_id, producer, partitions),
+        )
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partitions: list[TopicPartitionKey],
+    ) -> dict[TopicPartitionKey, ErrorCode]:
+        """KIP-890's verify-only AddPartitionsToTxn: the partitions not in the producer's
+        ongoing transaction, with INVALID_TXN_STATE (nothing is written)."""
+        return self.runtime.schedule_read_operation(
+            self._partition(transactional_id),
+            lambda shard: shard.verify_partitions(transactional_id, producer, partitions),
+        )
+
+    def end_transaction(
+        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
+    ) -> asyncio.Future[None]:
+        return self.runtime.schedule_write_operation(
+            "EndTxn",
+            self._partition(transactional_id),
+            lambda shard: shard.end_transaction(transactional_id, producer, commit),
+        )
+
+    def describe(self, transactional_id: str) -> TransactionMetadata | None:
+        return self.runtime.schedule_read_operation(
+            self._partition(transactional_id), lambda shard: shard.describe(transactional_id)
+        )
+
+    def transactions(self) -> Iterator[TransactionMetadata]:
+        for shard in self.runtime.active_shards():
+            yield from list(shard.transactions.values())
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _partition(self, transactional_id: str) -> int:
+        return self.runtime.partition_for(transactional_id)
+
+    def _complete(self, prepared: TransactionMetadata) -> None:
+        """Every marker is written: write the Complete state (again after a pause if the
+        write fails, as the markers are)."""
+        future = self.runtime.schedule_write_operation(
+            "complete transaction",
+            self._partition(prepared.transactional_id),
+            lambda shard: shard.complete_transaction(prepared),
+        )
+        future.add_done_callback(lambda done: self._retry_if_failed(prepared, done))
+
+    def _retry_if_failed(self, prepared: TransactionMetadata, done: asyncio.Future[None]) -> None:
+        if done.cancelled() or done.exception() is None:
+            return
+        log.warning(
+            "Transactional id %s: could not write its Complete state: %s; retrying",
+            prepared.transactional_id,
+            done.exception(),
+        )
+        asyncio.get_running_loop().call_later(RETRY_BACKOFF_S, self._complete, prepared)

@@ -1,0 +1,103 @@
+"""One transactional id's state, and Kafka's transaction state machine.
+
+The states and their numbers are Kafka's (they are what `__transaction_state` stores).
+A state is entered only from the states Kafka allows before it; every change is a new
+TransactionMetadata written as a record first, and taken as the id's state when the
+runtime replays that record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from brook.protocol.coordinator_records import TransactionStatus as TransactionState
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+# An epoch must stay below Short.MAX_VALUE: the next one after this gets a new producer id.
+MAX_PRODUCER_EPOCH = 32766
+
+VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
+    TransactionState.EMPTY: frozenset(
+        {TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT}
+    ),
+    TransactionState.ONGOING: frozenset(
+        {
+            TransactionState.ONGOING,
+            TransactionState.EMPTY,
+            TransactionState.COMPLETE_COMMIT,
+            TransactionState.COMPLETE_ABORT,
+        }
+    ),
+    TransactionState.PREPARE_COMMIT: frozenset({TransactionState.ONGOING}),
+    TransactionState.PREPARE_ABORT: frozenset(
+        {TransactionState.ONGOING, TransactionState.PREPARE_EPOCH_FENCE}
+    ),
+    TransactionState.COMPLETE_COMMIT: frozenset({TransactionState.PREPARE_COMMIT}),
+    TransactionState.COMPLETE_ABORT: frozenset({TransactionState.PREPARE_ABORT}),
+    TransactionState.DEAD: frozenset(
+        {TransactionState.EMPTY, TransactionState.COMPLETE_ABORT, TransactionState.COMPLETE_COMMIT}
+    ),
+    TransactionState.PREPARE_EPOCH_FENCE: frozenset({TransactionState.ONGOING}),
+}
+
+COMPLETING = frozenset({TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
+COMPLETE = frozenset({TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT})
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    txn_timeout_ms: int
+    state: TransactionState
+    partitions: frozenset[TopicPartitionKey] = field(default_factory=frozenset)
+    txn_start_timestamp: int = -1
+    txn_last_update_timestamp: int = -1
+    # The id before an epoch overflow gave a new one, so a retry of the old one is known.
+    previous_producer_id: int = NO_PRODUCER_ID
+    # The epoch before the last bump (KIP-360: a producer retrying its InitProducerId).
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+
+    def transition(
+        self, state: TransactionState, now_ms: int, **changes: object
+    ) -> TransactionMetadata:
+        """The state after a valid transition; raises IllegalStateError otherwise."""
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise IllegalStateError(
+                f"Transactional id {self.transactional_id}: {self.state.name} cannot become"
+                f" {state.name}"
+            )
+        return dataclasses.replace(
+            self,
+            state=state,
+            txn_last_update_timestamp=now_ms,
+            **changes,  # type: ignore[arg-type]
+        )
+
+    def with_bumped_epoch(self, next_producer_id: int) -> TransactionMetadata:
+        """The producer id and epoch a new session (or a fence) gets: epoch + 1, or a new
+        producer id at epoch 0 when the epoch is exhausted."""
+        if self.producer_epoch >= MAX_PRODUCER_EPOCH:
+            return dataclasses.replace(
+                self,
+                previous_producer_id=self.producer_id,
+                producer_id=next_producer_id,
+                producer_epoch=0,
+                last_producer_epoch=NO_PRODUCER_EPOCH,
+            )
+        return dataclasses.replace(
+            self, producer_epoch=self.producer_epoch + 1, last_producer_epoch=self.producer_epoch
+        )
+
+    @property
+    def needs_new_producer_id(self) -> bool:
+        return self.producer_epoch >= MAX_PRODUCER_EPOCH
+
+
+class IllegalStateError(Exception):
+    """A transition Kafka's state machine does not allow: a bug, not a client's error."""
