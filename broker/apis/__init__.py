@@ -48,6 +48,7 @@ def load_all() -> dict[int, Handler]:
         describe_configs,
         describe_groups,
         describe_log_dirs,
+        describe_producers,
         fetch,
         find_coordinator,
         heartbeat,
