@@ -12,6 +12,7 @@ from brook.protocol.api_table import request_type, response_type, served_version
 from brook.storage.clock import Clock, system_clock
 from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
+from brook.storage.producer_state import ProducerStateManagerConfig
 
 from .apis import load_all
 from .config import BrokerConfig, Listener
@@ -108,6 +109,7 @@ class Broker:
             default_config_factory=lambda topic: self._log_config(stored_configs.get(topic, {})),
             progress=log.info,
             clock=self.clock,
+            producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
         )
         self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
@@ -180,6 +182,7 @@ class Broker:
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
+        self.background.append(asyncio.create_task(self._producer_expiration_loop()))
         self.background.append(asyncio.create_task(_load_message_schemas()))
         where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
         advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
@@ -264,6 +267,16 @@ class Broker:
                 self.retention_checks += 1
                 next_check = now + interval_ms
             self.log_manager.purge_deleted_segments(now)
+
+    async def _producer_expiration_loop(self) -> None:
+        """Kafka's PeriodicProducerExpirationCheck: forget producer ids idle for longer
+        than producer.id.expiration.ms (dynamic: the value in force is passed each time)."""
+        interval_s = self.config["producer.id.expiration.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.log_manager.remove_expired_producers(
+                self.clock(), self.config["producer.id.expiration.ms"]
+            )
 
     async def _flush_loop(self) -> None:
         """fsync what flush.messages/flush.ms ask for, and the segments left behind by a

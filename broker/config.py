@@ -392,6 +392,20 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=1,
         ),
         _key(
+            "producer.id.expiration.ms",
+            "int",
+            86400000,
+            "How long a producer id with no open transaction is remembered after its last write.",
+            at_least=1,
+        ),
+        _key(
+            "producer.id.expiration.check.interval.ms",
+            "int",
+            600000,
+            "How often producer ids past producer.id.expiration.ms are removed.",
+            at_least=1,
+        ),
+        _key(
             "offset.metadata.max.bytes",
             "int",
             4096,

@@ -50,6 +50,8 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "log.segment.delete.delay.ms",
         "message.max.bytes",
         "min.insync.replicas",
+        # Cluster-wide in Kafka since KIP-854.
+        "producer.id.expiration.ms",
         "unclean.leader.election.enable",
     }
 )

@@ -30,6 +30,7 @@ from brook.storage.errors import KafkaStorageError
 from brook.storage.log import AppendInfo, Log
 from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
+from brook.storage.producer_state import ProducerStateEntry
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP).
 LATEST_TIMESTAMP = -1
@@ -362,6 +363,10 @@ class Partition:
         """OffsetForLeaderEpoch: (the largest epoch <= `leader_epoch`, where it ends)."""
         log = self._local_log(current_leader_epoch)
         return log.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """DescribeProducers: the producers this replica knows (a follower answers too)."""
+        return self._local_log(require_leader=False).active_producers()
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset`; the new one."""

@@ -48,6 +48,7 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_PRODUCERS = 61
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
 }
 
 

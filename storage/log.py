@@ -50,7 +50,13 @@ from .log_validator import (
     AppendOrigin,
     validate_messages_and_assign_offsets,
 )
-from .producer_state import BatchMetadata, ProducerAppendInfo, ProducerStateManager
+from .producer_state import (
+    BatchMetadata,
+    ProducerAppendInfo,
+    ProducerStateEntry,
+    ProducerStateManager,
+    ProducerStateManagerConfig,
+)
 
 logger = logging.getLogger("brook.storage.log")
 
@@ -126,6 +132,7 @@ class Log:
         topic_id: uuid.UUID | None,
         failure_channel: LogDirFailureChannel | None = None,
         clock: Clock = system_clock,
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> None:
         self.dir = directory
         self._clock = clock
@@ -148,7 +155,13 @@ class Log:
         # that a reader holding them open can finish (Kafka's asynchronous delete).
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
-        self._producer_state: ProducerStateManager | None = None
+        # The producers' state and its snapshot files. The state itself is loaded on
+        # first need (an idempotent append, a roll, DescribeProducers...): from the
+        # newest snapshot plus the batches after it, so opening a log reads nothing.
+        self._producer_state = ProducerStateManager(
+            self.name, directory, producer_state_config, clock
+        )
+        self._producer_state_loaded = False
         self._failure_channel = failure_channel
         self._offline = False
 
@@ -166,6 +179,7 @@ class Log:
         progress: Callable[[str], None] | None = None,
         failure_channel: LogDirFailureChannel | None = None,
         clock: Clock = system_clock,
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> Log:
         """Open (or create) the log in `dir`, recovering it after an unclean shutdown.
 
@@ -221,7 +235,9 @@ class Log:
             topic_id=topic_id or stored_topic_id,
             failure_channel=failure_channel,
             clock=clock,
+            producer_state_config=producer_state_config,
         )
+        log._prune_snapshots_at_open(clean_shutdown)
         logger.info(
             "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
             dir.name,
@@ -394,7 +410,9 @@ class Log:
             now_ms,
         )
         for update in producer_updates:  # written: the producers' state moves on
-            self.producer_state.update(update)
+            self._producer_state.update(update)
+        if self._producer_state_loaded:
+            self._producer_state.update_map_end_offset(self._log_end_offset)
         self._maybe_flush_after_append()
         return AppendInfo(
             first_offset,
@@ -407,23 +425,95 @@ class Log:
             size,
         )
 
+    # --- producer state ---------------------------------------------------------------
+
+    def _prune_snapshots_at_open(self, clean_shutdown: bool) -> None:
+        """Drop the snapshots that cannot describe this log (Kafka's LogLoader does the
+        same): those of no segment (but the newest, from a clean shutdown), those past
+        the log end, and after an unclean shutdown those past the recovery point, whose
+        log may not have reached the disk."""
+        state = self._producer_state
+        state.remove_stray_snapshots(self._bases)
+        state.delete_snapshots_after(self._log_end_offset)
+        if not clean_shutdown:
+            state.delete_snapshots_after(self._recovery_point)
+
     @property
     def producer_state(self) -> ProducerStateManager:
-        """Idempotent producers' state, rebuilt from the batch headers on first use.
+        """Idempotent producers' state, loaded on first use.
 
-        Built lazily so that opening a log reads nothing; the first idempotent append
-        after a start pays for one scan of the log.
+        The newest valid snapshot gives the state at its offset; the batch headers of
+        the log after it are replayed (all of them when there is no snapshot).
         """
-        if self._producer_state is None:
-            state = ProducerStateManager(self.name)
-            state.rebuild(
-                header
-                for segment in list(self._segments)
-                for _, header, _ in segment.batches()
-                if header.next_offset > self._log_start_offset
-            )
-            self._producer_state = state
+        if not self._producer_state_loaded:
+            self._load_producer_state()
         return self._producer_state
+
+    def _load_producer_state(self) -> None:
+        state = self._producer_state
+        started = time.monotonic()
+        state.truncate_and_reload(self._log_start_offset, self._log_end_offset)
+        replay_from = max(state.map_end_offset, self._log_start_offset)
+        replayed = 0
+        if replay_from < self._log_end_offset:
+            logger.info(
+                "Rebuilding the producer state of %s from offset %d to %d",
+                self.name,
+                replay_from,
+                self._log_end_offset,
+            )
+            for i in range(self._segment_index_for(replay_from), len(self._segments)):
+                segment = self._segments[i]
+                found = segment.translate_offset(replay_from)
+                if found is None:
+                    continue
+                headers = [
+                    header
+                    for _, header, _ in segment.log.batches(found[0])
+                    if header.next_offset > replay_from
+                ]
+                replayed += len(headers)
+                state.replay(headers)
+        state.update_map_end_offset(self._log_end_offset)
+        self._producer_state_loaded = True
+        # As Kafka after a rebuild: the next start need not replay the same batches.
+        state.take_snapshot()
+        logger.info(
+            "Loaded the producer state of %s (%d producers, %d batches replayed) in %d ms",
+            self.name,
+            len(state.producers),
+            replayed,
+            (time.monotonic() - started) * 1000,
+        )
+
+    @_io("reading the producer state of")
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """The producers this partition knows (DescribeProducers)."""
+        return list(self.producer_state.producers.values())
+
+    @_io("expiring producers of")
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Drop producers idle for producer.id.expiration.ms (a state not loaded yet
+        drops them as it loads)."""
+        if not self._producer_state_loaded:
+            return 0
+        return self._producer_state.remove_expired_producers(
+            self._clock() if now_ms is None else now_ms
+        )
+
+    @_io("deleting producer snapshots of")
+    def delete_snapshots_after_recovery_point_checkpoint(self) -> int:
+        """Delete the snapshots no restart needs (Kafka's method of this name): keep
+        those of the last two segments, and those from the segment before the recovery
+        point on, where recovery after a crash would start. Returns the lowest kept."""
+        active = self._segments[-1].base_offset
+        i = bisect.bisect_left(self._bases, active) - 1
+        two_segments = self._bases[i] if i >= 0 else active
+        j = bisect.bisect_left(self._bases, self._recovery_point) - 1
+        recovery = self._bases[j] if j >= 0 else self._recovery_point
+        keep_from = min(two_segments, recovery)
+        self._producer_state.delete_snapshots_before(keep_from)
+        return keep_from
 
     def _prepare_producer_state(
         self, batches: Sequence[BatchHeader]
@@ -506,6 +596,10 @@ class Log:
             offset_of_max_timestamp,
             now_ms,
         )
+        if self._producer_state_loaded:
+            # A follower keeps the producers' state too, so that it can lead.
+            self._producer_state.replay(batches)
+            self._producer_state.update_map_end_offset(self._log_end_offset)
         self._maybe_flush_after_append()
         return AppendInfo(
             first_offset,
@@ -587,6 +681,11 @@ class Log:
         self._bases.append(new_offset)
         self._pending_flush_offset = new_offset
         logger.info("Rolled new log segment %d of %s", new_offset, self.name)
+        # A snapshot at the new segment's base: recovering the segment, or a restart,
+        # starts from it and replays this segment alone (Kafka's roll does the same).
+        state = self.producer_state
+        state.update_map_end_offset(new_offset)
+        state.take_snapshot()
         return segment
 
     @_io("flushing")
@@ -726,7 +825,6 @@ class Log:
 
         Returns False when there is nothing to remove.
         """
-        self._producer_state = None  # rebuilt from what remains, when next needed
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.name} to a negative offset")
         if target_offset >= self._log_end_offset:
@@ -748,12 +846,15 @@ class Log:
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
         if self._pending_flush_offset is not None:
             self._pending_flush_offset = min(self._pending_flush_offset, self._log_end_offset)
+        # The state is what the newest snapshot left below the cut, plus the batches up
+        # to it (Kafka rebuilds it the same way); loaded again when next needed.
+        self._producer_state.delete_snapshots_after(self._log_end_offset)
+        self._producer_state_loaded = False
         return True
 
     @_io("truncating")
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
-        self._producer_state = None  # rebuilt from what remains, when next needed
         logger.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
         for segment in self._segments:
             self._delete_segment_files(segment)
@@ -767,6 +868,8 @@ class Log:
         self._high_watermark = new_offset
         self._recovery_point = new_offset
         self._pending_flush_offset = None
+        self._producer_state.truncate_fully_and_start_at(new_offset)
+        self._producer_state_loaded = True
 
     @_io("deleting records of")
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
@@ -782,6 +885,8 @@ class Log:
             )
         if new_log_start_offset <= self._log_start_offset:
             return False
+        # Loaded first: producers whose batches go keep their state in memory.
+        self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
         self._update_log_start_offset(new_log_start_offset)
         self._delete_segments(
             self._deletable_segments(
@@ -862,6 +967,8 @@ class Log:
     def _delete_segments(self, deletable: list[LogSegment], reason: str) -> int:
         if not deletable:
             return 0
+        # Loaded first: producers whose batches go keep their state in memory.
+        state = self.producer_state
         if deletable[-1] is self._segments[-1]:
             self.roll()
         count = len(deletable)
@@ -874,8 +981,10 @@ class Log:
         new_start = max(self._log_start_offset, self._segments[0].base_offset)
         if new_start > self._log_start_offset:
             self._update_log_start_offset(new_start)
+            state.on_log_start_offset_incremented(new_start)
         for segment in deletable:
             self._delete_segment_files(segment)
+            state.remove_snapshot(segment.base_offset)
         return count
 
     def _delete_segment_files(self, segment: LogSegment) -> None:
@@ -913,6 +1022,10 @@ class Log:
             self.mark_offline()
             return
         self.flush()
+        if self._producer_state_loaded:
+            # At the log end, so that the next start replays nothing.
+            self._producer_state.update_map_end_offset(self._log_end_offset)
+            self._producer_state.take_snapshot()
         for segment in self._segments:
             segment.close()
         self._closed = True

@@ -52,6 +52,7 @@ from .errors import (
 from .log import Log
 from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
+from .producer_state import ProducerStateManagerConfig
 
 logger = logging.getLogger("brook.storage.log_manager")
 
@@ -79,6 +80,7 @@ class LogManager:
         progress: Callable[[str], None] | None = None,
         failure_channel: LogDirFailureChannel | None = None,
         clock: Clock = system_clock,
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> None:
         """`default_config_factory(topic)` gives the config of a topic's logs at startup.
 
@@ -94,6 +96,8 @@ class LogManager:
         self._config_factory = default_config_factory
         self._progress = progress
         self._clock = clock
+        # One for every log, so that a change of producer.id.expiration.ms reaches all.
+        self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         # Copies of partitions being moved to another log dir (AlterReplicaLogDirs).
@@ -295,6 +299,7 @@ class LogManager:
                 progress=progress,
                 failure_channel=self.failure_channel,
                 clock=self._clock,
+                producer_state_config=self.producer_state_config,
             )
             high_watermark = high_watermarks.get(topic_partition)
             if high_watermark is not None:
@@ -334,6 +339,7 @@ class LogManager:
                 clean_shutdown=False,
                 failure_channel=self.failure_channel,
                 clock=self._clock,
+                producer_state_config=self.producer_state_config,
             )
             self._dir_of[topic_partition] = path.parent
 
@@ -396,6 +402,7 @@ class LogManager:
                 clean_shutdown=True,
                 failure_channel=self.failure_channel,
                 clock=self._clock,
+                producer_state_config=self.producer_state_config,
             )
         except OSError as exc:
             self._deleted_dirs_pending = True  # Log.open set aside what it had made
@@ -436,6 +443,7 @@ class LogManager:
                 clean_shutdown=True,
                 failure_channel=self.failure_channel,
                 clock=self._clock,
+                producer_state_config=self.producer_state_config,
             )
         except OSError as exc:
             message = f"Error while creating a future log for {topic}-{partition} in {log_dir}"
@@ -487,6 +495,7 @@ class LogManager:
             clean_shutdown=True,
             failure_channel=self.failure_channel,
             clock=self._clock,
+            producer_state_config=self.producer_state_config,
         )
         replaced.high_watermark = high_watermark
         self._logs[topic_partition] = replaced
@@ -535,6 +544,14 @@ class LogManager:
                 self._report_io_error(
                     log_dir, f"Error while writing the offset checkpoints of {log_dir}", exc
                 )
+                continue
+            # With the recovery points on disk, older snapshots are no longer needed.
+            for _, log in logs:
+                if not log.is_offline:
+                    try:
+                        log.delete_snapshots_after_recovery_point_checkpoint()
+                    except KafkaStorageError as exc:
+                        logger.error("Error pruning the snapshots of %s: %s", log.name, exc)
 
     def checkpoint_high_watermarks(self) -> None:
         for log_dir, logs in self._logs_by_online_dir().items():
@@ -562,6 +579,20 @@ class LogManager:
         now_ms = self._clock() if now_ms is None else now_ms
         return self._for_each_online_log(
             "applying retention to", lambda log: log.delete_old_segments(now_ms)
+        )
+
+    def remove_expired_producers(
+        self, now_ms: int | None = None, producer_id_expiration_ms: int | None = None
+    ) -> int:
+        """Drop producers idle for producer.id.expiration.ms from every log (Kafka runs
+        this every producer.id.expiration.check.interval.ms). `producer_id_expiration_ms`
+        is the value in force, which a dynamic config change may have moved. Returns how
+        many producers went."""
+        if producer_id_expiration_ms is not None:
+            self.producer_state_config.producer_id_expiration_ms = producer_id_expiration_ms
+        now_ms = self._clock() if now_ms is None else now_ms
+        return self._for_each_online_log(
+            "expiring producers of", lambda log: log.remove_expired_producers(now_ms)
         )
 
     def purge_deleted_segments(self, now_ms: int | None = None) -> int:

@@ -8,18 +8,23 @@ offset in its name, so that a broker need not replay the whole log to rebuild it
              offset delta int32, timestamp int64, coordinator epoch int32,
              current transaction first offset int64)
 
-Brook rebuilds producer state from batch headers and writes no snapshots yet; this
-reads Kafka's, read-only, for the tools and the Spark jobs.
+`offset delta` is last offset - first offset of the producer's last batch, so that
+the batch can be told again from its retry; `timestamp` is the producer's last
+timestamp (what producer.id.expiration.ms counts from). The broker writes them and
+reads them back at start; the tools and the Spark jobs read them read-only.
 """
 
 from __future__ import annotations
 
+import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import crc32c
 
+from . import log_file_utils as files
 from .errors import CorruptSnapshotError
 
 HEADER = struct.Struct(">hIi")
@@ -61,3 +66,47 @@ def read_snapshot(path: Path) -> list[SnapshotEntry]:
             f"the snapshot promises {count} entries but holds {len(data) - HEADER.size} bytes"
         )
     return [SnapshotEntry(*fields) for fields in ENTRY.iter_unpack(data[HEADER.size :])]
+
+
+def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
+    """A snapshot file's bytes: the entries, then the header with the CRC over them."""
+    body = bytearray(4)
+    count = 0
+    for entry in entries:
+        body += ENTRY.pack(*astuple(entry))
+        count += 1
+    struct.pack_into(">i", body, 0, count)
+    return struct.pack(">hI", PRODUCER_SNAPSHOT_VERSION, crc32c.crc32c(body)) + bytes(body)
+
+
+def write_snapshot(path: Path, entries: Iterable[SnapshotEntry]) -> None:
+    """Write a snapshot so that a crash leaves no torn one under its name.
+
+    Kafka writes the file in place and relies on the CRC to reject a torn one; here it
+    goes to `<name>.tmp`, is fsynced and renamed (as the checkpoint files are), so a
+    snapshot under its real name is always whole.
+    """
+    data = encode_snapshot(entries)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    files.fsync_dir(path.parent)
+
+
+def list_snapshot_offsets(directory: Path) -> list[int]:
+    """The offsets of the snapshot files in a partition directory, ascending."""
+    offsets = []
+    for entry in os.scandir(directory):
+        name = entry.name
+        if name.endswith(files.PRODUCER_SNAPSHOT_FILE_SUFFIX) and entry.is_file():
+            offset = files.offset_from_file_name(name)
+            if offset is not None and name.count(".") == 1:
+                offsets.append(offset)
+    return sorted(offsets)

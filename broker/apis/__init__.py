@@ -54,6 +54,7 @@ def load_all() -> dict[int, Handler]:
         describe_configs,
         describe_groups,
         describe_log_dirs,
+        describe_producers,
         end_txn,
         fetch,
         find_coordinator,

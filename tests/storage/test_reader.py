@@ -135,6 +135,7 @@ def file_states(root: Path) -> dict[str, tuple[int, int, int, str]]:
 def test_reads_back_what_brooks_log_wrote(tmp_path: Path, make_batch: BatchFactory) -> None:
     log, expected = write_brook_partition(tmp_path / "orders-0", make_batch)
     bases = [segment.base_offset for segment in log.segments]
+    log_end = log.log_end_offset
     log.close()
     assert len(bases) > 3
 
@@ -147,7 +148,11 @@ def test_reads_back_what_brooks_log_wrote(tmp_path: Path, make_batch: BatchFacto
     assert partition.size == sum(s.size for s in partition.segments)
     assert all(s.has_offset_index and s.has_time_index for s in partition.segments)
     assert not any(s.has_txn_index for s in partition.segments)
-    assert partition.has_leader_epoch_checkpoint and partition.snapshot_offsets == ()
+    assert partition.has_leader_epoch_checkpoint
+    # A producer snapshot at each rolled segment's base, and one at the log end on close;
+    # the batches are not idempotent, so every snapshot is empty.
+    assert partition.snapshot_offsets == tuple(sorted({*bases[1:], log_end}))
+    assert all(read_snapshot(partition.snapshot_path(o)) == [] for o in partition.snapshot_offsets)
     assert read_leader_epoch_checkpoint(partition.leader_epoch_checkpoint_path) == [
         EpochEntry(0, 0),
         EpochEntry(1, 90),
