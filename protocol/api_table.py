@@ -40,6 +40,7 @@ class ApiKey(enum.IntEnum):
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     ALTER_REPLICA_LOG_DIRS = 34
@@ -89,6 +90,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),
     ApiKey.END_TXN: VersionRange(0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),

@@ -72,6 +72,7 @@ def load_all() -> dict[int, Handler]:
         offset_for_leader_epoch,
         produce,
         sync_group,
+        txn_offset_commit,
     )
 
     missing = [key.name for key in SERVED if key not in HANDLERS]

@@ -16,40 +16,20 @@ from brook.protocol.errors import ErrorCode
 
 from ..groups.group import CommittedOffset
 from ..request_context import RequestContext
+from ..services import BrokerServices
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
 log = logging.getLogger("brook.apis.offset_commit")
+
+OffsetKey = tuple[str, int]
 
 
 @handles(ApiKey.OFFSET_COMMIT)
 def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    now = services.clock()
     retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
     retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
-    max_metadata = services.config["offset.metadata.max.bytes"]
-    errors: dict[tuple[str, int], ErrorCode] = {}
-    accepted: dict[tuple[str, int], CommittedOffset] = {}
-    known_partitions = []
-    for topic in request.topics:
-        known = services.metadata.get(topic.name)
-        for partition in topic.partitions:
-            key = (topic.name, partition.partition_index)
-            metadata = partition.committed_metadata or ""
-            if known is None or not 0 <= partition.partition_index < len(known.partitions):
-                errors[key] = ErrorCode.unknown_topic_or_partition
-                continue
-            known_partitions.append(key)
-            if _java_length(metadata) > max_metadata:
-                errors[key] = ErrorCode.offset_metadata_too_large
-            else:
-                accepted[key] = CommittedOffset(
-                    offset=partition.committed_offset,
-                    leader_epoch=getattr(partition, "committed_leader_epoch", -1),
-                    metadata=metadata,
-                    commit_timestamp=now,
-                    expire_timestamp=now + retention_ms if retention_ms > 0 else -1,
-                )
+    accepted, errors, known_partitions = offsets_to_commit(services, request.topics, retention_ms)
     # Kafka drops unknown topics before the coordinator sees the request: with none
     # left, the group is neither checked nor created.
     if not known_partitions:
@@ -76,6 +56,39 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, request, errors)
 
     return respond(answer, with_group_error)
+
+
+def offsets_to_commit(
+    services: BrokerServices, topics: Any, retention_ms: int = -1
+) -> tuple[dict[OffsetKey, CommittedOffset], dict[OffsetKey, ErrorCode], list[OffsetKey]]:
+    """The offsets a commit (OffsetCommit, TxnOffsetCommit) may store, the errors of the
+    partitions it may not (unknown topic, metadata over offset.metadata.max.bytes), and
+    every partition of a known topic."""
+    now = services.clock()
+    max_metadata = services.config["offset.metadata.max.bytes"]
+    errors: dict[OffsetKey, ErrorCode] = {}
+    accepted: dict[OffsetKey, CommittedOffset] = {}
+    known_partitions = []
+    for topic in topics:
+        known = services.metadata.get(topic.name)
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            metadata = partition.committed_metadata or ""
+            if known is None or not 0 <= partition.partition_index < len(known.partitions):
+                errors[key] = ErrorCode.unknown_topic_or_partition
+                continue
+            known_partitions.append(key)
+            if _java_length(metadata) > max_metadata:
+                errors[key] = ErrorCode.offset_metadata_too_large
+            else:
+                accepted[key] = CommittedOffset(
+                    offset=partition.committed_offset,
+                    leader_epoch=getattr(partition, "committed_leader_epoch", -1),
+                    metadata=metadata,
+                    commit_timestamp=now,
+                    expire_timestamp=now + retention_ms if retention_ms > 0 else -1,
+                )
+    return accepted, errors, known_partitions
 
 
 def _response(ctx: RequestContext, request: Any, errors: dict[tuple[str, int], ErrorCode]) -> Any:

@@ -28,6 +28,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
                 "OffsetFetchResponsePartitions",
                 group.group_id,
                 _requested(group.topics, "partition_indexes"),
+                request.require_stable,
             )
             groups.append(
                 build(
@@ -45,6 +46,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         "OffsetFetchResponsePartition",
         request.group_id,
         _requested(request.topics, "partition_indexes"),
+        getattr(request, "require_stable", False),  # v7+
     )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics, error_code=error)
 
@@ -62,12 +64,17 @@ def _topics(
     partition_type: str,
     group_id: str,
     requested: list[tuple[str, int]] | None,
+    require_stable: bool,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """The group's error and its offsets; when the coordinator cannot answer, each
-    requested partition carries its error too (v1 has no other place for it)."""
-    error, found = ctx.services.groups.fetch_offsets(group_id, requested)
+    requested partition carries its error too (v1 has no other place for it). With
+    require_stable (v7+), a partition whose offset an open transaction may still change
+    answers UNSTABLE_OFFSET_COMMIT, as Kafka does, and the client retries."""
+    groups = ctx.services.groups
+    error, found = groups.fetch_offsets(group_id, requested)
     if error:
         found = dict.fromkeys(requested or [])
+    unstable = groups.unstable_offsets(group_id, list(found)) if require_stable else set()
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), committed in found.items():
         by_topic.setdefault(topic, []).append(
@@ -77,7 +84,9 @@ def _topics(
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed else "",
-                error_code=error,
+                error_code=ErrorCode.unstable_offset_commit
+                if (topic, index) in unstable
+                else error,
             )
         )
     return error, tuple(

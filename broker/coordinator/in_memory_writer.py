@@ -21,8 +21,10 @@ from .partition_writer import AlreadyCommitted, Appended, TopicPartition
 from .records import (
     CoordinatorRecord,
     StoredBatch,
+    TransactionalProducer,
     encode_batch,
     encode_end_transaction_marker,
+    encode_write,
     stored_batches,
 )
 
@@ -40,11 +42,15 @@ class InMemoryPartitionWriter:
     # --- PartitionWriter --------------------------------------------------------------
 
     def append(
-        self, tp: TopicPartition, records: Sequence[CoordinatorRecord], now_ms: int
+        self,
+        tp: TopicPartition,
+        records: Sequence[CoordinatorRecord],
+        now_ms: int,
+        producer: TransactionalProducer | None = None,
     ) -> Appended:
         if self._append_failures:
             raise self._append_failures.pop(0)
-        return self._store(tp, encode_batch(records, now_ms))
+        return self._store(tp, encode_write(records, now_ms, producer))
 
     def append_end_transaction_marker(
         self,

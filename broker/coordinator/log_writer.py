@@ -18,8 +18,9 @@ from .partition_writer import Appended, TopicPartition
 from .records import (
     CoordinatorRecord,
     StoredBatch,
-    encode_batch,
+    TransactionalProducer,
     encode_end_transaction_marker,
+    encode_write,
     stored_batches,
 )
 
@@ -33,11 +34,15 @@ class LogPartitionWriter:
         self._partition_of = partition_of
 
     def append(
-        self, tp: TopicPartition, records: Sequence[CoordinatorRecord], now_ms: int
+        self,
+        tp: TopicPartition,
+        records: Sequence[CoordinatorRecord],
+        now_ms: int,
+        producer: TransactionalProducer | None = None,
     ) -> Appended:
         partition = self._partition_of(tp.topic, tp.partition)
         info = partition.append_records_as_leader(
-            encode_batch(records, now_ms), AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
+            encode_write(records, now_ms, producer), AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
         )
         next_offset = info.last_offset + 1
         return Appended(info.first_offset, next_offset, self._committed(partition, next_offset))

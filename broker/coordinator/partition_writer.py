@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 
 from brook.protocol.coordinator_records import ControlRecordType
 
-from .records import CoordinatorRecord, StoredBatch
+from .records import CoordinatorRecord, StoredBatch, TransactionalProducer
 
 
 class TopicPartition(NamedTuple):
@@ -47,11 +47,15 @@ class AlreadyCommitted:
 
 class PartitionWriter(Protocol):
     def append(
-        self, tp: TopicPartition, records: Sequence[CoordinatorRecord], now_ms: int
+        self,
+        tp: TopicPartition,
+        records: Sequence[CoordinatorRecord],
+        now_ms: int,
+        producer: TransactionalProducer | None = None,
     ) -> Appended:
-        """Append the records as one batch. Raises a KafkaError (or OSError) when
-        nothing was written; the returned Appended completes when they are committed,
-        or raises if they never will be."""
+        """Append the records as one batch (in `producer`'s transaction, if given).
+        Raises a KafkaError (or OSError) when nothing was written; the returned Appended
+        completes when they are committed, or raises if they never will be."""
         ...
 
     def append_end_transaction_marker(

@@ -33,6 +33,15 @@ class CoordinatorRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionalProducer:
+    """A producer in whose transaction a coordinator writes (TxnOffsetCommit): the
+    records take effect only once the transaction's COMMIT marker follows them."""
+
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class StoredRecord:
     offset: int
     key: bytes | None
@@ -62,15 +71,33 @@ def encode_batch(
     control: bool = False,
 ) -> bytearray:
     """One batch of the records, stamped with the coordinator's clock; the log assigns
-    the offsets when it appends."""
+    the offsets when it appends. A transactional batch gets base sequence 0, as Kafka's
+    group coordinator writes a transactional offset commit (coordinator appends are not
+    sequence-checked)."""
     return bytearray(
         build_batch(
             [Record(i, now_ms, r.key, r.value) for i, r in enumerate(records)],
             producer_id=producer_id,
             producer_epoch=producer_epoch,
+            base_sequence=0 if transactional and not control else -1,
             transactional=transactional,
             control=control,
         )
+    )
+
+
+def encode_write(
+    records: Sequence[CoordinatorRecord], now_ms: int, producer: TransactionalProducer | None
+) -> bytearray:
+    """The batch of one coordinator write, inside `producer`'s transaction if given."""
+    if producer is None:
+        return encode_batch(records, now_ms)
+    return encode_batch(
+        records,
+        now_ms,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch,
+        transactional=True,
     )
 
 

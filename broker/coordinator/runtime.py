@@ -245,7 +245,7 @@ class CoordinatorRuntime(Generic[S]):
             self._after_last_commit(context, lambda: _complete(result, future, None))
             return
         try:
-            appended = self.writer.append(context.tp, result.records, self.clock())
+            appended = self.writer.append(context.tp, result.records, self.clock(), result.producer)
         except (KafkaError, OSError) as exc:
             error = as_kafka_error(exc)
             log.warning(
@@ -258,11 +258,16 @@ class CoordinatorRuntime(Generic[S]):
             _complete(result, future, error)
             return
         if result.replay_records:
+            producer_id, producer_epoch = (
+                (result.producer.producer_id, result.producer.producer_epoch)
+                if result.producer is not None
+                else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            )
             for index, record in enumerate(result.records):
                 context.shard.replay(
                     appended.base_offset + index,
-                    NO_PRODUCER_ID,
-                    NO_PRODUCER_EPOCH,
+                    producer_id,
+                    producer_epoch,
                     record.key,
                     record.value,
                 )

@@ -18,7 +18,7 @@ from typing import Generic, Protocol, TypeVar
 from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.errors import KafkaError
 
-from .records import CoordinatorRecord
+from .records import CoordinatorRecord, TransactionalProducer
 
 T = TypeVar("T")
 
@@ -32,6 +32,9 @@ class CoordinatorResult(Generic[T]):
     response: T
     replay_records: bool = True
     on_written: WriteCallback | None = field(default=None)
+    # Written inside this producer's transaction (TxnOffsetCommit); None for the
+    # coordinator's own records.
+    producer: TransactionalProducer | None = None
 
 
 class CoordinatorShard(Protocol):

@@ -24,6 +24,7 @@ from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.errors import CoordinatorNotAvailableError
 from ..coordinator.internal_topic import InternalTopic
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
+from ..coordinator.records import TransactionalProducer
 from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
@@ -198,6 +199,41 @@ class GroupCoordinator:
             lambda error: error,
             too_large=ErrorCode.invalid_commit_offset_size,
         )
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer: TransactionalProducer,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[OffsetKey, CommittedOffset],
+    ) -> Answer[ErrorCode]:
+        """TxnOffsetCommit: NONE once the offsets are written in the transaction."""
+        return self._write(
+            "txn-commit-offset",
+            group_id,
+            lambda shard: shard.commit_transactional_offsets(
+                group_id, producer, generation_id, member_id, instance_id, offsets
+            ),
+            lambda error: error,
+            too_large=ErrorCode.invalid_commit_offset_size,
+        )
+
+    def unstable_offsets(self, group_id: str, partitions: list[OffsetKey]) -> set[OffsetKey]:
+        """The partitions whose offset an open transaction may still change (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        try:
+            return self.runtime.schedule_read_operation(
+                self._partition(group_id),
+                lambda shard: {
+                    key
+                    for key in partitions
+                    if shard.has_pending_transactional_offsets(group_id, key)
+                },
+            )
+        except KafkaError:
+            return set()
 
     def fetch_offsets(
         self, group_id: str, partitions: list[OffsetKey] | None

@@ -28,7 +28,7 @@ from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.partition_writer import TopicPartition
-from ..coordinator.records import CoordinatorRecord
+from ..coordinator.records import CoordinatorRecord, TransactionalProducer
 from ..coordinator.shard import CoordinatorResult, WriteCallback
 from ..coordinator.write_errors import coordinator_error
 from . import records
@@ -769,6 +769,39 @@ class GroupCoordinatorShard:
         return CoordinatorResult(
             [records.offset_commit_record(group_id, key, c) for key, c in offsets.items()],
             ErrorCode.none,
+        )
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer: TransactionalProducer,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[OffsetKey, CommittedOffset],
+    ) -> CoordinatorResult[ErrorCode]:
+        """TxnOffsetCommit: the offsets are written inside the producer's transaction and
+        take effect only when its COMMIT marker reaches this partition (KIP-447: a
+        member's generation is checked as for OffsetCommit)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return CoordinatorResult([], ErrorCode.illegal_generation)
+        else:
+            error = self._validate_commit(group, generation_id, member_id, instance_id)
+            if error:
+                return CoordinatorResult([], error)
+        return CoordinatorResult(
+            [records.offset_commit_record(group_id, key, c) for key, c in offsets.items()],
+            ErrorCode.none,
+            producer=producer,
+        )
+
+    def has_pending_transactional_offsets(self, group_id: str, key: OffsetKey) -> bool:
+        """Whether a transaction not yet ended holds an offset of this partition."""
+        pending_key = (group_id, key[0], key[1])
+        return any(
+            pending_key in offsets for offsets in self.pending_transactional_offsets.values()
         )
 
     def _validate_commit(

@@ -1,0 +1,210 @@
+"""The transaction coordinator with real transactional clients over real sockets:
+sessions, commit and abort with their markers, offsets in a transaction, zombie fencing,
+and Kafka's errors for bad requests (each changing nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from kio.index import load_request_schema
+
+from brook.broker.transactions.metadata import TransactionState
+from brook.protocol.api_table import ApiKey
+
+from .clients import create_topic, stored_batches
+from .raw_client import RawClient, make, nested, versions
+
+TIMEOUT_S = 20
+
+
+def _state(brook_broker, transactional_id: str) -> TransactionState | None:
+    found = brook_broker.call(lambda: brook_broker.broker.transactions.describe(transactional_id))
+    return found.state if found is not None else None
+
+
+def _markers(brook_broker, topic: str, partition: int = 0) -> list[tuple[int, int]]:
+    """(producer id, epoch) of each control batch stored in the partition."""
+    return [
+        (header.producer_id, header.producer_epoch)
+        for header in stored_batches(brook_broker.data_dir, topic, partition)
+        if header.is_control
+    ]
+
+
+def _transactional_producer(bootstrap: str, transactional_id: str) -> Producer:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5}
+    )
+    producer.init_transactions(TIMEOUT_S)
+    return producer
+
+
+def test_confluent_commit_and_abort_write_markers(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, partitions=2)
+    producer = _transactional_producer(bootstrap, "tx-confluent")
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic_name, value=b"committed-%d" % i, partition=i % 2)
+    producer.commit_transaction(TIMEOUT_S)
+    assert _state(brook_broker, "tx-confluent") is TransactionState.COMPLETE_COMMIT
+    producer.begin_transaction()
+    producer.produce(topic_name, value=b"aborted", partition=0)
+    producer.flush(TIMEOUT_S)  # sent, so the partition is in the transaction
+    producer.abort_transaction(TIMEOUT_S)
+    assert _state(brook_broker, "tx-confluent") is TransactionState.COMPLETE_ABORT
+    # One COMMIT marker per partition, then an ABORT marker in partition 0 only.
+    assert len(_markers(brook_broker, topic_name, 0)) == 2
+    assert len(_markers(brook_broker, topic_name, 1)) == 1
+    pid_epochs = set(_markers(brook_broker, topic_name, 0) + _markers(brook_broker, topic_name, 1))
+    assert len(pid_epochs) == 1  # all from the one producer id and epoch
+
+
+def test_offsets_in_a_transaction_count_only_when_it_commits(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    group = f"{topic_name}-group"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    producer = _transactional_producer(bootstrap, "tx-offsets")
+    partition = TopicPartition(topic_name, 0)
+    for offset, commit in ((5, False), (9, True)):
+        producer.begin_transaction()
+        producer.produce(topic_name, value=b"out")
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic_name, 0, offset)],
+            consumer.consumer_group_metadata(),
+            TIMEOUT_S,
+        )
+        if commit:
+            producer.commit_transaction(TIMEOUT_S)
+        else:
+            producer.abort_transaction(TIMEOUT_S)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        listed = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, [partition])]
+        )[group].result(TIMEOUT_S)
+        assert listed.topic_partitions[0].offset == (9 if commit else -1001)
+    consumer.close()
+
+
+def test_a_new_producer_fences_the_old_one(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    zombie = _transactional_producer(bootstrap, "tx-fence")
+    zombie.begin_transaction()
+    zombie.produce(topic_name, value=b"zombie")
+    zombie.flush(TIMEOUT_S)
+    successor = _transactional_producer(bootstrap, "tx-fence")  # aborts the zombie's
+    with pytest.raises(KafkaException) as fenced:
+        zombie.commit_transaction(TIMEOUT_S)
+    assert fenced.value.args[0].fatal() or "fenced" in str(fenced.value).lower()
+    successor.begin_transaction()
+    successor.produce(topic_name, value=b"successor")
+    successor.commit_transaction(TIMEOUT_S)
+    markers = _markers(brook_broker, topic_name)
+    assert len(markers) == 2  # the zombie's ABORT (fenced epoch), the successor's COMMIT
+    assert markers[0][1] < markers[1][1]
+
+
+def test_aiokafka_transactional_producer_commits(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+
+    async def scenario() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="tx-aiokafka")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(3):
+                    await producer.send_and_wait(topic_name, b"aio-%d" % i, partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(scenario())
+    assert _state(brook_broker, "tx-aiokafka") is TransactionState.COMPLETE_COMMIT
+    assert len(_markers(brook_broker, topic_name)) == 1
+
+
+# --- bad requests -----------------------------------------------------------------------
+
+
+def _request(api: ApiKey, version: int, **fields) -> object:
+    request_type = load_request_schema(api, version)
+    return make(request_type, **fields), request_type
+
+
+def _init(client: RawClient, transactional_id: str, timeout_ms: int = 60_000):
+    request, _ = _request(
+        ApiKey.INIT_PRODUCER_ID,
+        4,
+        transactional_id=transactional_id,
+        transaction_timeout=datetime.timedelta(milliseconds=timeout_ms),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    return client.request(request)
+
+
+def _add_partitions(client: RawClient, transactional_id, producer_id, epoch, topic, partition):
+    request_type = load_request_schema(ApiKey.ADD_PARTITIONS_TO_TXN, 3)
+    topic_type = nested(request_type, "AddPartitionsToTxnTopic")
+    request = request_type(
+        v3_and_below_transactional_id=transactional_id,
+        v3_and_below_producer_id=producer_id,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=(topic_type(name=topic, partitions=(partition,)),),
+    )
+    response = client.request(request)
+    return response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+
+def _end(client: RawClient, transactional_id, producer_id, epoch, committed: bool):
+    request, _ = _request(
+        ApiKey.END_TXN,
+        3,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        committed=committed,
+    )
+    return client.request(request).error_code
+
+
+@pytest.mark.parametrize("version", versions(ApiKey.END_TXN))
+def test_bad_transaction_requests_get_kafkas_errors(brook_broker, topic_name, version):
+    create_topic(brook_broker.bootstrap, topic_name)
+    tid = f"tx-bad-{version}"
+    with RawClient(brook_broker.port) as client:
+        too_long = _init(client, tid, timeout_ms=900_001)
+        assert too_long.error_code.name == "invalid_transaction_timeout"
+        assert _state(brook_broker, tid) is None  # nothing stored
+        session = _init(client, tid)
+        pid, epoch = session.producer_id, session.producer_epoch
+        request, _ = _request(
+            ApiKey.END_TXN,
+            version,
+            transactional_id=tid,
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=True,
+        )
+        assert client.request(request).error_code.name == "invalid_txn_state"
+        unknown = _add_partitions(client, tid, pid, epoch, f"{topic_name}-missing", 0)
+        assert unknown.name == "unknown_topic_or_partition"
+        assert _add_partitions(client, tid, pid + 1, epoch, topic_name, 0).name == (
+            "invalid_producer_id_mapping"
+        )
+        assert _state(brook_broker, tid) is TransactionState.EMPTY
+        assert _add_partitions(client, tid, pid, epoch, topic_name, 0).name == "none"
+        newer = _init(client, tid)  # fences `epoch`, aborting its transaction first
+        assert newer.error_code.name == "concurrent_transactions"
+        assert _end(client, tid, pid, epoch, True).name == "producer_fenced"
+        assert _add_partitions(client, tid, pid, epoch, topic_name, 0).name == "producer_fenced"
+        assert _state(brook_broker, tid) is TransactionState.COMPLETE_ABORT
