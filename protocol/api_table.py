@@ -40,6 +40,7 @@ class ApiKey(enum.IntEnum):
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
+    WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
@@ -50,6 +51,8 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),
     ApiKey.END_TXN: VersionRange(0, 5),
+    ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
     ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
@@ -100,6 +104,8 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
+    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
 }
 
 

@@ -55,6 +55,7 @@ def load_all() -> dict[int, Handler]:
         describe_groups,
         describe_log_dirs,
         describe_producers,
+        describe_transactions,
         end_txn,
         fetch,
         find_coordinator,
@@ -65,6 +66,7 @@ def load_all() -> dict[int, Handler]:
         leave_group,
         list_groups,
         list_offsets,
+        list_transactions,
         metadata,
         offset_commit,
         offset_delete,
@@ -73,6 +75,7 @@ def load_all() -> dict[int, Handler]:
         produce,
         sync_group,
         txn_offset_commit,
+        write_txn_markers,
     )
 
     missing = [key.name for key in SERVED if key not in HANDLERS]

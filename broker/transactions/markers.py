@@ -79,23 +79,14 @@ class TransactionMarkerWriter:
         """Whether the partition has its marker (or needs none)."""
         topic, partition = tp
         try:
-            if topic == CONSUMER_OFFSETS_TOPIC:
-                await self._groups.complete_transaction(
-                    partition,
-                    prepared.producer_id,
-                    prepared.producer_epoch,
-                    COORDINATOR_EPOCH,
-                    result,
-                )
-            else:
-                await self._writer.append_end_transaction_marker(
-                    TopicPartition(topic, partition),
-                    prepared.producer_id,
-                    prepared.producer_epoch,
-                    COORDINATOR_EPOCH,
-                    result,
-                    self._clock(),
-                )
+            await self.write_marker(
+                topic,
+                partition,
+                prepared.producer_id,
+                prepared.producer_epoch,
+                COORDINATOR_EPOCH,
+                result,
+            )
         except KafkaError as exc:
             if exc.error_code is ErrorCode.unknown_topic_or_partition:
                 log.info(
@@ -117,3 +108,28 @@ class TransactionMarkerWriter:
             return False
         self.markers_written += 1
         return True
+
+    async def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlRecordType,
+    ) -> None:
+        """Write one marker and wait for its commit (WriteTxnMarkers does this too);
+        raises the KafkaError that kept it from being written."""
+        if topic == CONSUMER_OFFSETS_TOPIC:
+            await self._groups.complete_transaction(
+                partition, producer_id, producer_epoch, coordinator_epoch, result
+            )
+        else:
+            await self._writer.append_end_transaction_marker(
+                TopicPartition(topic, partition),
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                result,
+                self._clock(),
+            )

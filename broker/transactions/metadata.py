@@ -42,6 +42,18 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
     TransactionState.PREPARE_EPOCH_FENCE: frozenset({TransactionState.ONGOING}),
 }
 
+# Kafka's TransactionState.stateName, what DescribeTransactions and ListTransactions show.
+STATE_NAMES: dict[TransactionState, str] = {
+    TransactionState.EMPTY: "Empty",
+    TransactionState.ONGOING: "Ongoing",
+    TransactionState.PREPARE_COMMIT: "PrepareCommit",
+    TransactionState.PREPARE_ABORT: "PrepareAbort",
+    TransactionState.COMPLETE_COMMIT: "CompleteCommit",
+    TransactionState.COMPLETE_ABORT: "CompleteAbort",
+    TransactionState.DEAD: "Dead",
+    TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+
 COMPLETING = frozenset({TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
 COMPLETE = frozenset({TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT})
 

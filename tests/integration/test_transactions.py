@@ -208,3 +208,97 @@ def test_bad_transaction_requests_get_kafkas_errors(brook_broker, topic_name, ve
         assert _end(client, tid, pid, epoch, True).name == "producer_fenced"
         assert _add_partitions(client, tid, pid, epoch, topic_name, 0).name == "producer_fenced"
         assert _state(brook_broker, tid) is TransactionState.COMPLETE_ABORT
+
+
+# --- the admin APIs ---------------------------------------------------------------------
+
+
+def test_describe_and_list_transactions(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    open_one = _transactional_producer(bootstrap, "tx-open")
+    open_one.begin_transaction()
+    open_one.produce(topic_name, value=b"pending", partition=0)
+    open_one.flush(TIMEOUT_S)
+    _transactional_producer(bootstrap, "tx-idle")
+    with RawClient(brook_broker.port) as client:
+        request, _ = _request(ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=("tx-open",))
+        [described] = client.request(request).transaction_states
+        assert described.transaction_state == "Ongoing"
+        assert [(t.topic, t.partitions) for t in described.topics] == [(topic_name, (0,))]
+        assert described.transaction_start_time.timestamp() > 0
+        # Without a transaction under way Kafka answers a start time of -1, which kio
+        # cannot parse: read those answers' first fields by hand.
+        request, _ = _request(
+            ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=("tx-idle", "nope")
+        )
+        client.send(request)
+        assert _described_by_hand(client.receive_frame()) == [
+            (0, "tx-idle", "Empty", -1),
+            (105, "nope", "", -1),  # TRANSACTIONAL_ID_NOT_FOUND
+        ]
+        for version in versions(ApiKey.LIST_TRANSACTIONS):
+            request, _ = _request(
+                ApiKey.LIST_TRANSACTIONS,
+                version,
+                state_filters=("Ongoing", "Sleepy"),
+                producer_id_filters=(),
+                duration_filter=-1,
+            )
+            listed = client.request(request)
+            assert [s.transactional_id for s in listed.transaction_states] == ["tx-open"]
+            assert listed.unknown_state_filters == ("Sleepy",)
+    open_one.abort_transaction(TIMEOUT_S)
+
+
+def test_write_txn_markers_writes_and_refuses_per_partition(brook_broker, topic_name):
+    create_topic(brook_broker.bootstrap, topic_name)
+    request_type = load_request_schema(ApiKey.WRITE_TXN_MARKERS, 1)
+    marker_type = nested(request_type, "WritableTxnMarker")
+    topic_type = nested(request_type, "WritableTxnMarkerTopic")
+    request = request_type(
+        markers=(
+            marker_type(
+                producer_id=4242,
+                producer_epoch=3,
+                transaction_result=True,
+                topics=(
+                    topic_type(name=topic_name, partition_indexes=(0,)),
+                    topic_type(name=f"{topic_name}-missing", partition_indexes=(0,)),
+                ),
+                coordinator_epoch=0,
+            ),
+        )
+    )
+    with RawClient(brook_broker.port) as client:
+        response = client.request(request)
+    [result] = response.markers
+    errors = {t.name: t.partitions[0].error_code.name for t in result.topics}
+    assert errors == {topic_name: "none", f"{topic_name}-missing": "unknown_topic_or_partition"}
+    assert _markers(brook_broker, topic_name) == [(4242, 3)]
+
+
+def _described_by_hand(frame: bytes) -> list[tuple[int, str, str, int]]:
+    """(error code, transactional id, state, start time) of a DescribeTransactions v0
+    response frame: flexible, so lengths are unsigned varints plus one (all one byte here)
+    and each entity ends in its tagged fields."""
+    import struct
+
+    position = 4 + 1 + 4  # correlation id, the header's tagged fields, throttle time
+    count = frame[position] - 1
+    position += 1
+    found = []
+    for _ in range(count):
+        (error,) = struct.unpack_from(">h", frame, position)
+        position += 2
+        strings = []
+        for _ in range(2):
+            length = frame[position] - 1
+            strings.append(frame[position + 1 : position + 1 + length].decode())
+            position += 1 + length
+        _timeout, start, _pid, _epoch = struct.unpack_from(">iqqh", frame, position)
+        position += 4 + 8 + 8 + 2
+        assert frame[position] == 1  # no topics
+        position += 2  # the topics array, the entity's tagged fields
+        found.append((error, strings[0], strings[1], start))
+    return found

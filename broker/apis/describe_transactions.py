@@ -1,0 +1,74 @@
+"""DescribeTransactions (key 65), v0: the state of transactional ids.
+
+An id this broker's coordinator does not know answers TRANSACTIONAL_ID_NOT_FOUND; one
+whose partition it does not serve, NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from ..transactions.metadata import STATE_NAMES, TransactionMetadata
+from . import NO_THROTTLE, build, handles, schema_module
+
+
+# -1 on the wire (no transaction under way), which this field's type writes as a time.
+NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
+
+
+@handles(ApiKey.DESCRIBE_TRANSACTIONS)
+def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    transactions = ctx.services.transactions
+    states = []
+    for transactional_id in request.transactional_ids:
+        try:
+            found = transactions.describe(transactional_id)
+            error = ErrorCode.none if found is not None else ErrorCode.transactional_id_not_found
+        except KafkaError as exc:
+            found, error = None, exc.error_code
+        states.append(_state(types, transactional_id, found, error))
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, transaction_states=tuple(states))
+
+
+def _state(
+    types: Any, transactional_id: str, found: TransactionMetadata | None, error: ErrorCode
+) -> Any:
+    if found is None:
+        return build(
+            types.TransactionState,
+            error_code=error,
+            transactional_id=transactional_id,
+            transaction_state="",
+            transaction_timeout=datetime.timedelta(0),
+            transaction_start_time=NO_START_TIME,
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=(),
+        )
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(found.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return build(
+        types.TransactionState,
+        error_code=ErrorCode.none,
+        transactional_id=transactional_id,
+        transaction_state=STATE_NAMES[found.state],
+        transaction_timeout=datetime.timedelta(milliseconds=found.txn_timeout_ms),
+        transaction_start_time=(
+            datetime.datetime.fromtimestamp(found.txn_start_timestamp / 1000, datetime.UTC)
+            if found.txn_start_timestamp >= 0
+            else NO_START_TIME
+        ),
+        producer_id=found.producer_id,
+        producer_epoch=found.producer_epoch,
+        topics=tuple(
+            build(types.TopicData, topic=topic, partitions=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )

@@ -1,0 +1,54 @@
+"""ListTransactions (key 66), v0-v1: the transactional ids this coordinator holds,
+filtered by state name, producer id, and (v1) by running longer than a duration.
+
+A state filter that names no state comes back in `unknown_state_filters`, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..request_context import RequestContext
+from ..transactions.metadata import STATE_NAMES, TransactionState
+from . import NO_THROTTLE, build, handles, schema_module
+
+STATES_BY_NAME = {name: state for state, name in STATE_NAMES.items()}
+
+
+@handles(ApiKey.LIST_TRANSACTIONS)
+def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    unknown = tuple(name for name in request.state_filters if name not in STATES_BY_NAME)
+    wanted_states = {STATES_BY_NAME[n] for n in request.state_filters if n in STATES_BY_NAME}
+    wanted_producers = set(request.producer_id_filters)
+    running_longer_than = getattr(request, "duration_filter", -1)  # v1
+    now = ctx.services.clock()
+    listed = []
+    for found in ctx.services.transactions.transactions():
+        if request.state_filters and found.state not in wanted_states:
+            continue
+        if wanted_producers and found.producer_id not in wanted_producers:
+            continue
+        if running_longer_than >= 0 and not (
+            found.state is TransactionState.ONGOING
+            and now - found.txn_start_timestamp > running_longer_than
+        ):
+            continue
+        listed.append(
+            build(
+                types.TransactionState,
+                transactional_id=found.transactional_id,
+                producer_id=found.producer_id,
+                transaction_state=STATE_NAMES[found.state],
+            )
+        )
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        unknown_state_filters=unknown,
+        transaction_states=tuple(listed),
+    )

@@ -1,0 +1,82 @@
+"""WriteTxnMarkers (key 27), v1: write COMMIT or ABORT markers into partitions.
+
+In Kafka the transaction coordinator sends it to the leaders of a transaction's
+partitions; Brook's coordinator writes its markers itself, through the same path this
+handler uses, and serves the API for tools and tests that write markers by hand. Each
+partition answers on its own (UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, or
+INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.coordinator_records import ControlRecordType
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import build, handles, schema_module
+
+log = logging.getLogger("brook.apis.write_txn_markers")
+
+
+@handles(ApiKey.WRITE_TXN_MARKERS)
+async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+    markers = ctx.services.transactions.markers
+    results = []
+    for marker in request.markers:
+        result = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
+        topics = []
+        for topic in marker.topics:
+            writes = [
+                markers.write_marker(
+                    topic.name,
+                    index,
+                    marker.producer_id,
+                    marker.producer_epoch,
+                    marker.coordinator_epoch,
+                    result,
+                )
+                for index in topic.partition_indexes
+            ]
+            outcomes = await asyncio.gather(*writes, return_exceptions=True)
+            partitions = []
+            for index, outcome in zip(topic.partition_indexes, outcomes, strict=True):
+                error = ErrorCode.none
+                if isinstance(outcome, KafkaError):
+                    error = outcome.error_code
+                    log.info(
+                        "WriteTxnMarkers %s of producer %d to %s-%d from %s: %s",
+                        result.name,
+                        marker.producer_id,
+                        topic.name,
+                        index,
+                        ctx.peer,
+                        outcome.message or error.name,
+                    )
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+                partitions.append(
+                    build(
+                        types.WritableTxnMarkerPartitionResult,
+                        partition_index=index,
+                        error_code=error,
+                    )
+                )
+            topics.append(
+                build(
+                    types.WritableTxnMarkerTopicResult,
+                    name=topic.name,
+                    partitions=tuple(partitions),
+                )
+            )
+        results.append(
+            build(
+                types.WritableTxnMarkerResult, producer_id=marker.producer_id, topics=tuple(topics)
+            )
+        )
+    return build(ctx.response_type, markers=tuple(results))
