@@ -19,8 +19,9 @@ from typing import Any
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 ENV_PREFIX = "BROOK_"
-# Environment variables under the prefix that are not broker configs.
-NON_CONFIG_ENV = frozenset({"BROOK_LOG_LEVEL"})
+# Environment variables under the prefix that are not broker configs
+# (BROOK_CRASH_POINT: tests only, broker/crash_points.py).
+NON_CONFIG_ENV = frozenset({"BROOK_LOG_LEVEL", "BROOK_CRASH_POINT"})
 
 
 class ConfigError(ValueError):

@@ -16,7 +16,6 @@ from ..request_context import RequestContext
 from ..transactions.metadata import STATE_NAMES, TransactionMetadata
 from . import NO_THROTTLE, build, handles, schema_module
 
-
 # -1 on the wire (no transaction under way), which this field's type writes as a time.
 NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
 

@@ -21,6 +21,7 @@ from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
+from ..crash_points import TRANSACTION_MARKER_WRITTEN, crash_point
 from ..groups.coordinator import GroupCoordinator
 from .metadata import TransactionMetadata, TransactionState
 
@@ -107,6 +108,7 @@ class TransactionMarkerWriter:
             )
             return False
         self.markers_written += 1
+        crash_point(TRANSACTION_MARKER_WRITTEN)
         return True
 
     async def write_marker(
