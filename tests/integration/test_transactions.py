@@ -16,7 +16,7 @@ from kio.index import load_request_schema
 from brook.broker.transactions.metadata import TransactionState
 from brook.protocol.api_table import ApiKey
 
-from .clients import create_topic, stored_batches
+from .clients import create_topic, kafka_python_producer, stored_batches
 from .raw_client import RawClient, make, nested, versions
 
 TIMEOUT_S = 20
@@ -130,6 +130,27 @@ def test_aiokafka_transactional_producer_commits(brook_broker, topic_name):
     asyncio.run(scenario())
     assert _state(brook_broker, "tx-aiokafka") is TransactionState.COMPLETE_COMMIT
     assert len(_markers(brook_broker, topic_name)) == 1
+
+
+def test_kafka_python_transactional_producer_commits_and_aborts(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    producer = kafka_python_producer(
+        bootstrap, transactional_id="tx-kafka-python", enable_idempotence=True
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic_name, b"kept", partition=0)
+        producer.commit_transaction()
+        assert _state(brook_broker, "tx-kafka-python") is TransactionState.COMPLETE_COMMIT
+        producer.begin_transaction()
+        producer.send(topic_name, b"dropped", partition=0).get(TIMEOUT_S)
+        producer.abort_transaction()
+        assert _state(brook_broker, "tx-kafka-python") is TransactionState.COMPLETE_ABORT
+    finally:
+        producer.close()
+    assert len(_markers(brook_broker, topic_name)) == 2
 
 
 # --- bad requests -----------------------------------------------------------------------
