@@ -14,7 +14,7 @@ from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
 from .tools import configs as configs_tool
-from .tools import dump_log, storage_zip, topics
+from .tools import dump_log, storage_zip, topics, transactions
 from .tools import groups as groups_tool
 
 log = logging.getLogger("brook.cli")
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("configs-list", help="list every broker config key with its default")
     # The operator's tools: each module adds its subcommand and the function that runs it.
-    for tool in (topics, configs_tool, groups_tool, dump_log, storage_zip):
+    for tool in (topics, configs_tool, groups_tool, transactions, dump_log, storage_zip):
         tool.add_parser(commands)
     return parser
 
