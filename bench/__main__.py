@@ -32,7 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scale",
         type=float,
         default=1.0,
-        help="multiply message counts (1.0 = 2M x 100 B, 500k x 1 KiB and 500k x 100 B in "
+        help="multiply message counts (1.0 = 2M x 100 B, 500k x 1 KiB and 1M x 100 B in "
         "transactions per produce round)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic")

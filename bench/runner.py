@@ -71,14 +71,16 @@ def plan_for(
     latency_seconds: float = 5.0,
     phase_timeout_s: float = 120.0,
 ) -> Plan:
-    # With 3 rounds, 2M x 100 B and 500k x 1 KiB keep a default run of both brokers at about
-    # 1.5-2 minutes on 2 cores, with rounds of 1-3 s: long enough that the median round is steady.
+    # With 3 rounds, 2M x 100 B and 500k x 1 KiB (and the transactions below) keep a default run
+    # of both brokers at about 2-2.5 minutes on 2 cores, with rounds of 1-4 s: long enough that
+    # the median round is steady.
     base = {"100B": 2_000_000, "1KiB": 500_000}
     counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
-    # Every transaction adds AddPartitionsToTxn, EndTxn and a marker write to its records' cost:
-    # 500 transactions of 1,000 make rounds of about 1.5-2.5 s for either broker at scale 1.
+    # Every transaction adds AddPartitionsToTxn, EndTxn and a marker write to its records' cost,
+    # so fewer messages fill a round: 1,000 transactions of 1,000 make produce rounds of 3-4 s at
+    # scale 1, and read_committed rounds, which read all of them back, of about 1 s.
     txn_records = 1_000
-    txn_count = max(1, round(500 * scale)) * txn_records
+    txn_count = max(1, round(1_000 * scale)) * txn_records
     return Plan(
         counts=counts,
         txn_count=txn_count,
