@@ -32,7 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scale",
         type=float,
         default=1.0,
-        help="multiply message counts (1.0 = 2M x 100 B and 500k x 1 KiB per produce round)",
+        help="multiply message counts (1.0 = 2M x 100 B, 500k x 1 KiB and 1M x 100 B in "
+        "transactions per produce round)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic")
     parser.add_argument(
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = started.strftime("%Y%m%d-%H%M%S")
     print(
         f"bench: {', '.join(names)} on {short_machine(machine)}; "
-        f"counts {plan.counts} x {plan.repeat} round(s), {plan.partitions} partition(s)",
+        f"counts {plan.counts} and {plan.txn_count} in transactions of {plan.txn_records} "
+        f"x {plan.repeat} round(s), {plan.partitions} partition(s)",
         file=sys.stderr,
     )
 
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         "started": started.isoformat(timespec="seconds"),
         "brokers": names,
         "counts": plan.counts,
+        "txn_count": plan.txn_count,
+        "txn_records_per_transaction": plan.txn_records,
         "partitions": plan.partitions,
         "repeat": plan.repeat,
         "startup_runs": plan.startup_runs,

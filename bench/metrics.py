@@ -30,6 +30,10 @@ def consume_phase(size: str) -> str:
     return f"consume {size}"
 
 
+# The transactional phases: 100 B values in transactions, then read back with read_committed.
+TXN_SIZE = "100B"
+TXN_PRODUCE_PHASE = f"produce txn {TXN_SIZE}"
+TXN_CONSUME_PHASE = f"consume txn {TXN_SIZE} read_committed"
 LATENCY_PHASE = "produce latency"
 STARTUP_PHASE = "startup"
 RSS_IDLE_PHASE = "rss idle"
@@ -37,18 +41,22 @@ RSS_AFTER_PHASE = "rss after run"
 CPU_PHASE = "cpu"
 
 
+def _throughput(phase: str, label: str) -> list[Metric]:
+    return [
+        Metric(f"{phase}|msgs", label, "msgs/s", "higher", phase),
+        Metric(f"{phase}|mb", label, "MB/s", "higher", phase),
+    ]
+
+
 def _all_metrics() -> list[Metric]:
     metrics: list[Metric] = []
     for size in SIZES:
         for acks, acks_value in ACKS.items():
-            phase = produce_phase(size, acks)
-            label = f"produce {size} acks={acks_value}"
-            metrics.append(Metric(f"{phase}|msgs", label, "msgs/s", "higher", phase))
-            metrics.append(Metric(f"{phase}|mb", label, "MB/s", "higher", phase))
+            metrics += _throughput(produce_phase(size, acks), f"produce {size} acks={acks_value}")
     for size in SIZES:
-        phase = consume_phase(size)
-        metrics.append(Metric(f"{phase}|msgs", f"consume {size}", "msgs/s", "higher", phase))
-        metrics.append(Metric(f"{phase}|mb", f"consume {size}", "MB/s", "higher", phase))
+        metrics += _throughput(consume_phase(size), f"consume {size}")
+    metrics += _throughput(TXN_PRODUCE_PHASE, f"produce {TXN_SIZE} transactional")
+    metrics += _throughput(TXN_CONSUME_PHASE, f"consume {TXN_SIZE} txn read_committed")
     metrics += [
         Metric("latency|p50", "produce latency p50", "ms", "lower", LATENCY_PHASE),
         Metric("latency|p99", "produce latency p99", "ms", "lower", LATENCY_PHASE),

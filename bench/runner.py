@@ -20,6 +20,9 @@ from bench.metrics import (
     RSS_IDLE_PHASE,
     SIZES,
     STARTUP_PHASE,
+    TXN_CONSUME_PHASE,
+    TXN_PRODUCE_PHASE,
+    TXN_SIZE,
     BrokerResult,
     consume_phase,
     produce_phase,
@@ -31,6 +34,7 @@ from bench.workload import (
     create_topic,
     produce_latency,
     produce_throughput,
+    produce_transactional_throughput,
 )
 
 MIB = 1024 * 1024
@@ -45,6 +49,9 @@ class Plan:
     """The workload, identical for every broker in a run."""
 
     counts: dict[str, int]
+    # Messages per round of the transactional phases, a whole number of transactions.
+    txn_count: int
+    txn_records: int
     # Each throughput phase runs this many times on fresh topics; the median round is reported.
     repeat: int
     partitions: int
@@ -64,12 +71,20 @@ def plan_for(
     latency_seconds: float = 5.0,
     phase_timeout_s: float = 120.0,
 ) -> Plan:
-    # With 3 rounds, 2M x 100 B and 500k x 1 KiB keep a default run of both brokers at about
-    # 1.5-2 minutes on 2 cores, with rounds of 1-3 s: long enough that the median round is steady.
+    # With 3 rounds, 2M x 100 B and 500k x 1 KiB (and the transactions below) keep a default run
+    # of both brokers at about 2-2.5 minutes on 2 cores, with rounds of 1-4 s: long enough that
+    # the median round is steady.
     base = {"100B": 2_000_000, "1KiB": 500_000}
     counts = {size: max(1_000, int(n * scale)) for size, n in base.items()}
+    # Every transaction adds AddPartitionsToTxn, EndTxn and a marker write to its records' cost,
+    # so fewer messages fill a round: 1,000 transactions of 1,000 make produce rounds of 3-4 s at
+    # scale 1, and read_committed rounds, which read all of them back, of about 1 s.
+    txn_records = 1_000
+    txn_count = max(1, round(1_000 * scale)) * txn_records
     return Plan(
         counts=counts,
+        txn_count=txn_count,
+        txn_records=txn_records,
         repeat=repeat,
         partitions=partitions,
         startup_runs=startup_runs,
@@ -160,42 +175,93 @@ class _Run:
         return f"{rss / MIB:.1f} MiB"
 
     def produce(self, proc: BrokerProcess, size: str, acks: str) -> str:
-        bootstrap = proc.bootstrap
+        return self._produce_rounds(
+            proc,
+            produce_phase(size, acks),
+            lambda round_no: _topic(size, acks, round_no),
+            lambda topic: produce_throughput(
+                proc.bootstrap,
+                topic,
+                self.plan.counts[size],
+                SIZES[size],
+                ACKS[acks],
+                self.plan.phase_timeout_s,
+                alive=proc.alive,
+            ),
+        )
+
+    def produce_transactional(self, proc: BrokerProcess) -> str:
+        return self._produce_rounds(
+            proc,
+            TXN_PRODUCE_PHASE,
+            _txn_topic,
+            lambda topic: produce_transactional_throughput(
+                proc.bootstrap,
+                topic,
+                self.plan.txn_count,
+                SIZES[TXN_SIZE],
+                self.plan.txn_records,
+                self.plan.phase_timeout_s,
+                alive=proc.alive,
+            ),
+        )
+
+    def consume(self, proc: BrokerProcess, size: str) -> str:
+        return self._consume_rounds(
+            proc,
+            consume_phase(size),
+            produce_phase(size, "acks1"),
+            lambda round_no: _topic(size, "acks1", round_no),
+            self.plan.counts[size],
+            size,
+        )
+
+    def consume_transactional(self, proc: BrokerProcess) -> str:
+        return self._consume_rounds(
+            proc, TXN_CONSUME_PHASE, TXN_PRODUCE_PHASE, _txn_topic, self.plan.txn_count, TXN_SIZE
+        )
+
+    def _produce_rounds(
+        self,
+        proc: BrokerProcess,
+        phase: str,
+        topic_of: Callable[[int], str],
+        send: Callable[[str], Throughput],
+    ) -> str:
         rounds = []
         for round_no in range(self.plan.repeat):
             # A fresh topic per round, so every round appends to an empty log.
-            topic = _topic(size, acks, round_no)
-            create_topic(bootstrap, topic, self.plan.partitions)
-            rounds.append(
-                produce_throughput(
-                    bootstrap,
-                    topic,
-                    self.plan.counts[size],
-                    SIZES[size],
-                    ACKS[acks],
-                    self.plan.phase_timeout_s,
-                    alive=proc.alive,
-                )
-            )
-        return self._record_throughput(produce_phase(size, acks), rounds)
+            topic = topic_of(round_no)
+            create_topic(proc.bootstrap, topic, self.plan.partitions)
+            rounds.append(send(topic))
+        return self._record_throughput(phase, rounds)
 
-    def consume(self, proc: BrokerProcess, size: str) -> str:
-        bootstrap = proc.bootstrap
-        if produce_phase(size, "acks1") in self.result.failures:
-            raise RuntimeError("nothing to read: the acks=1 produce phase for this size failed")
+    def _consume_rounds(
+        self,
+        proc: BrokerProcess,
+        phase: str,
+        produced_by: str,
+        topic_of: Callable[[int], str],
+        count: int,
+        size: str,
+    ) -> str:
+        """Read back every round's topic of the produce phase `produced_by`, read_committed."""
+        if produced_by in self.result.failures:
+            raise RuntimeError(f"nothing to read: the {produced_by} phase failed")
         rounds = [
             consume_throughput(
-                bootstrap,
-                _topic(size, "acks1", round_no),
+                proc.bootstrap,
+                topic_of(round_no),
                 self.plan.partitions,
-                self.plan.counts[size],
+                count,
                 SIZES[size],
                 self.plan.phase_timeout_s,
+                isolation_level="read_committed",
                 alive=proc.alive,
             )
             for round_no in range(self.plan.repeat)
         ]
-        return self._record_throughput(consume_phase(size), rounds)
+        return self._record_throughput(phase, rounds)
 
     def latency(self, proc: BrokerProcess) -> str:
         bootstrap = proc.bootstrap
@@ -273,6 +339,8 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
                     )
             for size in SIZES:
                 run.phase(consume_phase(size), lambda s=size: run.consume(proc, s), proc)
+            run.phase(TXN_PRODUCE_PHASE, lambda: run.produce_transactional(proc), proc)
+            run.phase(TXN_CONSUME_PHASE, lambda: run.consume_transactional(proc), proc)
             run.phase(LATENCY_PHASE, lambda: run.latency(proc), proc)
             run.phase(RSS_AFTER_PHASE, lambda: run.rss(proc, "rss|after"), proc)
             run.phase(CPU_PHASE, lambda: run.cpu(proc, cpu_start), proc)
@@ -281,6 +349,10 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
 
 def _topic(size: str, acks: str, round_no: int) -> str:
     return f"bench-{size}-{acks}-r{round_no}"
+
+
+def _txn_topic(round_no: int) -> str:
+    return f"bench-txn-{TXN_SIZE}-r{round_no}"
 
 
 def _ms_list(times: list[float]) -> str:

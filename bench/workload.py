@@ -18,6 +18,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
     TopicPartition,
@@ -135,6 +136,107 @@ def _wait_for_metadata(client: Producer | Consumer, topic: str, errors: _Errors)
         raise WorkloadError(f"topic {topic!r} not usable: {detail}{errors.suffix()}")
 
 
+class _Sender:
+    """One producer's timed run: sends, waits for acknowledgements, commits, and fails the phase
+    (WorkloadError) on a refusal, a timeout or a broker that died."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        count: int,
+        size: int,
+        timeout_s: float,
+        alive: Alive,
+        **config: Any,
+    ) -> None:
+        self.errors = _Errors()
+        self.producer = Producer(_client_config(bootstrap, self.errors, **config))
+        # Metadata first, so connection setup is not part of the measurement.
+        _wait_for_metadata(self.producer, topic, self.errors)
+        self.topic = topic
+        self.count = count
+        self.size = size
+        self.timeout_s = timeout_s
+        self.alive = alive
+        # Random bytes so that nothing on the path can profit from repetitive payloads.
+        self.payload = os.urandom(size)
+        self.failed = 0
+        self.first_failure: str | None = None
+        self.started = self.deadline = 0.0
+
+    def on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.failed += 1
+            self.first_failure = self.first_failure or str(err)
+
+    def start_clock(self) -> None:
+        self.started = time.perf_counter()
+        self.deadline = self.started + self.timeout_s
+
+    def send(self, messages: range) -> None:
+        """produce() the messages numbered `messages` as fast as the local queue takes them."""
+        for i in messages:
+            while True:
+                try:
+                    self.producer.produce(self.topic, self.payload, on_delivery=self.on_delivery)
+                    break
+                except BufferError:
+                    # The local queue is full: let librdkafka drain it and serve delivery reports.
+                    self.producer.poll(0.005)
+                    if not self.alive():
+                        raise WorkloadError(
+                            f"the broker exited after {i} of {self.count} messages"
+                        ) from None
+                    if time.perf_counter() > self.deadline:
+                        raise WorkloadError(
+                            f"timed out after {self.timeout_s:.0f}s with {i} of {self.count} "
+                            f"messages queued{self.errors.suffix()}"
+                        ) from None
+            if i & 1023 == 0:
+                self.producer.poll(0)
+
+    def drain(self) -> None:
+        """Wait until every queued message is acknowledged; any failed delivery fails the phase."""
+        remaining = _flush(self.producer, self.deadline, self.alive)
+        if remaining:
+            raise WorkloadError(
+                f"timed out after {self.timeout_s:.0f}s with {remaining} of {self.count} messages "
+                f"unacknowledged{self.errors.suffix()}"
+            )
+        if self.failed:
+            raise WorkloadError(
+                f"{self.failed} of {self.count} messages failed, first: {self.first_failure}"
+            )
+
+    def transaction_call(self, name: str, *args: float) -> None:
+        """init_transactions() or begin_transaction(), with the broker's refusal as the reason."""
+        try:
+            getattr(self.producer, name)(*args)
+        except KafkaException as exc:
+            raise WorkloadError(f"{name}() failed: {exc.args[0]}{self.errors.suffix()}") from exc
+
+    def commit(self) -> None:
+        """commit_transaction() in slices: librdkafka resumes a commit that timed out when it is
+        called again, so a broker that died ends the wait at once instead of at the deadline."""
+        while True:
+            left = max(0.0, self.deadline - time.perf_counter())
+            try:
+                self.producer.commit_transaction(min(WAIT_SLICE_S, left))
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not err.retriable() or time.perf_counter() >= self.deadline:
+                    raise WorkloadError(
+                        f"commit_transaction() failed: {err}{self.errors.suffix()}"
+                    ) from exc
+                if not self.alive():
+                    raise WorkloadError("the broker exited during commit_transaction()") from exc
+
+    def result(self) -> Throughput:
+        return Throughput(self.count, self.count * self.size, time.perf_counter() - self.started)
+
+
 def produce_throughput(
     bootstrap: str,
     topic: str,
@@ -149,52 +251,52 @@ def produce_throughput(
 
     batch.size and batch.num.messages stay at librdkafka's defaults, which is what users get.
     """
-    errors = _Errors()
-    producer = Producer(_client_config(bootstrap, errors, acks=acks, **{"linger.ms": linger_ms}))
-    _wait_for_metadata(producer, topic, errors)
+    sender = _Sender(
+        bootstrap, topic, count, size, timeout_s, alive, acks=acks, **{"linger.ms": linger_ms}
+    )
+    sender.start_clock()
+    sender.send(range(count))
+    sender.drain()
+    return sender.result()
 
-    # Random bytes so that nothing on the path can profit from repetitive payloads.
-    payload = os.urandom(size)
-    failed = 0
-    first_failure: str | None = None
 
-    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
-        nonlocal failed, first_failure
-        if err is not None:
-            failed += 1
-            first_failure = first_failure or str(err)
+def produce_transactional_throughput(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    per_transaction: int,
+    timeout_s: float,
+    linger_ms: int = 5,
+    alive: Alive = _assumed_alive,
+) -> Throughput:
+    """Send `count` messages in transactions of `per_transaction` and time until the last commits.
 
-    started = time.perf_counter()
-    deadline = started + timeout_s
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, payload, on_delivery=on_delivery)
-                break
-            except BufferError:
-                # The local queue is full: let librdkafka drain it and serve delivery reports.
-                producer.poll(0.005)
-                if not alive():
-                    raise WorkloadError(
-                        f"the broker exited after {i} of {count} messages"
-                    ) from None
-                if time.perf_counter() > deadline:
-                    raise WorkloadError(
-                        f"timed out after {timeout_s:.0f}s with {i} of {count} messages queued"
-                        f"{errors.suffix()}"
-                    ) from None
-        if i & 1023 == 0:
-            producer.poll(0)
-    remaining = _flush(producer, deadline, alive)
-    elapsed = time.perf_counter() - started
-    if remaining:
-        raise WorkloadError(
-            f"timed out after {timeout_s:.0f}s with {remaining} of {count} messages unacknowledged"
-            f"{errors.suffix()}"
-        )
-    if failed:
-        raise WorkloadError(f"{failed} of {count} messages failed, first: {first_failure}")
-    return Throughput(count, count * size, elapsed)
+    Each transaction is begin_transaction(), its messages, commit_transaction(): the coordinator's
+    AddPartitionsToTxn and EndTxn and the COMMIT markers are in the measurement.
+    init_transactions() (FindCoordinator, InitProducerId) is set-up, like the metadata fetch, and
+    is not. A transactional producer is idempotent, with acks=all, as librdkafka requires.
+    """
+    sender = _Sender(
+        bootstrap,
+        topic,
+        count,
+        size,
+        timeout_s,
+        alive,
+        acks="all",
+        **{"linger.ms": linger_ms, "transactional.id": f"brook-bench-{topic}"},
+    )
+    sender.transaction_call("init_transactions", METADATA_TIMEOUT_S)
+    sender.start_clock()
+    for first in range(0, count, per_transaction):
+        sender.transaction_call("begin_transaction")
+        sender.send(range(first, min(first + per_transaction, count)))
+        # commit_transaction() flushes too, but without asking whether the broker is still alive;
+        # flushing first leaves it only the EndTxn round trip.
+        sender.drain()
+        sender.commit()
+    return sender.result()
 
 
 def consume_throughput(
@@ -204,12 +306,15 @@ def consume_throughput(
     expected: int,
     size: int,
     timeout_s: float,
+    isolation_level: str = "read_committed",
     alive: Alive = _assumed_alive,
 ) -> Throughput:
     """Read `expected` messages from the start of every partition and time it.
 
     assign() instead of subscribe(): no group rebalance in the measurement, and no commits.
     fetch.queue.backoff.ms is low so librdkafka fetches again at once and the client is not the cap.
+    read_committed is librdkafka's default isolation.level, so it is what users get; on
+    transactional data the client skips the COMMIT markers, which are not counted as messages.
     """
     errors = _Errors()
     consumer = Consumer(
@@ -221,6 +326,7 @@ def consume_throughput(
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "fetch.queue.backoff.ms": 1,
+                "isolation.level": isolation_level,
             },
         )
     )
