@@ -29,7 +29,10 @@ from kafka import KafkaProducer
 from kio.index import load_request_schema
 
 from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+from brook.protocol.record_batch import Record, build_batch
 
+from .cli import brook
 from .clients import (
     aiokafka_consumer,
     aiokafka_poll,
@@ -40,7 +43,7 @@ from .clients import (
     produce,
     stored_batches,
 )
-from .raw_client import RawClient, make, nested, topic_id, versions
+from .raw_client import RawClient, make, nested, produce_request, topic_id, versions
 
 KCAT = shutil.which("kcat")
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -508,3 +511,52 @@ def test_state_after_sigkill_is_what_it_was(brokers, topic_name):
     assert state(broker.port) == before
     assert txn_index(broker.data_dir, topic_name) == index_before
     assert confluent_read(bootstrap, topic_name, 0, "read_committed", 99) == committed
+
+
+def test_dump_log_shows_the_markers_and_txn_index_brook_wrote(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    producer = txn_producer(bootstrap, f"dump-{topic_name}")
+    send_in_txn(producer, [(topic_name, 0, b"kept")], commit=True)  # 0, marker 1
+    send_in_txn(producer, [(topic_name, 0, b"dropped")], commit=False)  # 2, marker 3
+    directory = brook_broker.data_dir / f"{topic_name}-0"
+    producer_id = stored_batches(brook_broker.data_dir, topic_name)[0].producer_id
+    ran = brook("dump-log", "--deep-iteration", str(directory / f"{0:020d}.log"))
+    assert ran.returncode == 0, ran
+    markers = [line for line in ran.stdout.splitlines() if "endTxnMarker" in line]
+    assert [line.split("endTxnMarker: ")[1] for line in markers] == [
+        "COMMIT coordinatorEpoch: 0",
+        "ABORT coordinatorEpoch: 0",
+    ]
+    ran = brook("dump-log", str(directory / f"{0:020d}.txnindex"))
+    assert ran.returncode == 0, ran
+    assert (
+        f"version: 0 producerId: {producer_id} firstOffset: 2 lastOffset: 3 lastStableOffset: 4"
+    ) in ran.stdout
+
+
+def test_a_plain_write_inside_an_open_transaction_is_refused(brook_broker, topic_name):
+    """A producer whose transaction is open in a partition may write there only
+    transactionally: anything else is INVALID_TXN_STATE, and nothing is written."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    producer = txn_producer(bootstrap, f"mixed-writes-{topic_name}")
+    producer.begin_transaction()
+    producer.produce(topic_name, value=b"in-txn", partition=0)
+    assert producer.flush(30) == 0
+    (opened,) = stored_batches(brook_broker.data_dir, topic_name)
+    now = int(time.time() * 1000)
+    plain = build_batch(
+        [Record(0, now, None, b"outside")],
+        producer_id=opened.producer_id,
+        producer_epoch=opened.producer_epoch,
+        base_sequence=opened.last_sequence + 1,
+    )
+    with RawClient(brook_broker.port) as client:
+        response = client.request(produce_request(topic_name, 0, plain))
+        result = response.responses[0].partition_responses[0]
+        assert result.error_code == ErrorCode.invalid_txn_state
+        assert list_latest(client, topic_name, READ_UNCOMMITTED) == 1
+        assert list_latest(client, topic_name, READ_COMMITTED) == 0
+    producer.commit_transaction(30)
+    assert confluent_read(bootstrap, topic_name, 0, "read_committed", 1) == [b"in-txn"]
