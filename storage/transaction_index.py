@@ -18,6 +18,7 @@ truncate and search it; `brook dump-log` and the Spark jobs read it read-only.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ class TransactionIndex:
         self.path = path
         self.start_offset = start_offset
         self._entries: list[AbortedTxn] | None = None
+        # The entries' last offsets, ascending: a search starts at the first that can
+        # overlap the fetch instead of walking every entry of a busy segment.
+        self._last_offsets: list[int] = []
         self._unflushed = False
 
     def __repr__(self) -> str:
@@ -109,6 +113,7 @@ class TransactionIndex:
             except FileNotFoundError:
                 data = b""
             self._entries = decode_entries(data, self.path)
+            self._last_offsets = [entry.last_offset for entry in self._entries]
         return self._entries
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
@@ -126,9 +131,14 @@ class TransactionIndex:
         """The entries overlapping [fetch_offset, upper_bound_offset) (Kafka's
         collectAbortedTxns). The search is complete at the first entry whose last
         stable offset reaches the upper bound: every transaction aborted after it
-        started at or past that offset, beyond the fetched range."""
+        started at or past that offset, beyond the fetched range.
+
+        Entries that end before `fetch_offset` are skipped by a binary search: none
+        overlaps, and none can complete the search, since an entry's last stable
+        offset is at most its last offset + 1."""
+        entries = self._loaded()
         found = []
-        for entry in self._loaded():
+        for entry in entries[bisect.bisect_left(self._last_offsets, fetch_offset) :]:
             if entry.last_offset >= fetch_offset and entry.first_offset < upper_bound_offset:
                 found.append(entry)
             if entry.last_stable_offset >= upper_bound_offset:
@@ -164,6 +174,7 @@ class TransactionIndex:
         finally:
             os.close(fd)
         entries.append(entry)
+        self._last_offsets.append(entry.last_offset)
         self._unflushed = True
 
     def truncate_to(self, offset: int) -> None:
@@ -189,6 +200,7 @@ class TransactionIndex:
         self._unflushed = True
         assert self._entries is not None
         del self._entries[count:]
+        del self._last_offsets[count:]
 
     def flush(self) -> None:
         """fsync the entries appended (or cut) since the last flush."""
@@ -208,6 +220,7 @@ class TransactionIndex:
     def delete(self) -> bool:
         """Remove the file; whether there was one."""
         self._entries = []
+        self._last_offsets = []
         self._unflushed = False
         try:
             self.path.unlink()
