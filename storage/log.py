@@ -508,8 +508,17 @@ class Log:
         state.on_high_watermark_updated(self._high_watermark)
         self._producer_state_loaded = True
         self._update_first_unstable_offset()
-        # As Kafka after a rebuild: the next start need not replay the same batches.
-        state.take_snapshot()
+        # As Kafka after a rebuild: the next start need not replay the same batches. Only
+        # a saving: a snapshot that cannot be written (no descriptor left) fails neither
+        # the load nor the fetch or append that asked for it.
+        try:
+            state.take_snapshot()
+        except OSError as exc:
+            logger.warning(
+                "Could not write a producer snapshot of %s after loading its state: %s",
+                self.name,
+                exc.strerror or exc,
+            )
         logger.info(
             "Loaded the producer state of %s (%d producers, %d batches replayed) in %d ms",
             self.name,

@@ -512,9 +512,11 @@ class ProducerStateManager:
             path = files.producer_snapshot_file(self.log_dir, offset)
             try:
                 entries = read_snapshot(path)
-            except (CorruptSnapshotError, OSError) as exc:
+            except (CorruptSnapshotError, FileNotFoundError) as exc:
                 # Kafka's fallback: forget this one and try the one before it; with
-                # none left, the whole log is replayed.
+                # none left, the whole log is replayed. Another OSError (no descriptor
+                # left, a failing disk) is no sign of a bad snapshot: it propagates, and
+                # the state is loaded on the next need.
                 logger.warning("Failed to load producer snapshot from '%s': %s", path, exc)
                 self.remove_snapshot(offset)
                 continue
