@@ -31,6 +31,7 @@ from brook.storage.log import AppendInfo, Log
 from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 from brook.storage.producer_state import ProducerStateEntry
+from brook.storage.transaction_index import AbortedTxn
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP).
 LATEST_TIMESTAMP = -1
@@ -80,13 +81,15 @@ class ReplicaRole(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class LogReadInfo:
-    """Whole batches read for a fetch, with the partition's offsets at read time."""
+    """Whole batches read for a fetch, with the partition's offsets at read time, and
+    under read_committed the aborted transactions overlapping them (else None)."""
 
     records: bytes | memoryview
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -322,11 +325,22 @@ class Partition:
             max_offset = high_watermark
         else:
             max_offset = log_end_offset
-        data = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
+        data = log.read(
+            fetch_offset,
+            max_bytes,
+            max_offset,
+            min_one_message,
+            include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED,
+        )
         if replica_id >= 0:
             self.update_follower_fetch_state(replica_id, fetch_offset)
         return LogReadInfo(
-            data.records, high_watermark, last_stable_offset, log_start_offset, log_end_offset
+            data.records,
+            high_watermark,
+            last_stable_offset,
+            log_start_offset,
+            log_end_offset,
+            data.aborted_transactions,
         )
 
     def fetch_offset_for_timestamp(

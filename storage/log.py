@@ -3,8 +3,10 @@
 A Log is a list of segments ordered by base offset; only the last (active) one takes
 appends. It tracks the offsets a partition exposes:
 
-    log start offset <= high watermark <= log end offset
-    last stable offset = high watermark (until transactions arrive)
+    log start offset <= last stable offset <= high watermark <= log end offset
+    last stable offset: the first offset of the earliest transaction still open (or
+        completed with its marker not yet below the high watermark), else the high
+        watermark; read_committed consumers read no further
     recovery point: everything below it is known to be on disk (fsynced)
 
 The high watermark is set by the broker: a single broker sets it to the log end
@@ -34,6 +36,7 @@ from brook.protocol.record_batch import BatchHeader, split_batches, verify_crc
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, write_partition_metadata
 from .clock import Clock, system_clock
+from .end_transaction_marker import read_end_txn_marker
 from .errors import (
     InconsistentTopicIdError,
     KafkaStorageError,
@@ -43,7 +46,7 @@ from .errors import (
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
-from .log_loader import LogLoader, new_segment
+from .log_loader import LogLoader, new_segment, replay_producer_state
 from .log_segment import LogSegment, TimestampAndOffset
 from .log_validator import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -52,11 +55,13 @@ from .log_validator import (
 )
 from .producer_state import (
     BatchMetadata,
+    CompletedTxn,
     ProducerAppendInfo,
     ProducerStateEntry,
     ProducerStateManager,
     ProducerStateManagerConfig,
 )
+from .transaction_index import AbortedTxn
 
 logger = logging.getLogger("brook.storage.log")
 
@@ -79,13 +84,25 @@ class AppendInfo:
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
-    """Whole batches read from the log, with the partition's offsets at read time."""
+    """Whole batches read from the log, with the partition's offsets at read time.
+
+    `aborted_transactions`: for a read_committed read, the aborted transactions that
+    overlap the records (None for other reads)."""
 
     records: bytes | memoryview
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None
+
+
+@dataclass(slots=True)
+class _ProducerAppend:
+    """What an append changes in the producers' state, taken once it is written."""
+
+    updates: list[ProducerAppendInfo]
+    completed_txns: list[CompletedTxn]
 
 
 _P = ParamSpec("_P")
@@ -162,6 +179,9 @@ class Log:
             self.name, directory, producer_state_config, clock
         )
         self._producer_state_loaded = False
+        # The producer state's first unstable offset (None: none, or not loaded yet),
+        # never below the log start; the last stable offset follows from it.
+        self._first_unstable_offset: int | None = None
         self._failure_channel = failure_channel
         self._offline = False
 
@@ -212,6 +232,7 @@ class Log:
                 leader_epoch_cache=leader_epoch_cache,
                 progress=progress,
                 clock=clock,
+                producer_state_config=producer_state_config,
             ).load()
             if topic_id is not None and stored_topic_id is None:
                 write_partition_metadata(dir, topic_id)
@@ -307,10 +328,25 @@ class Log:
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+        if self._producer_state_loaded:
+            # Completed transactions whose markers it passed are stable now.
+            self._producer_state.on_high_watermark_updated(self._high_watermark)
+            self._update_first_unstable_offset()
 
     @property
     def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the earliest unstable transaction
+        below it (Kafka's lastStableOffset). Loads the producer state if need be."""
+        if not self._producer_state_loaded:
+            self._ensure_producer_state()
+        first_unstable = self._first_unstable_offset
+        if first_unstable is not None and first_unstable < self._high_watermark:
+            return first_unstable
         return self._high_watermark
+
+    def _update_first_unstable_offset(self) -> None:
+        first = self._producer_state.first_unstable_offset if self._producer_state_loaded else None
+        self._first_unstable_offset = None if first is None else max(first, self._log_start_offset)
 
     @property
     def recovery_point(self) -> int:
@@ -378,9 +414,9 @@ class Log:
                 f" which exceeds the maximum configured segment size of"
                 f" {self._config.segment_bytes}"
             )
-        producer_updates: list[ProducerAppendInfo] = []
+        producer_append: _ProducerAppend | None = None
         if any(header.producer_id >= 0 for header in batches):
-            prepared = self._prepare_producer_state(batches)
+            prepared = self._prepare_producer_state(buffer, batches, origin)
             if isinstance(prepared, BatchMetadata):
                 duplicate = prepared
                 # A retried batch: answer with where it was written the first time.
@@ -394,7 +430,7 @@ class Log:
                     0,
                     0,
                 )
-            producer_updates = prepared
+            producer_append = prepared
         first_offset, last_offset = validated.first_offset, validated.last_offset
         if leader_epoch >= 0:
             latest = self.leader_epoch_cache.latest_epoch
@@ -409,10 +445,7 @@ class Log:
             validated.shallow_offset_of_max_timestamp,
             now_ms,
         )
-        for update in producer_updates:  # written: the producers' state moves on
-            self._producer_state.update(update)
-        if self._producer_state_loaded:
-            self._producer_state.update_map_end_offset(self._log_end_offset)
+        self._after_append(producer_append)
         self._maybe_flush_after_append()
         return AppendInfo(
             first_offset,
@@ -449,6 +482,11 @@ class Log:
             self._load_producer_state()
         return self._producer_state
 
+    @_io("loading the producer state of")
+    def _ensure_producer_state(self) -> None:
+        if not self._producer_state_loaded:
+            self._load_producer_state()
+
     def _load_producer_state(self) -> None:
         state = self._producer_state
         started = time.monotonic()
@@ -462,22 +500,25 @@ class Log:
                 replay_from,
                 self._log_end_offset,
             )
-            for i in range(self._segment_index_for(replay_from), len(self._segments)):
-                segment = self._segments[i]
-                found = segment.translate_offset(replay_from)
-                if found is None:
-                    continue
-                headers = [
-                    header
-                    for _, header, _ in segment.log.batches(found[0])
-                    if header.next_offset > replay_from
-                ]
-                replayed += len(headers)
-                state.replay(headers)
+            first = self._segment_index_for(replay_from)
+            replayed = replay_producer_state(
+                state, self._segments[first:], replay_from, self._log_end_offset
+            )
         state.update_map_end_offset(self._log_end_offset)
+        state.on_high_watermark_updated(self._high_watermark)
         self._producer_state_loaded = True
-        # As Kafka after a rebuild: the next start need not replay the same batches.
-        state.take_snapshot()
+        self._update_first_unstable_offset()
+        # As Kafka after a rebuild: the next start need not replay the same batches. Only
+        # a saving: a snapshot that cannot be written (no descriptor left) fails neither
+        # the load nor the fetch or append that asked for it.
+        try:
+            state.take_snapshot()
+        except OSError as exc:
+            logger.warning(
+                "Could not write a producer snapshot of %s after loading its state: %s",
+                self.name,
+                exc.strerror or exc,
+            )
         logger.info(
             "Loaded the producer state of %s (%d producers, %d batches replayed) in %d ms",
             self.name,
@@ -516,27 +557,56 @@ class Log:
         return keep_from
 
     def _prepare_producer_state(
-        self, batches: Sequence[BatchHeader]
-    ) -> BatchMetadata | list[ProducerAppendInfo]:
-        """Check idempotent batches against their producers' state.
+        self,
+        buffer: bytes | bytearray | memoryview,
+        batches: Sequence[BatchHeader],
+        origin: AppendOrigin,
+    ) -> BatchMetadata | _ProducerAppend:
+        """Check the batches of idempotent and transactional producers against their
+        state, as `origin` requires (Kafka's analyzeAndValidateProducerState).
 
-        Returns the earlier append of a retried batch (nothing is written then), or
-        the changes to take once the batches are written. Nothing changes here, so an
-        append that is refused or fails to write leaves the state as it was.
+        Returns the earlier append of a client's retried batch (nothing is written
+        then), or the changes to take once the batches are written, with the
+        transactions their markers complete. Nothing changes here, so an append that
+        is refused or fails to write leaves the state as it was.
         """
         state = self.producer_state
         pending: dict[int, ProducerAppendInfo] = {}
+        completed_txns: list[CompletedTxn] = []
         for header in batches:
             if header.producer_id < 0:
                 continue
-            duplicate = state.find_duplicate(header)
-            if duplicate is not None:
-                return duplicate
+            if origin is AppendOrigin.CLIENT:
+                duplicate = state.find_duplicate(header)
+                if duplicate is not None:
+                    return duplicate
             info = pending.get(header.producer_id)
             if info is None:
-                info = pending[header.producer_id] = state.prepare_update(header.producer_id)
-            info.append(header)
-        return list(pending.values())
+                info = pending[header.producer_id] = state.prepare_update(
+                    header.producer_id, origin
+                )
+            marker = read_end_txn_marker(buffer, header) if header.is_control else None
+            completed = info.append(header, marker)
+            if completed is not None:
+                completed_txns.append(completed)
+        return _ProducerAppend(list(pending.values()), completed_txns)
+
+    def _after_append(self, producer_append: _ProducerAppend | None) -> None:
+        """The batches are written: the producers' state moves on, and each
+        transaction a marker completed is indexed (if aborted) in the active segment
+        with the last stable offset it leaves (Kafka's append, after the write)."""
+        if not self._producer_state_loaded:
+            return
+        state = self._producer_state
+        if producer_append is not None:
+            for update in producer_append.updates:
+                state.update(update)
+            segment = self._segments[-1]
+            for completed in producer_append.completed_txns:
+                segment.update_txn_index(completed, state.last_stable_offset(completed))
+                state.complete_txn(completed)
+        state.update_map_end_offset(self._log_end_offset)
+        self._update_first_unstable_offset()
 
     @_io("appending to")
     def append_as_follower(
@@ -555,6 +625,7 @@ class Log:
         if not batches:
             raise ValueError("an append needs at least one batch")
         now_ms = self._clock() if now_ms is None else now_ms
+        producer_append: _ProducerAppend | None = None
         size = len(buffer)
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -582,6 +653,12 @@ class Log:
             if header.max_timestamp > max_timestamp:
                 max_timestamp = header.max_timestamp
                 offset_of_max_timestamp = header.last_offset
+        if any(header.producer_id >= 0 for header in batches):
+            # A follower keeps the producers' state and the txn index too, so that it
+            # can lead; the leader checked these batches already.
+            prepared = self._prepare_producer_state(buffer, batches, AppendOrigin.REPLICATION)
+            assert isinstance(prepared, _ProducerAppend)
+            producer_append = prepared
         for header in batches:
             epoch = header.partition_leader_epoch
             latest = self.leader_epoch_cache.latest_epoch
@@ -596,10 +673,7 @@ class Log:
             offset_of_max_timestamp,
             now_ms,
         )
-        if self._producer_state_loaded:
-            # A follower keeps the producers' state too, so that it can lead.
-            self._producer_state.replay(batches)
-            self._producer_state.update_map_end_offset(self._log_end_offset)
+        self._after_append(producer_append)
         self._maybe_flush_after_append()
         return AppendInfo(
             first_offset,
@@ -737,14 +811,16 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        include_aborted_txns: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one holding `fetch_offset`, within one segment.
 
         At most `max_bytes` bytes, except that `min_one_message` returns the first
         batch whatever its size. Nothing at or past `max_offset` (exclusive, e.g. the
         high watermark) is returned: a batch reaching it is left out entirely.
-        Raises OffsetOutOfRangeError when `fetch_offset` lies outside
-        [log start offset, log end offset].
+        With `include_aborted_txns` (read_committed), the aborted transactions that
+        overlap the records read come too. Raises OffsetOutOfRangeError when
+        `fetch_offset` lies outside [log start offset, log end offset].
         """
         log_end_offset = self._log_end_offset
         if fetch_offset < self._log_start_offset or fetch_offset > log_end_offset:
@@ -754,6 +830,7 @@ class Log:
             )
         limit = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
         records: bytes | memoryview = b""
+        aborted: list[AbortedTxn] | None = [] if include_aborted_txns else None
         if fetch_offset < limit:
             segments = self._segments
             i = self._segment_index_for(fetch_offset)
@@ -767,9 +844,16 @@ class Log:
                 else:
                     found = segment.translate_offset(limit)
                     max_position = segment.size if found is None else found[0]
-                data = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
-                if data is not None:
-                    records = data
+                read = segment.read_from(fetch_offset, max_bytes, max_position, min_one_message)
+                if read is not None:
+                    position, records = read
+                    if aborted is not None:
+                        # Kafka's addAbortedTransactions: up to an offset at or past
+                        # the end of what was read, from this segment's txn index on.
+                        bound = segment.fetch_upper_bound_offset(position, len(records))
+                        aborted = self._collect_aborted_transactions(
+                            fetch_offset, upper if bound is None else bound, i
+                        )
                     break
                 i += 1
         return FetchDataInfo(
@@ -778,7 +862,22 @@ class Log:
             self.last_stable_offset,
             self._log_start_offset,
             log_end_offset,
+            aborted,
         )
+
+    def _collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int, first_segment: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from
+        the txn indexes of the segment at `first_segment` on, until one says no later
+        segment can add any (Kafka's collectAbortedTransactions)."""
+        aborted: list[AbortedTxn] = []
+        for segment in self._segments[first_segment:]:
+            result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            aborted += result.aborted_transactions
+            if result.is_complete:
+                break
+        return aborted
 
     # --- offsets by timestamp ---------------------------------------------------------
 
@@ -850,6 +949,7 @@ class Log:
         # to it (Kafka rebuilds it the same way); loaded again when next needed.
         self._producer_state.delete_snapshots_after(self._log_end_offset)
         self._producer_state_loaded = False
+        self._first_unstable_offset = None
         return True
 
     @_io("truncating")
@@ -870,6 +970,7 @@ class Log:
         self._pending_flush_offset = None
         self._producer_state.truncate_fully_and_start_at(new_offset)
         self._producer_state_loaded = True
+        self._update_first_unstable_offset()
 
     @_io("deleting records of")
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
@@ -904,6 +1005,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_start(offset)
         self._high_watermark = max(self._high_watermark, offset)
         self._recovery_point = max(self._recovery_point, offset)
+        self._update_first_unstable_offset()
 
     @_io("deleting old segments of")
     def delete_old_segments(self, now_ms: int | None = None) -> int:
@@ -982,6 +1084,7 @@ class Log:
         if new_start > self._log_start_offset:
             self._update_log_start_offset(new_start)
             state.on_log_start_offset_incremented(new_start)
+            self._update_first_unstable_offset()
         for segment in deletable:
             self._delete_segment_files(segment)
             state.remove_snapshot(segment.base_offset)

@@ -7,25 +7,36 @@ The steps follow Kafka's LogLoader:
    note `.swap` files, which are finished cleanings that were being swapped in.
 2. Open a segment per `.log` file; delete index files whose `.log` is gone.
 3. Finish each swap: the swapped-in segment replaces the segments it overlaps.
-4. Rebuild the indexes of segments that have none. After an unclean shutdown, recover
-   every segment from the one holding the recovery point: check every batch, rebuild
-   the indexes, cut a torn or corrupt tail, and drop any segment after a cut.
+4. Recover the segments whose indexes are missing or whose `.txnindex` is damaged.
+   After an unclean shutdown, recover every segment from the one holding the recovery
+   point: check every batch, rebuild the indexes, cut a torn or corrupt tail, and drop
+   any segment after a cut. A recovery starts from the producers' state at the
+   segment's base offset (a snapshot plus the batches after it), so that it rebuilds
+   the `.txnindex` from the ABORT markers it meets, as Kafka's recoverSegment does.
 5. Settle the offsets: log start, log end, recovery point.
+
+The broker's own producer state is loaded later, on first need (storage/log.py); the
+states built here serve recovery only and take no snapshot.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from brook.protocol.record_batch import parse_header
+
 from . import log_file_utils as files
 from .clock import Clock, system_clock
+from .end_transaction_marker import read_end_txn_marker
+from .errors import CorruptIndexError
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_segment import LogSegment
+from .producer_state import ProducerStateManager, ProducerStateManagerConfig
 
 logger = logging.getLogger("brook.storage.log")
 
@@ -56,6 +67,42 @@ def new_segment(
     )
 
 
+def replay_producer_state(
+    state: ProducerStateManager, segments: Sequence[LogSegment], start: int, end: int
+) -> int:
+    """Apply the batches of [start, end) to `state` without checks, completing the
+    transactions whose markers they hold (Kafka's rebuildProducerState). Reads batch
+    headers only, and the whole batch of each transaction marker. Returns how many
+    batches were applied."""
+    replayed = 0
+    for i, segment in enumerate(segments):
+        upper = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if upper is not None and upper <= start:
+            continue
+        if segment.base_offset >= end:
+            break
+        found = segment.translate_offset(start)
+        if found is None:
+            continue
+        for position, header, _ in segment.log.batches(found[0]):
+            if header.base_offset >= end:
+                break
+            if header.next_offset <= start:
+                continue
+            replayed += 1
+            if header.producer_id < 0:
+                continue
+            marker = None
+            if header.is_control:
+                whole = segment.log.read(position, header.size)
+                marker = read_end_txn_marker(whole, parse_header(whole))
+            completed = state.replay(header, marker)
+            if completed is not None:
+                state.complete_txn(completed)
+    state.update_map_end_offset(max(state.map_end_offset, end))
+    return replayed
+
+
 class LogLoader:
     def __init__(
         self,
@@ -68,8 +115,10 @@ class LogLoader:
         leader_epoch_cache: LeaderEpochFileCache,
         progress: Callable[[str], None] | None = None,
         clock: Clock = system_clock,
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> None:
         self.dir = directory
+        self.producer_state_config = producer_state_config
         self.clock = clock
         self.config = config
         self.recovery_point = recovery_point
@@ -172,6 +221,12 @@ class LogLoader:
                 time_index = f"{prefix}{files.TIME_INDEX_FILE_SUFFIX}"
                 if index not in names or time_index not in names:
                     without_indexes.add(base_offset)
+                elif f"{prefix}{files.TXN_INDEX_FILE_SUFFIX}" in names:
+                    try:
+                        segments[base_offset].txn_index.sanity_check()
+                    except CorruptIndexError as exc:
+                        logger.warning("%s; recovering segment %s", exc, name)
+                        without_indexes.add(base_offset)
         return segments, without_indexes
 
     # --- step 3 -----------------------------------------------------------------------
@@ -211,12 +266,15 @@ class LogLoader:
                 if upper is None or upper > self.recovery_point:
                     first_unflushed = i
                     break
-        for segment in segments[:first_unflushed]:
+        for i, segment in enumerate(segments[:first_unflushed]):
             if segment.base_offset in without_indexes:
                 logger.warning(
-                    "Could not find the index files of %s; rebuilding them", segment.log.path
+                    "Could not find the index files of %s, or its transaction index is"
+                    " damaged; rebuilding them",
+                    segment.log.path,
                 )
-                segment.recover(self.leader_epoch_cache)
+                state = self._producer_state_at(segments[:i], segment.base_offset)
+                segment.recover(self.leader_epoch_cache, state)
         unflushed = segments[first_unflushed:]
         if not unflushed:
             last = segments[-1] if segments else None
@@ -226,7 +284,8 @@ class LogLoader:
                     " log was shut down cleanly; recovering it",
                     last.log.path,
                 )
-                last.recover(self.leader_epoch_cache)
+                state = self._producer_state_at(segments[:-1], last.base_offset)
+                last.recover(self.leader_epoch_cache, state)
             return segments
         total = len(unflushed)
         logger.info(
@@ -235,11 +294,13 @@ class LogLoader:
             self.name,
             self.recovery_point,
         )
+        # One state carries through: the end of one segment is the next one's base.
+        state = self._producer_state_at(segments[:first_unflushed], unflushed[0].base_offset)
         for number, segment in enumerate(unflushed, start=1):
             self._report(
                 f"Recovering segment {number}/{total} of {self.name} ({number * 100 // total}%)"
             )
-            truncated = segment.recover(self.leader_epoch_cache)
+            truncated = segment.recover(self.leader_epoch_cache, state)
             if truncated > 0:
                 dropped = unflushed[number:]
                 if dropped:
@@ -252,6 +313,18 @@ class LogLoader:
                     later.delete()
                 return segments[: first_unflushed + number]
         return segments
+
+    def _producer_state_at(
+        self, earlier: Sequence[LogSegment], offset: int
+    ) -> ProducerStateManager:
+        """The producers' state at `offset` (a segment's base): the newest snapshot at
+        or below it, plus the batches of the `earlier` segments after that snapshot."""
+        state = ProducerStateManager(self.name, self.dir, self.producer_state_config, self.clock)
+        state.load_for_recovery(self.log_start_offset, offset)
+        start = max(state.map_end_offset, self.log_start_offset)
+        if start < offset:
+            replay_producer_state(state, earlier, start, offset)
+        return state
 
     def _report(self, message: str) -> None:
         logger.info("%s", message)

@@ -1,9 +1,8 @@
-"""One segment of a partition's log: the `.log` file and its two indexes.
+"""One segment of a partition's log: the `.log` file and its three indexes.
 
 Files are named by the segment's base offset, zero-padded to 20 digits:
-`00000000000000000000.log`, `.index`, `.timeindex`, and `.txnindex` (only when the
-segment holds aborted transactions; the name is reserved here, the index is not yet
-written).
+`00000000000000000000.log`, `.index`, `.timeindex`, and `.txnindex` (created by the
+first ABORT marker of a non-empty transaction in the segment; see transaction_index.py).
 
 The segment writes whole batches as they arrive; its indexes are sparse, gaining an
 entry once `index.interval.bytes` have been appended since the last one, so finding an
@@ -13,7 +12,6 @@ offset or a timestamp is a binary search plus a scan of at most about one interv
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +30,16 @@ from brook.protocol.record_batch import (
 from . import log_file_utils as files
 from .abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
 from .clock import Clock, system_clock
+from .end_transaction_marker import read_end_txn_marker
 from .errors import CorruptIndexError, StorageError
 from .file_records import RECOVERY_CHUNK, FileRecords, whole_batches_end
 from .offset_index import OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
+from .transaction_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 
 if TYPE_CHECKING:
     from .leader_epoch_cache import LeaderEpochFileCache
+    from .producer_state import CompletedTxn, ProducerStateManager
 
 logger = logging.getLogger("brook.storage.log_segment")
 
@@ -57,7 +58,8 @@ def _epoch_or_none(epoch: int) -> int | None:
 
 
 class LogSegment:
-    """A `.log` file plus its offset and time indexes, all starting at `base_offset`."""
+    """A `.log` file plus its offset, time and transaction indexes, all starting at
+    `base_offset`."""
 
     def __init__(
         self,
@@ -89,7 +91,9 @@ class LogSegment:
             base_offset,
             max_index_size,
         )
-        self.txn_index_path = files.txn_index_file(directory, base_offset, file_suffix)
+        self.txn_index = TransactionIndex(
+            files.txn_index_file(directory, base_offset, file_suffix), base_offset
+        )
         self._bytes_since_last_index_entry = 0
         # Lazily known: (max timestamp, offset where it was first reached), the
         # timestamp that segment.ms counts from, and the next offset.
@@ -106,6 +110,10 @@ class LogSegment:
     @property
     def size(self) -> int:
         return self.log.size
+
+    @property
+    def txn_index_path(self) -> Path:
+        return self.txn_index.path
 
     def has_index_files(self) -> bool:
         return self.offset_index.exists() and self.time_index.exists()
@@ -323,6 +331,17 @@ class LogSegment:
         returns it whatever its size). Nothing at or past `max_position` (a batch
         boundary, e.g. where the high watermark's batch starts) is returned.
         """
+        found = self.read_from(start_offset, max_size, max_position, min_one_message)
+        return None if found is None else found[1]
+
+    def read_from(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> tuple[int, bytes | memoryview] | None:
+        """As read(), with the file position the returned batches start at."""
         if max_size < 0:
             raise ValueError(f"invalid max size {max_size} for a log read")
         found = self.translate_offset(start_offset)
@@ -334,16 +353,42 @@ class LogSegment:
         limit = max(max_size, first_size) if min_one_message else max_size
         fetch_size = min(max_position - start, limit)
         if fetch_size < first_size:
-            return b""
+            return start, b""
         data = self.log.read(start, fetch_size)
         end = start + len(data)
         if end == max_position:
-            return data
+            return start, data
         # Cut a partial last batch: walk from the last indexed batch boundary before
         # the cut rather than from the start (the index keeps this walk short).
         hint = max(self.offset_index.floor_position(end) - start, 0)
         whole = whole_batches_end(data, hint)
-        return data if whole == len(data) else memoryview(data)[:whole]
+        return start, data if whole == len(data) else memoryview(data)[:whole]
+
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """An offset at or past the end of a read of `fetch_size` bytes from
+        `start_position`: that of the first index entry at or after its end (Kafka's
+        fetchUpperBoundOffset); None when no entry lies there."""
+        self._ensure_indexes()
+        return self.offset_index.upper_bound_offset(start_position + fetch_size)
+
+    # --- transactions -----------------------------------------------------------------
+
+    def update_txn_index(self, completed: CompletedTxn, last_stable_offset: int) -> None:
+        """A transaction ended by a marker in this segment: an aborted one is indexed."""
+        if completed.is_aborted:
+            self.txn_index.append(
+                AbortedTxn.of(
+                    completed.producer_id,
+                    completed.first_offset,
+                    completed.last_offset,
+                    last_stable_offset,
+                )
+            )
+
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
 
     def batches(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader, bytes]]:
         """Every whole batch from a position: (file position, header, buffer)."""
@@ -393,20 +438,51 @@ class LogSegment:
 
     # --- recovery ---------------------------------------------------------------------
 
-    def recover(self, leader_epoch_cache: LeaderEpochFileCache | None = None) -> int:
-        """Validate every batch, rebuild both indexes, cut the log at the first bad batch.
+    def recover(
+        self,
+        leader_epoch_cache: LeaderEpochFileCache | None = None,
+        producer_state: ProducerStateManager | None = None,
+    ) -> int:
+        """Validate every batch, rebuild the indexes, cut the log at the first bad batch.
 
         A batch is bad when its framing is torn, its magic is not 2, its CRC does not
         match, or its offsets do not increase. Returns the number of bytes truncated.
-        Leader epochs met in the batches are added to `leader_epoch_cache`.
+        Leader epochs met in the batches are added to `leader_epoch_cache`. Given
+        `producer_state` (the producers' state at this segment's base offset), the
+        batches are applied to it and the `.txnindex` is rebuilt from the ABORT
+        markers met, as Kafka's LogSegment.recover does; without it the txn index is
+        left as it is.
         """
         self.offset_index.delete()
         self.time_index.delete()
-        truncated = self._scan(truncate=True, leader_epoch_cache=leader_epoch_cache)
+        if producer_state is not None:
+            self.txn_index.reset()
+        truncated = self._scan(
+            truncate=True, leader_epoch_cache=leader_epoch_cache, producer_state=producer_state
+        )
         self._indexes_checked = True
         return truncated
 
-    def _scan(self, *, truncate: bool, leader_epoch_cache: LeaderEpochFileCache | None) -> int:
+    def _update_producer_state(
+        self, state: ProducerStateManager, header: BatchHeader, buffer: bytes
+    ) -> None:
+        # Kafka's LogSegment.updateProducerState: a marker that ends a transaction
+        # indexes it (if aborted) with the LSO it leaves, then completes it.
+        if header.producer_id >= 0:
+            marker = read_end_txn_marker(buffer, header) if header.is_control else None
+            completed = state.replay(header, marker)
+            if completed is not None:
+                self.update_txn_index(completed, state.last_stable_offset(completed))
+                state.complete_txn(completed)
+        state.update_map_end_offset(header.next_offset)
+
+    def _scan(
+        self,
+        *,
+        truncate: bool,
+        leader_epoch_cache: LeaderEpochFileCache | None,
+        producer_state: ProducerStateManager | None = None,
+    ) -> int:
         self.offset_index.reset()
         self.time_index.reset()
         valid_bytes = 0
@@ -430,6 +506,8 @@ class LogSegment:
                     latest = leader_epoch_cache.latest_epoch
                     if latest is None or epoch > latest:
                         leader_epoch_cache.assign(epoch, header.base_offset)
+                if producer_state is not None:
+                    self._update_producer_state(producer_state, header, buffer)
         except (CorruptRecordError, InvalidRecordError) as exc:
             logger.warning(
                 "Found invalid messages in log segment %s at byte offset %d: %s",
@@ -507,6 +585,7 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.offset_index.resize(self.max_index_size)
         self.time_index.resize(self.max_index_size)
+        self.txn_index.truncate_to(offset)
         truncated = 0 if found is None else self.log.truncate_to(found[0])
         if self.log.size == 0:
             self.created_ms = self._clock()
@@ -534,6 +613,7 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Record the max timestamp in the time index, trim the indexes, close files."""
@@ -559,7 +639,7 @@ class LogSegment:
         self.log.delete()
         self.offset_index.delete()
         self.time_index.delete()
-        self.txn_index_path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename every file of the segment, e.g. to `.deleted` before removal."""
@@ -573,7 +653,4 @@ class LogSegment:
         self.log.rename_to(renamed(self.log.path))
         self.offset_index.rename_to(renamed(self.offset_index.path))
         self.time_index.rename_to(renamed(self.time_index.path))
-        target = renamed(self.txn_index_path)
-        if self.txn_index_path.exists():
-            os.rename(self.txn_index_path, target)
-        self.txn_index_path = target
+        self.txn_index.rename_to(renamed(self.txn_index.path))

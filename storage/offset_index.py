@@ -79,6 +79,15 @@ class OffsetIndex(AbstractIndex):
         slot = bisect.bisect_right(self._positions, position) - 1
         return self._positions[slot] if slot >= 0 else 0
 
+    def upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry at or after `position` (Kafka's
+        fetchUpperBoundOffset); None when every entry lies before it."""
+        self._ensure_loaded()
+        slot = bisect.bisect_left(self._positions, position)
+        if slot >= len(self._positions):
+            return None
+        return self.base_offset + self._offsets[slot]
+
     # --- updates ----------------------------------------------------------------------
 
     def append(self, offset: int, position: int) -> None:

@@ -4,7 +4,16 @@ For each producer id: its epoch and the metadata of its last five batches (first
 last sequence, first and last offset). A batch is checked against it before it is
 written: a retried batch that matches one of the five gets its original offsets back
 instead of being written twice; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an
-older epoch INVALID_PRODUCER_EPOCH.
+older epoch INVALID_PRODUCER_EPOCH. Those sequence checks apply to a client's batches
+only: a coordinator's own transactional writes carry a producer id and epoch but no
+sequence, and replicated or replayed batches were checked when they were first written.
+
+Transactions: a producer's first transactional batch starts its transaction in the
+partition (`current_txn_first_offset`), and the manager keeps the ongoing transactions
+ordered by first offset; the earliest of them bounds the last stable offset. A COMMIT or
+ABORT marker completes it (a CompletedTxn, which the log turns into a `.txnindex` entry
+when aborted). A completed transaction stays "unreplicated" until the high watermark
+passes its marker, so that read_committed readers never see its data before its end.
 
 The state survives a restart through snapshots (`<offset>.snapshot`, see
 producer_snapshot.py): one is taken when a segment rolls, at the new segment's base
@@ -27,7 +36,9 @@ from brook.protocol.record_batch import BatchHeader
 
 from . import log_file_utils as files
 from .clock import Clock, system_clock
+from .end_transaction_marker import EndTransactionMarker
 from .errors import CorruptSnapshotError
+from .log_validator import AppendOrigin
 from .producer_snapshot import (
     NO_TXN_FIRST_OFFSET,
     SnapshotEntry,
@@ -53,6 +64,33 @@ class OutOfOrderSequenceError(KafkaError):
 
 class InvalidProducerEpochError(KafkaError):
     error_code = ErrorCode.invalid_producer_epoch
+
+
+class InvalidTxnStateError(KafkaError):
+    error_code = ErrorCode.invalid_txn_state
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    error_code = ErrorCode.transaction_coordinator_fenced
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """An ongoing (or completed, not yet replicated) transaction of one producer."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int | None = None  # the offset of its marker, once complete
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction that a marker just ended (Kafka's CompletedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,53 +220,110 @@ class ProducerAppendInfo:
 
     The append's batches are checked and collected here; the manager takes them only
     once the append is written (ProducerStateManager.update), so an append that is
-    refused or fails to write leaves the state as it was.
+    refused or fails to write leaves the state as it was. `origin` decides the checks:
+    sequences for clients only, epochs for clients and coordinators, none for
+    replicated (or replayed) batches.
     """
 
     def __init__(
-        self, partition_name: str, producer_id: int, current: ProducerStateEntry | None
+        self,
+        partition_name: str,
+        producer_id: int,
+        current: ProducerStateEntry | None,
+        origin: AppendOrigin,
     ) -> None:
         self.partition_name = partition_name
         self.producer_id = producer_id
+        self.origin = origin
         self._current = current
         self.updated: ProducerStateEntry | None = None
+        self.started_transactions: list[TxnMetadata] = []
 
-    def append(self, header: BatchHeader) -> None:
-        """Check a batch (whose offsets are assigned) against the state so far, and add it."""
+    def append(
+        self, header: BatchHeader, marker: EndTransactionMarker | None = None
+    ) -> CompletedTxn | None:
+        """Check a batch (whose offsets are assigned) against the state so far, and add
+        it. A control batch comes with its `marker` (None when it holds none); the
+        transaction it ends is returned."""
         entry = self.updated if self.updated is not None else self._current
         if header.is_control:
-            self._append_end_txn_marker(entry, header)
-            return
-        _check(self.partition_name, entry, header)
+            if marker is None:  # an empty control batch: its transaction was cleaned away
+                return None
+            return self._append_end_txn_marker(entry, header, marker)
+        self._check_epoch(entry, header.producer_epoch)
+        if self.origin is AppendOrigin.CLIENT:
+            _check_sequence(self.partition_name, entry, header)
         if entry is None:
             self.updated = ProducerStateEntry(header.producer_id, header.producer_epoch)
-        elif header.producer_epoch > entry.producer_epoch:
+        elif header.producer_epoch != entry.producer_epoch:
             self.updated = entry.with_epoch(header.producer_epoch)
         elif self.updated is None:
             self.updated = entry.copy()
-        self.updated.add_batch(header)
+        updated = self.updated
+        in_txn = updated.current_txn_first_offset is not None
+        if in_txn and not header.is_transactional:
+            if self.origin is not AppendOrigin.REPLICATION:
+                raise InvalidTxnStateError(
+                    f"Expected transactional write from producer {self.producer_id} at"
+                    f" offset {header.base_offset} in partition {self.partition_name}"
+                )
+        elif not in_txn and header.is_transactional:
+            # The producer's transaction begins in this partition.
+            updated.current_txn_first_offset = header.base_offset
+            self.started_transactions.append(TxnMetadata(self.producer_id, header.base_offset))
+        updated.add_batch(header)
+        return None
 
-    def _append_end_txn_marker(self, entry: ProducerStateEntry | None, header: BatchHeader) -> None:
-        """A transaction marker (written by a coordinator) carries no sequence: only
-        its epoch is checked, and it fences older epochs from then on."""
-        if entry is not None and header.producer_epoch < entry.producer_epoch:
-            raise InvalidProducerEpochError(
-                f"Epoch of producer {header.producer_id} at partition {self.partition_name}"
-                f" is {header.producer_epoch}, which is smaller than the last seen epoch"
-                f" {entry.producer_epoch}"
+    def _check_epoch(self, entry: ProducerStateEntry | None, epoch: int) -> None:
+        if entry is None or epoch >= entry.producer_epoch:
+            return
+        message = (
+            f"Epoch of producer {self.producer_id} at partition {self.partition_name}"
+            f" is {epoch}, which is smaller than the last seen epoch {entry.producer_epoch}"
+        )
+        if self.origin is AppendOrigin.REPLICATION:
+            # The leader took it: the follower's state follows the log it copies.
+            logger.warning("%s", message)
+            return
+        raise InvalidProducerEpochError(message)
+
+    def _append_end_txn_marker(
+        self, entry: ProducerStateEntry | None, header: BatchHeader, marker: EndTransactionMarker
+    ) -> CompletedTxn | None:
+        """A transaction marker (written by a coordinator) carries no sequence: its
+        producer epoch and its coordinator's epoch are checked, and it fences older
+        producer epochs from then on."""
+        self._check_epoch(entry, header.producer_epoch)
+        if entry is not None and entry.coordinator_epoch > marker.coordinator_epoch:
+            message = (
+                f"Invalid coordinator epoch for producerId {self.producer_id} at offset"
+                f" {header.base_offset} in partition {self.partition_name}:"
+                f" {marker.coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)"
             )
-        self.updated = _after_marker(header, entry)
+            if self.origin is not AppendOrigin.REPLICATION:
+                raise TransactionCoordinatorFencedError(message)
+            logger.info("%s", message)
+        # A marker of a transaction that wrote nothing here changes no offset.
+        first_offset = entry.current_txn_first_offset if entry is not None else None
+        self.updated = _after_marker(header, marker, entry)
+        if first_offset is None:
+            return None
+        return CompletedTxn(self.producer_id, first_offset, header.base_offset, marker.is_abort)
 
 
-def _after_marker(header: BatchHeader, entry: ProducerStateEntry | None) -> ProducerStateEntry:
+def _after_marker(
+    header: BatchHeader, marker: EndTransactionMarker, entry: ProducerStateEntry | None
+) -> ProducerStateEntry:
     """A producer's entry after a transaction marker of it: the marker's epoch (a newer
-    one forgets the older epoch's batches), its timestamp, no open transaction."""
+    one forgets the older epoch's batches), its coordinator's epoch, its timestamp, no
+    open transaction."""
     if entry is None:
         updated = ProducerStateEntry(header.producer_id, header.producer_epoch)
-    elif header.producer_epoch > entry.producer_epoch:
+    elif header.producer_epoch != entry.producer_epoch:
         updated = entry.with_epoch(header.producer_epoch)
     else:
         updated = entry.copy()
+    updated.coordinator_epoch = marker.coordinator_epoch
     updated.last_timestamp = header.max_timestamp
     updated.current_txn_first_offset = None
     return updated
@@ -244,8 +339,11 @@ def _metadata(header: BatchHeader) -> BatchMetadata:
     )
 
 
-def _check(partition_name: str, entry: ProducerStateEntry | None, header: BatchHeader) -> None:
-    """Raise Kafka's error if the batch does not follow the producer's last one."""
+def _check_sequence(
+    partition_name: str, entry: ProducerStateEntry | None, header: BatchHeader
+) -> None:
+    """Raise Kafka's error if a client's batch does not follow the producer's last one
+    (its epoch is checked already)."""
     if entry is None:
         # A producer we hold no state for must start at sequence 0 (its state may
         # also have gone with deleted segments; then the client resets itself).
@@ -256,12 +354,6 @@ def _check(partition_name: str, entry: ProducerStateEntry | None, header: BatchH
                 " number), no state for this producer (expected 0)"
             )
         return
-    if header.producer_epoch < entry.producer_epoch:
-        raise InvalidProducerEpochError(
-            f"Epoch of producer {header.producer_id} at partition {partition_name}"
-            f" is {header.producer_epoch}, which is smaller than the last seen epoch"
-            f" {entry.producer_epoch}"
-        )
     if header.producer_epoch > entry.producer_epoch:
         if header.base_sequence != 0:
             raise OutOfOrderSequenceError(
@@ -292,8 +384,12 @@ class ProducerStateManager:
     """The producers of one partition and the snapshot files that keep them.
 
     `map_end_offset` is the log offset the state reflects (everything below it has been
-    applied); a snapshot is named by it. Kafka's ProducerStateManager, without the
-    transactions (which come with the transaction coordinator).
+    applied); a snapshot is named by it. Kafka's ProducerStateManager.
+
+    `ongoing_txns` maps the first offset of each open transaction to it, in ascending
+    order (transactions start in log order, and a load inserts them sorted);
+    `unreplicated_txns` holds the completed ones whose marker the high watermark has
+    not passed yet.
     """
 
     def __init__(
@@ -308,6 +404,8 @@ class ProducerStateManager:
         self.config = config or ProducerStateManagerConfig()
         self._clock = clock
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.ongoing_txns: dict[int, TxnMetadata] = {}
+        self.unreplicated_txns: dict[int, TxnMetadata] = {}
         self.map_end_offset = 0
         self._last_snap_offset = 0
         self._snapshots = self._scan_snapshot_files()
@@ -389,35 +487,61 @@ class ProducerStateManager:
         for snapshot in list(self._snapshots):
             if snapshot > log_end_offset or snapshot < log_start_offset:
                 self.remove_snapshot(snapshot)
-        self.producers.clear()
-        self._load_from_snapshot(log_start_offset)
+        self._clear()
+        self._load_from_snapshot(log_start_offset, log_end_offset)
 
-    def _load_from_snapshot(self, log_start_offset: int) -> None:
+    def load_for_recovery(self, log_start_offset: int, offset: int) -> None:
+        """Load the newest valid snapshot at or below `offset` (and not below the log
+        start), deleting none that is valid: the state a segment's recovery starts
+        from, after replaying the batches from map_end_offset to `offset`."""
+        self._clear()
+        self._load_from_snapshot(log_start_offset, offset)
+
+    def _clear(self) -> None:
+        self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
+
+    def _load_from_snapshot(self, log_start_offset: int, max_offset: int) -> None:
         now_ms = self._clock()
-        while self._snapshots:
-            offset = self._snapshots[-1]
+        while True:
+            candidates = [s for s in self._snapshots if log_start_offset <= s <= max_offset]
+            if not candidates:
+                break
+            offset = candidates[-1]
             path = files.producer_snapshot_file(self.log_dir, offset)
             try:
                 entries = read_snapshot(path)
-            except (CorruptSnapshotError, OSError) as exc:
+            except (CorruptSnapshotError, FileNotFoundError) as exc:
                 # Kafka's fallback: forget this one and try the one before it; with
-                # none left, the whole log is replayed.
+                # none left, the whole log is replayed. Another OSError (no descriptor
+                # left, a failing disk) is no sign of a bad snapshot: it propagates, and
+                # the state is loaded on the next need.
                 logger.warning("Failed to load producer snapshot from '%s': %s", path, exc)
                 self.remove_snapshot(offset)
                 continue
             logger.info(
                 "Loading producer state of %s from snapshot file '%s'", self.partition_name, path
             )
-            for entry in map(ProducerStateEntry.from_snapshot_entry, entries):
+            loaded = [ProducerStateEntry.from_snapshot_entry(entry) for entry in entries]
+            for entry in loaded:
                 if not self._is_expired(now_ms, entry):
                     self.producers[entry.producer_id] = entry
+            # Their open transactions, in offset order (Kafka's loadProducerEntry).
+            open_txns = sorted(
+                (entry.current_txn_first_offset, entry.producer_id)
+                for entry in self.producers.values()
+                if entry.current_txn_first_offset is not None
+            )
+            for first, producer_id in open_txns:
+                self.ongoing_txns[first] = TxnMetadata(producer_id, first)
             self.map_end_offset = self._last_snap_offset = offset
             return
         self.map_end_offset = self._last_snap_offset = log_start_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and snapshot: the log starts anew at `offset`."""
-        self.producers.clear()
+        self._clear()
         for snapshot in list(self._snapshots):
             self.remove_snapshot(snapshot)
         self._last_snap_offset = 0
@@ -426,6 +550,7 @@ class ProducerStateManager:
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         """The log start moved (retention, DeleteRecords). Producers stay: their state
         outlives their batches, as in Kafka since KIP-360."""
+        self._remove_unreplicated_transactions(log_start_offset)
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
         latest = self.latest_snapshot_offset
         self._last_snap_offset = latest if latest is not None else log_start_offset
@@ -442,31 +567,86 @@ class ProducerStateManager:
             return None
         return entry.duplicate_of(header)
 
-    def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
+    def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
         """Start collecting one append's batches of a producer (Kafka's prepareUpdate)."""
-        return ProducerAppendInfo(self.partition_name, producer_id, self.producers.get(producer_id))
+        return ProducerAppendInfo(
+            self.partition_name, producer_id, self.producers.get(producer_id), origin
+        )
 
     def update(self, append_info: ProducerAppendInfo) -> None:
         """Take an append's changes, once it is written."""
         if append_info.updated is not None:
             self.producers[append_info.producer_id] = append_info.updated
+        for txn in append_info.started_transactions:
+            ongoing = self.ongoing_txns
+            if ongoing and txn.first_offset < next(reversed(ongoing)):
+                # Never in log order, but the order is what the LSO relies on.
+                ongoing[txn.first_offset] = txn
+                self.ongoing_txns = dict(sorted(ongoing.items()))
+            else:
+                ongoing[txn.first_offset] = txn
 
-    def replay(self, headers: Iterable[BatchHeader]) -> None:
-        """Apply batch headers already in the log, oldest first, without the checks
-        (they were checked when they were appended, or by the leader)."""
-        for header in headers:
-            if header.producer_id < 0:
-                continue
-            entry = self.producers.get(header.producer_id)
-            if header.is_control:
-                self.producers[header.producer_id] = _after_marker(header, entry)
-                continue
-            if entry is None:
-                entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
-                self.producers[header.producer_id] = entry
-            elif header.producer_epoch > entry.producer_epoch:
-                entry = self.producers[header.producer_id] = entry.with_epoch(header.producer_epoch)
-            entry.add_batch(header)
+    def replay(
+        self, header: BatchHeader, marker: EndTransactionMarker | None = None
+    ) -> CompletedTxn | None:
+        """Apply a batch already in the log (with its marker, if a control batch),
+        without the checks: it was checked when it was appended, or by the leader.
+        Returns the transaction it completes; the caller completes it (complete_txn),
+        after writing the txn index if it rebuilds that too."""
+        if header.producer_id < 0:
+            return None
+        info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
+        completed = info.append(header, marker)
+        self.update(info)
+        return completed
+
+    # --- transactions -----------------------------------------------------------------
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The first offset still undecided once `completed` is removed (Kafka's
+        lastStableOffset): what its `.txnindex` entry records."""
+        for txn in self.ongoing_txns.values():
+            if txn.producer_id != completed.producer_id:
+                return txn.first_offset
+        return completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """The transaction's marker is written; it stays unstable until replicated."""
+        txn = self.ongoing_txns.pop(completed.first_offset, None)
+        if txn is None:
+            raise ValueError(
+                f"Attempted to complete transaction {completed} on partition"
+                f" {self.partition_name} which was not started"
+            )
+        txn.last_offset = completed.last_offset
+        self.unreplicated_txns[completed.first_offset] = txn
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        self._remove_unreplicated_transactions(high_watermark)
+
+    def _remove_unreplicated_transactions(self, offset: int) -> None:
+        if not self.unreplicated_txns:
+            return
+        self.unreplicated_txns = {
+            first: txn
+            for first, txn in self.unreplicated_txns.items()
+            if txn.last_offset is None or txn.last_offset >= offset
+        }
+
+    @property
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the earliest open transaction."""
+        return next(iter(self.ongoing_txns), None)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The earliest first offset of an open transaction, or of a completed one whose
+        marker is not replicated yet (Kafka's firstUnstableOffset)."""
+        undecided = self.first_undecided_offset
+        if not self.unreplicated_txns:
+            return undecided
+        unreplicated = min(self.unreplicated_txns)
+        return unreplicated if undecided is None else min(undecided, unreplicated)
 
     def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         # A producer inside a transaction never expires (the transaction times out first).

@@ -1,5 +1,10 @@
 """Fetch (key 1), v4-v16: reads, long polling, fetch sessions (v7+), topic ids (v13+).
 
+A read_committed fetch (isolation_level 1) reads up to the last stable offset and gets
+the aborted transactions overlapping what it reads, (producer id, first offset) each,
+so the consumer drops their records; a read_uncommitted one reads up to the high
+watermark and gets null there.
+
 A fetch that finds fewer than min_bytes parks until an append to one of its
 partitions wakes it or max_wait passes; there is no polling loop. Every response
 carries at least one whole batch when there is one to give, however small max_bytes
@@ -16,6 +21,7 @@ from typing import Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
+from brook.storage.transaction_index import AbortedTxn
 
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from ..partition import FetchIsolation, Partition
@@ -38,6 +44,7 @@ class PartitionRead:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes | memoryview = b""
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -278,6 +285,7 @@ def _read_one(
         info.last_stable_offset,
         info.log_start_offset,
         info.records,  # a view of what the log read, not copied
+        info.aborted_transactions,
     )
 
 
@@ -300,7 +308,7 @@ def _respond(
                 high_watermark=read.high_watermark,
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
-                aborted_transactions=None,
+                aborted_transactions=_aborted_transactions(types, read.aborted_transactions),
                 preferred_read_replica=-1,
                 records=read.records,
             )
@@ -316,6 +324,15 @@ def _respond(
         error_code=ErrorCode.none,
         session_id=session.session_id if session is not None else 0,
         responses=responses,
+    )
+
+
+def _aborted_transactions(types: Any, aborted: list[AbortedTxn] | None) -> Any:
+    if aborted is None:
+        return None
+    return tuple(
+        build(types.AbortedTransaction, producer_id=txn.producer_id, first_offset=txn.first_offset)
+        for txn in aborted
     )
 
 

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from brook.protocol.compression import Codec
-from brook.protocol.errors import KafkaError
+from brook.protocol.errors import CorruptRecordError, KafkaError
 from brook.protocol.record_batch import DELETE_HORIZON_BIT, BatchHeader, Record
+from brook.storage.end_transaction_marker import control_type, parse_end_txn_marker
 from brook.storage.errors import StorageError
 from brook.storage.log_file_utils import offset_from_file_name
 from brook.storage.reader import (
@@ -49,7 +50,6 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 INDEX_SUFFIXES = (".index", ".timeindex")
 CODEC_NAMES = {codec.value: codec.name.lower() for codec in Codec}
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 
 EPILOG = """\
 files: .log segments, .index, .timeindex, .txnindex, .snapshot (producer state) and
@@ -310,16 +310,15 @@ def _text(data: bytes | None) -> str:
 
 
 def _control_text(record: Record) -> str:
-    """A control record: key (version int16, type int16), value (version, coordinator epoch)."""
-    key, value = record.key or b"", record.value or b""
-    if len(key) < 4:
-        return "controlRecord: (key too short)"
-    kind = int.from_bytes(key[2:4], "big", signed=True)
-    name = CONTROL_TYPES.get(kind)
-    if name is None:
-        return f"controlType: {kind}"
-    epoch = int.from_bytes(value[2:6], "big", signed=True) if len(value) >= 6 else -1
-    return f"endTxnMarker: {name} coordinatorEpoch: {epoch}"
+    """A control record as Kafka's DumpLogSegments prints it: a transaction marker as
+    `endTxnMarker: COMMIT coordinatorEpoch: 0`, another control type by its number."""
+    try:
+        marker = parse_end_txn_marker(record.key, record.value)
+        if marker is None:
+            return f"controlType: {control_type(record.key)}"
+    except CorruptRecordError as exc:
+        return f"controlRecord: ({exc.message or exc})"
+    return f"endTxnMarker: {marker.name} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
 def _scan_segment(log_path: Path) -> SegmentScan:
