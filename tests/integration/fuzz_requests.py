@@ -77,6 +77,9 @@ MUTATING_APIS = frozenset(
         ApiKey.CREATE_TOPICS,
         ApiKey.ALTER_CONFIGS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        # Markers: written directly, or by the coordinator into a transaction's partitions.
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
     }
 )
 INVALID_UTF8_MARK = b"UTF8MARK"

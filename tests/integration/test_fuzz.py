@@ -65,10 +65,12 @@ class Harness:
         self.started = time.monotonic()
 
     def _protected_hashes(self) -> dict[str, str]:
+        # Producer-state snapshots are left out: a read may load the partition's producer
+        # state and snapshot it (a copy of what the log holds), which changes no data.
         return {
             str(path.relative_to(self.data_dir)): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(self.data_dir.glob(f"{PROTECTED}-*/*"))
-            if path.is_file()
+            if path.is_file() and path.suffix != ".snapshot"
         }
 
     def send(self, frame: FuzzFrame) -> None:
