@@ -323,3 +323,61 @@ def _described_by_hand(frame: bytes) -> list[tuple[int, str, str, int]]:
         position += 2  # the topics array, the entity's tagged fields
         found.append((error, strings[0], strings[1], start))
     return found
+
+
+def test_an_empty_transaction_commits_without_markers(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    producer = _transactional_producer(bootstrap, "tx-empty")
+    producer.begin_transaction()
+    producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.abort_transaction(TIMEOUT_S)
+    assert _state(brook_broker, "tx-empty") is TransactionState.EMPTY
+    assert _markers(brook_broker, topic_name) == []
+
+
+def test_txn_offset_commit_with_a_stale_generation_stores_nothing(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    group = f"{topic_name}-group"
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    member.subscribe([topic_name])
+    while not member.assignment():
+        member.poll(0.2)
+    generation = brook_broker.call(lambda: brook_broker.broker.groups.group(group).generation_id)
+    with RawClient(brook_broker.port) as client:
+        session = _init(client, "tx-stale")
+        request_type = load_request_schema(ApiKey.TXN_OFFSET_COMMIT, 3)
+        topic_type = nested(request_type, "TxnOffsetCommitRequestTopic")
+        partition_type = nested(request_type, "TxnOffsetCommitRequestPartition")
+        request = request_type(
+            transactional_id="tx-stale",
+            group_id=group,
+            producer_id=session.producer_id,
+            producer_epoch=session.producer_epoch,
+            generation_id=generation + 5,
+            member_id="someone-else",
+            group_instance_id=None,
+            topics=(
+                topic_type(
+                    name=topic_name,
+                    partitions=(
+                        partition_type(
+                            partition_index=0,
+                            committed_offset=7,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        ),
+                    ),
+                ),
+            ),
+        )
+        response = client.request(request)
+    error = response.topics[0].partitions[0].error_code
+    assert error.name in ("unknown_member_id", "illegal_generation")
+    pending = brook_broker.call(
+        lambda: brook_broker.broker.groups.unstable_offsets(group, [(topic_name, 0)])
+    )
+    assert pending == set()  # nothing was written in the transaction
+    member.close()
