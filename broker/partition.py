@@ -27,11 +27,10 @@ from brook.protocol.errors import (
     PolicyViolationError,
 )
 from brook.storage.errors import KafkaStorageError
-from brook.storage.log import AppendInfo, Log
+from brook.storage.log import AppendInfo, FetchDataInfo, Log
 from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 from brook.storage.producer_state import ProducerStateEntry
-from brook.storage.transaction_index import AbortedTxn
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP).
 LATEST_TIMESTAMP = -1
@@ -77,19 +76,6 @@ class FetchIsolation(enum.Enum):
 class ReplicaRole(enum.Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
-
-
-@dataclass(frozen=True, slots=True)
-class LogReadInfo:
-    """Whole batches read for a fetch, with the partition's offsets at read time, and
-    under read_committed the aborted transactions overlapping them (else None)."""
-
-    records: bytes | memoryview
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    log_end_offset: int
-    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -303,8 +289,9 @@ class Partition:
         min_one_message: bool,
         current_leader_epoch: int = -1,
         replica_id: int = CONSUMER_REPLICA_ID,
-    ) -> LogReadInfo:
-        """Fetch: whole batches from `fetch_offset`, as far as `isolation` allows.
+    ) -> FetchDataInfo:
+        """Fetch: whole batches from `fetch_offset`, as far as `isolation` allows, with
+        the partition's offsets as they were at the read.
 
         A follower (`replica_id` >= 0) must be one of this partition's replicas; its
         fetch offset tells the leader how far its log reaches."""
@@ -314,17 +301,12 @@ class Partition:
                 f"Replica {replica_id} is not a follower of {self.name} on broker"
                 f" {self.local_broker_id}"
             )
-        # Taken before the read so that what is returned never passes what is told.
-        high_watermark = log.high_watermark
-        last_stable_offset = log.last_stable_offset
-        log_start_offset = log.log_start_offset
-        log_end_offset = log.log_end_offset
         if isolation is FetchIsolation.TXN_COMMITTED:
-            max_offset = last_stable_offset
+            max_offset = log.last_stable_offset
         elif isolation is FetchIsolation.HIGH_WATERMARK:
-            max_offset = high_watermark
+            max_offset = log.high_watermark
         else:
-            max_offset = log_end_offset
+            max_offset = log.log_end_offset
         data = log.read(
             fetch_offset,
             max_bytes,
@@ -334,14 +316,7 @@ class Partition:
         )
         if replica_id >= 0:
             self.update_follower_fetch_state(replica_id, fetch_offset)
-        return LogReadInfo(
-            data.records,
-            high_watermark,
-            last_stable_offset,
-            log_start_offset,
-            log_end_offset,
-            data.aborted_transactions,
-        )
+        return data
 
     def fetch_offset_for_timestamp(
         self, timestamp: int, isolation: FetchIsolation, current_leader_epoch: int = -1

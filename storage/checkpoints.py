@@ -34,10 +34,15 @@ T = TypeVar("T")
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace `path` with `text` so that a crash leaves the old or the new content."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` through `<name>.tmp`, fsynced and renamed, the directory
+    fsynced after: a crash leaves the old or the new content, never a torn file."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
-        data = text.encode("utf-8")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -25,6 +25,7 @@ from pathlib import Path
 import crc32c
 
 from . import log_file_utils as files
+from .checkpoints import atomic_write_bytes
 from .errors import CorruptSnapshotError
 
 HEADER = struct.Struct(">hIi")
@@ -86,18 +87,7 @@ def write_snapshot(path: Path, entries: Iterable[SnapshotEntry]) -> None:
     goes to `<name>.tmp`, is fsynced and renamed (as the checkpoint files are), so a
     snapshot under its real name is always whole.
     """
-    data = encode_snapshot(entries)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    files.fsync_dir(path.parent)
+    atomic_write_bytes(path, encode_snapshot(entries))
 
 
 def list_snapshot_offsets(directory: Path) -> list[int]:

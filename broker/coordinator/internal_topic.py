@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..controller import Controller
+    from ..metadata.cache import MetadataCache
 
 
 @dataclass(frozen=True)
@@ -19,3 +24,37 @@ class InternalTopic:
     partition_of: Callable[[str, int], int]
     partition_count: Callable[[], int | None]
     create: Callable[[], None]
+
+
+def broker_internal_topic(
+    name: str,
+    partition_of: Callable[[str, int], int],
+    metadata: MetadataCache,
+    controller: Controller,
+    config: Callable[[], Any],
+    config_prefix: str,
+    compression_type: str,
+) -> InternalTopic:
+    """A coordinator's topic as the broker keeps it: its partitions from the metadata,
+    created compacted with the `<config_prefix>num.partitions`, `replication.factor` and
+    `segment.bytes` settings in force (`offsets.topic.`, `transaction.state.log.`)."""
+
+    def partition_count() -> int | None:
+        topic = metadata.get(name)
+        return len(topic.partitions) if topic is not None else None
+
+    def create() -> None:
+        settings = config()
+        controller.create(
+            name,
+            settings[f"{config_prefix}num.partitions"],
+            settings[f"{config_prefix}replication.factor"],
+            {
+                "cleanup.policy": "compact",
+                "compression.type": compression_type,
+                "segment.bytes": str(settings[f"{config_prefix}segment.bytes"]),
+            },
+            internal=True,
+        )
+
+    return InternalTopic(name, partition_of, partition_count, create)

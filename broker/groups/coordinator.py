@@ -22,7 +22,7 @@ from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.errors import CoordinatorNotAvailableError
-from ..coordinator.internal_topic import InternalTopic
+from ..coordinator.internal_topic import InternalTopic, broker_internal_topic
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
 from ..coordinator.records import TransactionalProducer
 from ..coordinator.runtime import CoordinatorRuntime
@@ -47,28 +47,16 @@ Answer = T | Awaitable[T]
 def offsets_topic(
     metadata: MetadataCache, controller: Controller, config: Callable[[], Any]
 ) -> InternalTopic:
-    """`__consumer_offsets` as the broker keeps it, created with the offsets.topic.*
-    settings in force."""
-
-    def partition_count() -> int | None:
-        topic = metadata.get(OFFSETS_TOPIC)
-        return len(topic.partitions) if topic is not None else None
-
-    def create() -> None:
-        config_ = config()
-        controller.create(
-            OFFSETS_TOPIC,
-            config_["offsets.topic.num.partitions"],
-            config_["offsets.topic.replication.factor"],
-            {
-                "cleanup.policy": "compact",
-                "compression.type": "producer",
-                "segment.bytes": str(config_["offsets.topic.segment.bytes"]),
-            },
-            internal=True,
-        )
-
-    return InternalTopic(OFFSETS_TOPIC, cr.group_partition, partition_count, create)
+    """`__consumer_offsets` as the broker keeps it (offsets.topic.* settings)."""
+    return broker_internal_topic(
+        OFFSETS_TOPIC,
+        cr.group_partition,
+        metadata,
+        controller,
+        config,
+        "offsets.topic.",
+        "producer",
+    )
 
 
 class GroupCoordinator:

@@ -15,7 +15,7 @@ from brook.protocol.errors import ErrorCode
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
-from ..coordinator.internal_topic import InternalTopic
+from ..coordinator.internal_topic import InternalTopic, broker_internal_topic
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
 from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.timer import Timer
@@ -42,29 +42,15 @@ TRANSACTION_STATE_TOPIC = cr.TRANSACTION_STATE_TOPIC
 def transaction_state_topic(
     metadata: MetadataCache, controller: Controller, config: Callable[[], Any]
 ) -> InternalTopic:
-    """`__transaction_state` as the broker keeps it, created with the
-    transaction.state.log.* settings in force."""
-
-    def partition_count() -> int | None:
-        topic = metadata.get(TRANSACTION_STATE_TOPIC)
-        return len(topic.partitions) if topic is not None else None
-
-    def create() -> None:
-        config_ = config()
-        controller.create(
-            TRANSACTION_STATE_TOPIC,
-            config_["transaction.state.log.num.partitions"],
-            config_["transaction.state.log.replication.factor"],
-            {
-                "cleanup.policy": "compact",
-                "compression.type": "uncompressed",
-                "segment.bytes": str(config_["transaction.state.log.segment.bytes"]),
-            },
-            internal=True,
-        )
-
-    return InternalTopic(
-        TRANSACTION_STATE_TOPIC, cr.transactional_id_partition, partition_count, create
+    """`__transaction_state` as the broker keeps it (transaction.state.log.* settings)."""
+    return broker_internal_topic(
+        TRANSACTION_STATE_TOPIC,
+        cr.transactional_id_partition,
+        metadata,
+        controller,
+        config,
+        "transaction.state.log.",
+        "uncompressed",
     )
 
 
