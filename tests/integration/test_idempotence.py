@@ -10,13 +10,12 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaProducer
 from kio.schema.init_producer_id.v4 import request as init4
-from kio.schema.produce.v9 import request as produce9
 
 from brook.broker.testing import BrokerProcess
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import consume_all, create_topic
-from .raw_client import RawClient
+from .raw_client import RawClient, produce_request
 
 
 def _init_producer(
@@ -44,19 +43,7 @@ def _produce(
         producer_epoch=epoch,
         base_sequence=sequence,
     )
-    response = client.request(
-        produce9.ProduceRequest(
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(
-                produce9.TopicProduceData(
-                    name=topic,
-                    partition_data=(produce9.PartitionProduceData(index=0, records=batch),),
-                ),
-            ),
-        )
-    )
+    response = client.request(produce_request(topic, 0, batch))
     return response.responses[0].partition_responses[0]
 
 

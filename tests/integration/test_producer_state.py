@@ -14,14 +14,13 @@ from confluent_kafka import Producer
 from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.describe_producers.v0 import request as describe0
 from kio.schema.init_producer_id.v4 import request as init4
-from kio.schema.produce.v9 import request as produce9
 
 from brook.broker.testing import BrokerProcess
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import consume_all, create_topic
 from .groups import wait_for
-from .raw_client import RawClient
+from .raw_client import RawClient, produce_request
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
@@ -66,19 +65,7 @@ def raw_produce(
 ) -> tuple[int, int]:
     records = [Record(i, ts, None, b"raw-%d" % (sequence + i)) for i in range(count)]
     batch = build_batch(records, producer_id=producer_id, producer_epoch=0, base_sequence=sequence)
-    response = client.request(
-        produce9.ProduceRequest(
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(
-                produce9.TopicProduceData(
-                    name=topic,
-                    partition_data=(produce9.PartitionProduceData(index=0, records=batch),),
-                ),
-            ),
-        )
-    )
+    response = client.request(produce_request(topic, 0, batch))
     answer = response.responses[0].partition_responses[0]
     return answer.error_code.value, answer.base_offset
 
