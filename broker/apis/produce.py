@@ -15,9 +15,13 @@ from typing import Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError, RecordError, RecordValidationError
+from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
+from brook.protocol.record_batch import parse_header
 from brook.storage.log_validator import AppendOrigin
 
 from ..request_context import RequestContext
+from ..transactions.errors import InvalidTxnStateError
+from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.produce")
@@ -56,7 +60,12 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
                 result = PartitionResult(ErrorCode.invalid_required_acks)
             else:
                 result, waiter = _append(
-                    ctx, topic_data.name, partition_data.index, partition_data.records, acks
+                    ctx,
+                    topic_data.name,
+                    partition_data.index,
+                    partition_data.records,
+                    acks,
+                    request.transactional_id,
                 )
                 if waiter is not None:
                     uncommitted.append((result, waiter))
@@ -146,6 +155,7 @@ def _append(
     index: int,
     records: bytes | None,
     acks: int,
+    transactional_id: str | None = None,
 ) -> tuple[PartitionResult, asyncio.Future[None] | None]:
     partition = ctx.services.replicas.hosted(name, index)
     if partition is None:
@@ -153,6 +163,8 @@ def _append(
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset), None
     try:
+        if transactional_id is not None:
+            _verify_in_transaction(ctx, transactional_id, name, index, records)
         info = partition.append_records_as_leader(
             records,
             AppendOrigin.CLIENT,
@@ -186,3 +198,26 @@ def _append(
     )
     waiter = partition.wait_for_commit(info.last_offset + 1) if acks == ACKS_ALL else None
     return result, waiter
+
+
+def _verify_in_transaction(
+    ctx: RequestContext, transactional_id: str, topic: str, index: int, records: bytes
+) -> None:
+    """KIP-890's partition verification (Kafka 3.6+): a transactional batch is taken only
+    when its producer's ongoing transaction includes the partition, so a late or zombie
+    write cannot open a transaction the coordinator knows nothing of."""
+    if len(records) < RECORD_BATCH_HEADER_SIZE:
+        return  # too short to be a batch: the log validator refuses it
+    header = parse_header(records)
+    if not header.is_transactional or header.is_control:
+        return
+    errors = ctx.services.transactions.verify_partitions(
+        transactional_id,
+        ProducerIdAndEpoch(header.producer_id, header.producer_epoch),
+        [(topic, index)],
+    )
+    if errors:
+        raise InvalidTxnStateError(
+            f"The partition {topic}-{index} is not in the ongoing transaction of"
+            f" transactional id {transactional_id} (producer {header.producer_id})"
+        )

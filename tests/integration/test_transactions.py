@@ -5,6 +5,7 @@ and Kafka's errors for bad requests (each changing nothing)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 
 import pytest
@@ -381,3 +382,34 @@ def test_txn_offset_commit_with_a_stale_generation_stores_nothing(brook_broker, 
     )
     assert pending == set()  # nothing was written in the transaction
     member.close()
+
+
+def test_a_transactional_write_outside_the_transaction_is_refused(brook_broker, topic_name):
+    """KIP-890 verification: the partition must be in the producer's ongoing transaction."""
+    from brook.protocol.record_batch import Record, build_batch
+
+    from .raw_client import produce_request
+
+    create_topic(brook_broker.bootstrap, topic_name)
+    with RawClient(brook_broker.port) as client:
+        session = _init(client, "tx-verify")
+        pid, epoch = session.producer_id, session.producer_epoch
+        batch = build_batch(
+            [Record(0, 1_700_000_000_000, None, b"sneaky")],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+            transactional=True,
+        )
+
+        def produce() -> str:
+            request = produce_request(topic_name, 0, batch)
+            request = dataclasses.replace(request, transactional_id="tx-verify")
+            response = client.request(request)
+            return response.responses[0].partition_responses[0].error_code.name
+
+        assert produce() == "invalid_txn_state"  # no transaction is open
+        assert stored_batches(brook_broker.data_dir, topic_name) == []
+        assert _add_partitions(client, "tx-verify", pid, epoch, topic_name, 0).name == "none"
+        assert produce() == "none"
+        assert len(stored_batches(brook_broker.data_dir, topic_name)) == 1
