@@ -13,9 +13,6 @@ from pathlib import Path
 from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
-from .tools import configs as configs_tool
-from .tools import dump_log, storage_zip, topics, transactions
-from .tools import groups as groups_tool
 
 log = logging.getLogger("brook.cli")
 
@@ -30,7 +27,12 @@ example:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands that need none of the operator's tools: `brook serve` starts without importing
+# them (their modules and the wire client cost tens of milliseconds of start-up).
+TOOL_FREE_COMMANDS = frozenset({"serve", "configs-list"})
+
+
+def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brook", description="Brook: a Kafka-compatible broker written in Python."
     )
@@ -56,14 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="how much the broker logs (default INFO, or $BROOK_LOG_LEVEL)",
     )
     commands.add_parser("configs-list", help="list every broker config key with its default")
-    # The operator's tools: each module adds its subcommand and the function that runs it.
-    for tool in (topics, configs_tool, groups_tool, transactions, dump_log, storage_zip):
-        tool.add_parser(commands)
+    if with_tools:
+        # The operator's tools: each module adds its subcommand and the function that runs it.
+        from .tools import configs, dump_log, groups, storage_zip, topics, transactions
+
+        for tool in (topics, configs, groups, transactions, dump_log, storage_zip):
+            tool.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    with_tools = not argv or argv[0] not in TOOL_FREE_COMMANDS
+    args = build_parser(with_tools).parse_args(argv)
     if hasattr(args, "run"):
         sys.exit(args.run(args))
     if args.command == "configs-list":
