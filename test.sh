@@ -5,11 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, and mkfs.ext4
-# (e2fsprogs) for the full-disk tests, which mount a small ext4 image.
+# Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, mkfs.ext4
+# (e2fsprogs) for the full-disk tests, which mount a small ext4 image, and a JVM for
+# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17).
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
+command -v java >/dev/null 2>&1 || missing="$missing openjdk-17-jre-headless"
 if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -31,5 +33,6 @@ ln -sfn ../../../storage build/mypy-path/brook/storage
 "$venv/bin/mypy"
 # Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
-# the suite in this process.
-exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" "$@"
+# the suite in this process. The Spark tests share one JVM: they are one xdist group
+# (tests/spark/conftest.py), which --dist loadgroup keeps on one worker.
+exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" --dist loadgroup "$@"

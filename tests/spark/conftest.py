@@ -1,0 +1,51 @@
+"""One local SparkSession for every Spark test, and the data source registered in it.
+
+Spark starts a JVM (a few seconds), so the session is shared: the tests are put in one
+xdist group (test.sh runs pytest with `--dist loadgroup`), which gives one worker, and so
+one JVM, all of them. Spark's Python workers run this interpreter (PYSPARK_PYTHON), the one
+where brook.spark is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brook.spark import register
+
+SPARK_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_TESTS in Path(item.path).parents:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("brook-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
