@@ -321,3 +321,47 @@ def test_aborted_data_removed_committed_kept_markers_kept(tmp_path: Path) -> Non
     read = log.read(0, 1 << 20, include_aborted_txns=True)
     assert read.aborted_transactions is not None
     assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(1, 2)]
+
+
+def test_crash_mid_swap_keeps_the_aborted_transactions_index(tmp_path: Path) -> None:
+    clock = Clock()
+    directory = tmp_path / "t-0"
+    log = open_log(directory, clock)
+    append(log, batch([(b"a", b"base")]))
+    data = build_batch(
+        [Record(0, BASE_TS, b"a", b"aborted"), Record(1, BASE_TS, b"b", b"aborted")],
+        producer_id=1,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
+    append(log, data)
+    control = Record(
+        0,
+        BASE_TS,
+        cr.encode_key(cr.ControlRecordKey(int(cr.ControlRecordType.ABORT))),
+        cr.encode_value(cr.EndTxnMarker(coordinator_epoch=0)),
+    )
+    marker = build_batch(
+        [control], producer_id=1, producer_epoch=0, transactional=True, control=True
+    )
+    log.append_as_leader(marker, 0, origin=AppendOrigin.COORDINATOR)
+    # The aborted batch is producer 1's last: kept as an empty header, so its
+    # marker and its txn index entry stay too.
+    log.high_watermark = log.log_end_offset
+    log.roll()
+    plan = plan_cleaning(log, None, clock(), force=True)
+    assert plan is not None
+    result = clean(plan)
+    log.close()
+    for cleaned, _ in result.groups:
+        cleaned.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
+    # Even with every other segment trusted (a recovery point at the log end), the
+    # swapped-in segment's txn index is rebuilt from its markers.
+    reopened = Log.open(directory, CONFIG, clock=clock, recovery_point=log.log_end_offset)
+    reopened.high_watermark = reopened.log_end_offset
+    data_records = [r for r in all_records(reopened) if r.key in (b"a", b"b", b"z")]
+    assert [(r.offset, r.value) for r in data_records] == [(0, b"base")]
+    read = reopened.read(0, 1 << 20, include_aborted_txns=True)
+    assert read.aborted_transactions is not None
+    assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(1, 1)]
