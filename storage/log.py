@@ -1119,7 +1119,10 @@ class Log:
 
     @_io("swapping cleaned segments into")
     def replace_segments(
-        self, groups: Sequence[tuple[LogSegment, Sequence[LogSegment]]], sizes: dict[int, int]
+        self,
+        groups: Sequence[tuple[LogSegment, Sequence[LogSegment]]],
+        sizes: dict[int, int],
+        on_step: Callable[[str], None] | None = None,
     ) -> bool:
         """Swap cleaned segments (named `.cleaned`) in for the segments they replace
         (Kafka's replaceSegments), or refuse (False) when those are no longer the log's
@@ -1128,8 +1131,10 @@ class Log:
 
         Each step leaves a log that opens whole: `.cleaned` -> `.swap` (a crash now
         keeps the old segments or, at start, swaps in the new one), the old segments
-        renamed `.deleted`, then `.swap` -> the segment's own name.
+        renamed `.deleted`, then `.swap` -> the segment's own name. `on_step` is told
+        each step done ("swap-renamed", "old-deleted"): crash tests stop there.
         """
+        step = on_step or (lambda _: None)
         positions: list[int] = []
         for _, old in groups:
             for segment in old:
@@ -1146,11 +1151,13 @@ class Log:
         for cleaned, _ in groups:
             cleaned.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
         files.fsync_dir(self.dir)
+        step("swap-renamed")
         replacing = {segment.base_offset for _, old in groups for segment in old}
         kept = [segment for segment in self._segments if segment.base_offset not in replacing]
         for _, old in groups:
             for segment in old:
                 self._delete_segment_files(segment)
+        step("old-deleted")
         for cleaned, _ in groups:
             cleaned.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
         files.fsync_dir(self.dir)

@@ -42,7 +42,7 @@ import logging
 import struct
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -139,6 +139,7 @@ class CleanPlan:
     aborted_txns: list[AbortedTxn]
     now_ms: int
     dirty_ratio: float
+    overdue: bool = False
 
 
 def cleanable_range(
@@ -175,11 +176,18 @@ def cleanable_range(
 
 
 def plan_cleaning(
-    log: _CleanableLog, checkpoint: int | None, now_ms: int, *, force: bool = False
+    log: _CleanableLog,
+    checkpoint: int | None,
+    now_ms: int,
+    *,
+    force: bool = False,
+    with_state: bool = True,
 ) -> CleanPlan | None:
     """What to clean of `log` now, or None when it need not or cannot be cleaned.
 
-    Run where the log is owned (it reads the log's offsets and producer state)."""
+    Run where the log is owned (it reads the log's offsets and producer state).
+    `with_state=False` leaves out the producers and aborted transactions: enough to
+    compare logs, not to clean one."""
     config = log.config
     segments = log.segments
     if not config.compact or len(segments) < 2:
@@ -206,16 +214,18 @@ def plan_cleaning(
         overdue = first_timestamp >= 0 and now_ms - first_timestamp > config.max_compaction_lag_ms
     if not force and ratio < config.min_cleanable_dirty_ratio and not overdue:
         return None
-    producers = {
-        entry.producer_id: LastRecord(
-            entry.last_data_offset if entry.last_data_offset >= 0 else None,
-            entry.producer_epoch,
-        )
-        for entry in log.active_producers()
-    }
+    producers: dict[int, LastRecord] = {}
     aborted: list[AbortedTxn] = []
-    for segment in segments:
-        aborted += segment.txn_index.all_aborted_txns()
+    if with_state:
+        producers = {
+            entry.producer_id: LastRecord(
+                entry.last_data_offset if entry.last_data_offset >= 0 else None,
+                entry.producer_epoch,
+            )
+            for entry in log.active_producers()
+        }
+        for segment in segments:
+            aborted += segment.txn_index.all_aborted_txns()
     return CleanPlan(
         log.name,
         log.dir,
@@ -228,6 +238,7 @@ def plan_cleaning(
         aborted,
         now_ms,
         ratio,
+        overdue,
     )
 
 
@@ -269,18 +280,27 @@ class CleanResult:
             cleaned.delete()
 
 
-def clean(plan: CleanPlan) -> CleanResult:
+class CleaningAborted(Exception):
+    """The cleaning was asked to stop (the broker is shutting down)."""
+
+
+def clean(plan: CleanPlan, should_stop: Callable[[], bool] | None = None) -> CleanResult:
     """Build the offset map and write the cleaned segments; touches no live state.
 
     Reads the old segments through descriptors of its own, so it may run on another
     thread while the owner appends to the active segment. A segment that disappears
     meanwhile (retention, truncation) makes this raise OSError: nothing is swapped then.
+    `should_stop` is asked between segments; when it says so, CleaningAborted is raised
+    and no `.cleaned` file is left.
     """
     started = time.monotonic()
+    stop = should_stop or (lambda: False)
     result = CleanResult(plan)
-    offset_map = _build_offset_map(plan, result.stats)
+    offset_map = _build_offset_map(plan, result.stats, stop)
     try:
         for group in _group_segments(plan):
+            if stop():
+                raise CleaningAborted(plan.name)
             cleaned = _clean_group(plan, group, offset_map, result.stats)
             result.groups.append((cleaned, group))
     except BaseException:
@@ -302,13 +322,17 @@ def _read_batches(segment: LogSegment) -> Iterable[tuple[BatchHeader, bytes]]:
         records.close()
 
 
-def _build_offset_map(plan: CleanPlan, stats: CleanerStats) -> dict[bytes, int]:
+def _build_offset_map(
+    plan: CleanPlan, stats: CleanerStats, stop: Callable[[], bool]
+) -> dict[bytes, int]:
     """key -> offset of its latest record in [first dirty, end) (Kafka's buildOffsetMap)."""
     offset_map: dict[bytes, int] = {}
     txns = _TransactionTracker(plan.aborted_txns)
     for segment in plan.segments:
         if _next_base(plan, segment) <= plan.first_dirty_offset:
             continue
+        if stop():
+            raise CleaningAborted(plan.name)
         for header, buffer in _read_batches(segment):
             if header.next_offset <= plan.first_dirty_offset:
                 continue
