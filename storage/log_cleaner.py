@@ -57,7 +57,6 @@ from brook.protocol.record_batch import (
     BatchHeader,
     Record,
     compute_crc,
-    decode_records,
     encode_record,
 )
 
@@ -67,6 +66,9 @@ from .end_transaction_marker import read_end_txn_marker
 from .file_records import RECOVERY_CHUNK, FileRecords
 from .log_config import LogConfig
 from .log_segment import LogSegment
+
+# The native-varint decoder: per-record work is the cleaner's cost.
+from .record_decoder import decode_records
 from .transaction_index import AbortedTxn
 
 logger = logging.getLogger("brook.storage.log_cleaner")
