@@ -45,6 +45,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "boolean": _parse_bool,
     "string": lambda text: text.strip(),
     "list": _parse_list,
+    "double": lambda text: float(text.strip()),
 }
 _BOUNDS = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
 
@@ -52,10 +53,11 @@ _BOUNDS = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     name: str
-    type: str  # int, long, boolean, string, list
+    type: str  # int, long, double, boolean, string, list
     default: Any
     doc: str
     at_least: int | None = None
+    at_most: float | None = None  # doubles only (Kafka's Range.between)
     choices: tuple[str, ...] | None = None
     kafka_default: Any = None  # set where Brook's default differs from Kafka's, with why
     why_different: str = ""
@@ -68,7 +70,11 @@ class ConfigKey:
                 value = _PARSERS[self.type](raw)
             except ValueError as exc:
                 # Kafka's wording for a number that does not parse.
-                rule = f"Not a number of type {self.type.upper()}" if self.type in _BOUNDS else exc
+                rule = (
+                    f"Not a number of type {self.type.upper()}"
+                    if self.type in _BOUNDS or self.type == "double"
+                    else exc
+                )
                 raise ConfigError(
                     f"Invalid value {raw!r} for configuration {self.name}: {rule}"
                 ) from None
@@ -90,6 +96,21 @@ class ConfigKey:
                 raise ConfigError(
                     f"Invalid value {value} for configuration {self.name}:"
                     f" Value must be at least {self.at_least}"
+                )
+        if self.type == "double":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(
+                    f"Invalid value {value!r} for configuration {self.name}: not a double"
+                )
+            if self.at_least is not None and value < self.at_least:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {self.name}:"
+                    f" Value must be at least {float(self.at_least)}"
+                )
+            if self.at_most is not None and value > self.at_most:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {self.name}:"
+                    f" Value must be no more than {self.at_most}"
                 )
         if self.choices is not None and self.type == "list":
             # A list key with choices (cleanup.policy) checks each element, as Kafka's
@@ -434,6 +455,34 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "long",
             0,
             "Minimum age of a record before it may be compacted (ms).",
+            at_least=0,
+        ),
+        _key(
+            "log.cleaner.max.compaction.lag.ms",
+            "long",
+            LONG_MAX,
+            "Longest a record may stay uncompacted in a compacted topic (ms).",
+            at_least=1,
+        ),
+        _key(
+            "log.cleaner.min.cleanable.ratio",
+            "double",
+            0.5,
+            "Share of a compacted log that must be dirty before it is cleaned.",
+            at_least=0,
+            at_most=1.0,
+        ),
+        _key(
+            "log.cleaner.enable",
+            "boolean",
+            True,
+            "Whether the log cleaner compacts topics whose cleanup.policy includes compact.",
+        ),
+        _key(
+            "log.cleaner.backoff.ms",
+            "long",
+            15000,
+            "How long the log cleaner sleeps when no log needs cleaning (ms).",
             at_least=0,
         ),
         _key(

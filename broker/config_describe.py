@@ -32,7 +32,7 @@ class ConfigSource(enum.IntEnum):
 
 
 # DescribeConfigs v3+ config_type: Kafka's ConfigDef types by id.
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7}
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 UNKNOWN_TYPE = 0
 
 # Broker keys that stand for one setting, first the one that wins when several are set.

@@ -19,6 +19,10 @@ _ARMED = os.environ.get(ENVIRONMENT_VARIABLE)
 
 # Named places.
 TRANSACTION_MARKER_WRITTEN = "transaction-marker-written"
+# The log cleaner's swap (storage Log.replace_segments): after `.cleaned` -> `.swap`,
+# and after the old segments were renamed `.deleted`.
+LOG_CLEANER_SWAP_RENAMED = "log-cleaner-swap-renamed"
+LOG_CLEANER_OLD_DELETED = "log-cleaner-old-deleted"
 
 
 def crash_point(name: str) -> None:

@@ -242,6 +242,7 @@ def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) 
         data = memoryview(decompress(header.codec, data))
     records: list[Record] = []
     position = 0
+    previous_delta = -1
     for index in range(header.record_count):
         length, position = read_varint(data, position)
         end = position + length
@@ -251,11 +252,15 @@ def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) 
         position += 1  # attributes, unused in v2
         timestamp_delta, position = read_varint(body, position)
         offset_delta, position = read_varint(body, position)
-        if offset_delta != index:
+        # Deltas increase within the batch's range; a compacted batch has gaps (Kafka's
+        # cleaner keeps records at their offsets), a produced one has none, as the
+        # validator's count check (last offset delta + 1 == record count) makes sure.
+        if offset_delta <= previous_delta or offset_delta > header.last_offset_delta:
             raise InvalidRecordError(
                 f"record {index} of the batch at offset {header.base_offset}"
                 f" has offset delta {offset_delta}"
             )
+        previous_delta = offset_delta
         key, position = _read_bytes(body, position)
         value, position = _read_bytes(body, position)
         header_count, position = read_varint(body, position)

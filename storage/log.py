@@ -1115,6 +1115,58 @@ class Log:
             segment.delete()
         return len(due)
 
+    # --- compaction -------------------------------------------------------------------
+
+    @_io("swapping cleaned segments into")
+    def replace_segments(
+        self,
+        groups: Sequence[tuple[LogSegment, Sequence[LogSegment]]],
+        sizes: dict[int, int],
+        on_step: Callable[[str], None] | None = None,
+    ) -> bool:
+        """Swap cleaned segments (named `.cleaned`) in for the segments they replace
+        (Kafka's replaceSegments), or refuse (False) when those are no longer the log's
+        as they were when cleaning began (retention, truncation or DeleteRecords moved
+        them meanwhile). `sizes`: each old segment's size then, by base offset.
+
+        Each step leaves a log that opens whole: `.cleaned` -> `.swap` (a crash now
+        keeps the old segments or, at start, swaps in the new one), the old segments
+        renamed `.deleted`, then `.swap` -> the segment's own name. `on_step` is told
+        each step done ("swap-renamed", "old-deleted"): crash tests stop there.
+        """
+        step = on_step or (lambda _: None)
+        positions: list[int] = []
+        for _, old in groups:
+            for segment in old:
+                i = self._segment_index_for(segment.base_offset)
+                if (
+                    self._segments[i] is not segment
+                    or segment.size != sizes.get(segment.base_offset)
+                    or i == len(self._segments) - 1
+                ):
+                    return False
+                positions.append(i)
+        if positions != list(range(positions[0], positions[0] + len(positions))):
+            return False
+        for cleaned, _ in groups:
+            cleaned.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
+        files.fsync_dir(self.dir)
+        step("swap-renamed")
+        replacing = {segment.base_offset for _, old in groups for segment in old}
+        kept = [segment for segment in self._segments if segment.base_offset not in replacing]
+        for _, old in groups:
+            for segment in old:
+                self._delete_segment_files(segment)
+        step("old-deleted")
+        for cleaned, _ in groups:
+            cleaned.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
+        files.fsync_dir(self.dir)
+        segments = kept + [cleaned for cleaned, _ in groups]
+        segments.sort(key=lambda segment: segment.base_offset)
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        return True
+
     # --- lifecycle --------------------------------------------------------------------
 
     def close(self) -> None:

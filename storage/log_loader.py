@@ -239,7 +239,10 @@ class LogLoader:
             if base_offset is None:
                 continue
             swapped = self._segment(base_offset, files.SWAP_FILE_SUFFIX)
-            swapped.recover()
+            # Rebuilt with the producers' state at its base, as Kafka's recoverSegment
+            # does, so that its `.txnindex` (removed above) comes back from its markers.
+            earlier = [segments[base] for base in sorted(segments) if base < base_offset]
+            swapped.recover(None, self._producer_state_at(earlier, base_offset))
             next_offset = swapped.next_offset
             replaced = [
                 segment

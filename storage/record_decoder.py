@@ -52,6 +52,7 @@ def _decode(data: bytes, size: int, header: BatchHeader) -> list[Record]:
     base_timestamp = header.base_timestamp
     records: list[Record] = []
     position = 0
+    previous_delta = -1
     for index in range(header.record_count):
         if position >= size:
             raise InvalidRecordError(f"record {index} starts past the end of its batch")
@@ -65,11 +66,13 @@ def _decode(data: bytes, size: int, header: BatchHeader) -> list[Record]:
         position += n
         offset_delta, n = read_int(data, position)
         position += n
-        if offset_delta != index:
+        # Increasing within the batch's range: a compacted batch has gaps.
+        if offset_delta <= previous_delta or offset_delta > header.last_offset_delta:
             raise InvalidRecordError(
                 f"record {index} of the batch at offset {base_offset}"
                 f" has offset delta {offset_delta}"
             )
+        previous_delta = offset_delta
         length, n = read_int(data, position)
         position += n
         if length < 0:

@@ -1,0 +1,85 @@
+"""Which log the cleaner takes next, and what it remembers between cleanings (Kafka's
+LogCleanerManager): the cleaner checkpoint of each log dir, the logs that failed.
+
+Runs where the logs are owned (the broker's event loop): choosing a log reads its
+offsets, and swapping the cleaned segments in changes its segment list. The cleaning
+itself (storage.log_cleaner.clean) runs wherever the driver likes, e.g. a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from .log import Log
+from .log_cleaner import CleanerCheckpoints, CleanPlan, CleanResult, describe, plan_cleaning
+
+logger = logging.getLogger("brook.storage.log_cleaner")
+
+TopicPartition = tuple[str, int]
+
+
+class LogCleanerManager:
+    def __init__(self) -> None:
+        self._checkpoints: dict[Path, CleanerCheckpoints] = {}
+        # Logs whose cleaning failed for a reason other than a disk error (Kafka's
+        # uncleanable partitions): skipped until the broker restarts.
+        self.uncleanable: set[TopicPartition] = set()
+        # What tests and metrics read: logs cleaned and bytes read since start.
+        self.cleaned_logs = 0
+        self.bytes_cleaned = 0
+
+    def checkpoints(self, log_dir: Path) -> CleanerCheckpoints:
+        found = self._checkpoints.get(log_dir)
+        if found is None:
+            found = self._checkpoints[log_dir] = CleanerCheckpoints(log_dir)
+        return found
+
+    def grab_filthiest_log(
+        self, logs: Mapping[TopicPartition, Log], now_ms: int
+    ) -> tuple[Log, CleanPlan] | None:
+        """The compacted log most in need of cleaning (an overdue one first, then the
+        highest dirty ratio at or above min.cleanable.dirty.ratio), with its plan."""
+        best: tuple[tuple[bool, float], TopicPartition, Log] | None = None
+        for tp, log in logs.items():
+            if not log.config.compact or log.is_offline or tp in self.uncleanable:
+                continue
+            checkpoint = self.checkpoints(log.dir.parent).get(*tp)
+            plan = plan_cleaning(log, checkpoint, now_ms, with_state=False)
+            if plan is None:
+                continue
+            rank = (plan.overdue, plan.dirty_ratio)
+            if best is None or rank > best[0]:
+                best = (rank, tp, log)
+        if best is None:
+            return None
+        _, tp, log = best
+        checkpoint = self.checkpoints(log.dir.parent).get(*tp)
+        plan = plan_cleaning(log, checkpoint, now_ms)
+        return None if plan is None else (log, plan)
+
+    def swap_in(
+        self, log: Log, result: CleanResult, on_step: Callable[[str], None] | None = None
+    ) -> bool:
+        """Swap the cleaned segments into `log` and move its checkpoint on, or discard
+        them when the log changed meanwhile. Returns whether they were swapped in."""
+        plan = result.plan
+        sizes = {s.base_offset: size for s, size in zip(plan.segments, plan.sizes, strict=True)}
+        try:
+            swapped = log.replace_segments(result.groups, sizes, on_step)
+        except BaseException:
+            result.discard()
+            raise
+        if not swapped:
+            logger.info("Not swapping the cleaned segments of %s: the log changed", log.name)
+            result.discard()
+            return False
+        self.checkpoints(log.dir.parent).update(log.topic, log.partition, plan.end_offset)
+        self.cleaned_logs += 1
+        self.bytes_cleaned += result.stats.bytes_read
+        logger.info("%s", describe(result))
+        return True
+
+    def mark_uncleanable(self, log: Log) -> None:
+        self.uncleanable.add((log.topic, log.partition))
