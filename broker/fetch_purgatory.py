@@ -12,9 +12,6 @@ class FetchPurgatory:
         self.parked: set[asyncio.Future[None]] = set()
         self.closing = False
 
-    def __len__(self) -> int:
-        return len(self.parked)
-
     def park(self, waiter: asyncio.Future[None]) -> None:
         self.parked.add(waiter)
 

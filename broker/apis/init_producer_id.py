@@ -16,11 +16,11 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
+from ..transactions.metadata import MAX_PRODUCER_EPOCH
 from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond
 
 log = logging.getLogger("brook.apis.init_producer_id")
-MAX_EPOCH = 32767
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
@@ -29,7 +29,7 @@ def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
         return _init_transactional(ctx, request)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
-    if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
+    if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
         return _response(ctx, ErrorCode.none, producer_id, epoch + 1)
     producer_id = ctx.services.producer_ids.next_id()
     log.debug("Producer id %d for %s (client %r)", producer_id, ctx.peer, ctx.client_id)

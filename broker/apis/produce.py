@@ -19,13 +19,13 @@ from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
 from brook.protocol.record_batch import parse_header
 from brook.storage.log_validator import AppendOrigin
 
+from ..partition import ACKS_ALL
 from ..request_context import RequestContext
 from ..transactions.errors import InvalidTxnStateError
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.produce")
-ACKS_ALL = -1
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from brook.protocol import coordinator_records as cr
-from brook.protocol.coordinator_records import ControlRecordType
+from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, ControlRecordType
 from brook.protocol.record_batch import (
     NO_PRODUCER_ID,
     Record,
@@ -20,8 +20,6 @@ from brook.protocol.record_batch import (
     decode_records,
     split_batches,
 )
-
-NO_PRODUCER_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,6 @@ class MetadataPublisher:
         self._store = store
         self._replicas = replicas
         self._thread = threading.get_ident()
-        self.changes_applied = 0
 
     def apply(self, records: Sequence[MetadataRecord]) -> None:
         """Apply one change whole, or raise and leave everything as it was."""
@@ -45,4 +44,3 @@ class MetadataPublisher:
             raise
         self._cache.apply(records)
         change.complete()
-        self.changes_applied += 1

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from brook.protocol.errors import ErrorCode, KafkaError
 
+# The partitions' producer state raises the same Kafka error.
+from brook.storage.producer_state import InvalidProducerEpochError as InvalidProducerEpochError
+
 
 class ConcurrentTransactionsError(KafkaError):
     """The transaction is completing (or a fence is under way): retry shortly."""
@@ -17,10 +20,6 @@ class InvalidTxnStateError(KafkaError):
 
 class ProducerFencedError(KafkaError):
     error_code = ErrorCode.producer_fenced
-
-
-class InvalidProducerEpochError(KafkaError):
-    error_code = ErrorCode.invalid_producer_epoch
 
 
 class InvalidProducerIdMappingError(KafkaError):

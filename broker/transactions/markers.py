@@ -49,7 +49,6 @@ class TransactionMarkerWriter:
         self._groups = groups
         self._on_written = on_written
         self._tasks: set[asyncio.Task[None]] = set()
-        self.markers_written = 0
 
     def write(self, prepared: TransactionMetadata) -> None:
         """Start writing the markers of a PrepareCommit/PrepareAbort transaction."""
@@ -107,7 +106,6 @@ class TransactionMarkerWriter:
                 exc.message or exc.error_code.name,
             )
             return False
-        self.markers_written += 1
         crash_point(TRANSACTION_MARKER_WRITTEN)
         return True
 

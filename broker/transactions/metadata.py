@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from brook.protocol.coordinator_records import TransactionStatus as TransactionState
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 # An epoch must stay below Short.MAX_VALUE: the next one after this gets a new producer id.
 MAX_PRODUCER_EPOCH = 32766
 
