@@ -21,11 +21,13 @@ NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS)
-def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     transactions = ctx.services.transactions
     states = []
     for transactional_id in request.transactional_ids:
+        # Only committed state is described (Kafka reads its committed snapshot).
+        await transactions.writes_committed(transactional_id)
         try:
             found = transactions.describe(transactional_id)
             error = ErrorCode.none if found is not None else ErrorCode.transactional_id_not_found

@@ -16,7 +16,13 @@ from . import NO_THROTTLE, build, handles, schema_module
 
 
 @handles(ApiKey.OFFSET_FETCH)
-def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    # Offsets answer only once their commits are (Kafka reads the committed snapshot).
+    group_ids = (
+        [group.group_id for group in request.groups] if ctx.api_version >= 8 else [request.group_id]
+    )
+    for group_id in group_ids:
+        await ctx.services.groups.writes_committed(group_id)
     types = schema_module(ctx.response_type)
     if ctx.api_version >= 8:
         groups = []

@@ -182,8 +182,23 @@ class CoordinatorRuntime(Generic[S]):
     # --- operations ---------------------------------------------------------------------
 
     def schedule_read_operation(self, partition: int, operation: Callable[[S], T]) -> T:
-        """Run an operation that writes nothing, and answer at once."""
+        """Run an operation that writes nothing, and answer at once from the shard's
+        latest state, committed or not (a heartbeat, a produce's transaction check);
+        answers that must show only committed state wait for `writes_committed` first."""
         return operation(self._active(partition).shard)
+
+    async def writes_committed(self, partition: int) -> None:
+        """Wait until the partition's writes so far are committed, so that a read made
+        next shows no state a failed write could take back: the shard applies records as
+        the partition takes them, as Kafka's runtime does, and Kafka answers such reads
+        (OffsetFetch, DescribeTransactions) from its last committed snapshot. Raises
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS as a read would."""
+        while True:
+            pending = self._active(partition).last_commit
+            if pending is None or pending.done():
+                return
+            # A failed commit reloads the shard; the loop then waits for the reload.
+            await asyncio.wait([pending])
 
     def schedule_write_operation(
         self, name: str, partition: int, operation: Callable[[S], CoordinatorResult[T]]

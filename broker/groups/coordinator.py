@@ -12,6 +12,7 @@ makes are made at once either way, so pipelined requests apply in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -222,6 +223,13 @@ class GroupCoordinator:
             )
         except KafkaError:
             return set()
+
+    async def writes_committed(self, group_id: str) -> None:
+        """Wait until the group's partition has committed every write so far (a read
+        answered after it shows only committed offsets). A coordinator that cannot answer
+        is left for the read itself to report."""
+        with contextlib.suppress(KafkaError):
+            await self.runtime.writes_committed(self._partition(group_id))
 
     def fetch_offsets(
         self, group_id: str, partitions: list[OffsetKey] | None

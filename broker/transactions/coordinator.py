@@ -6,12 +6,13 @@ transaction that is being completed, and turns failures into Kafka's errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol import coordinator_records as cr
-from brook.protocol.errors import ErrorCode
+from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
@@ -160,6 +161,12 @@ class TransactionCoordinator:
             self._partition(transactional_id),
             lambda shard: shard.end_transaction(transactional_id, producer, commit),
         )
+
+    async def writes_committed(self, transactional_id: str) -> None:
+        """Wait until the id's partition has committed every write so far (a read
+        answered after it shows only committed state); errors are left to the read."""
+        with contextlib.suppress(KafkaError):
+            await self.runtime.writes_committed(self._partition(transactional_id))
 
     def describe(self, transactional_id: str) -> TransactionMetadata | None:
         return self.runtime.schedule_read_operation(

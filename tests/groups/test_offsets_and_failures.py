@@ -74,6 +74,30 @@ async def test_a_commit_that_never_commits_is_undone_by_reloading_the_partition(
     assert groups.offsets("g") == {("t", 0): 1}
 
 
+@run
+async def test_offset_reads_wait_for_uncommitted_writes_and_never_show_a_lost_one() -> None:
+    groups = await Groups().start()
+    assert await answer(groups.commit("g", {("t", 0): 1})) is ErrorCode.none
+    groups.writer.hold_commits = True
+    pending = asyncio.ensure_future(answer(groups.commit("g", {("t", 0): 2})))
+    await settle()
+    read = asyncio.ensure_future(groups.coordinator.writes_committed("g"))
+    await settle()
+    assert not read.done()  # the offset 2 is taken but not committed: OffsetFetch waits
+    groups.writer.fail_held(NotLeaderError("leadership moved"))
+    await read
+    assert await pending is ErrorCode.not_coordinator
+    # The reload that undoes the lost write answers COORDINATOR_LOAD_IN_PROGRESS until it
+    # ends; the read after it shows the committed offset only.
+    await settle()
+    await groups.coordinator.writes_committed("g")
+    assert groups.offsets("g") == {("t", 0): 1}
+    groups.writer.hold_commits = False
+    assert await answer(groups.commit("g", {("t", 0): 3})) is ErrorCode.none
+    await groups.coordinator.writes_committed("g")  # nothing pending: answers at once
+    assert groups.offsets("g") == {("t", 0): 3}
+
+
 class NotLeaderError(KafkaError):
     error_code = ErrorCode.not_leader_or_follower
 
