@@ -14,6 +14,7 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..groups.coordinator import Answer
 from ..groups.group import CommittedOffset
 from ..request_context import RequestContext
 from ..services import BrokerServices
@@ -43,12 +44,27 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         ctx.api_version,
     )
 
+    return commit_response(ctx, request, answer, errors, known_partitions)
+
+
+def commit_response(
+    ctx: RequestContext,
+    request: Any,
+    answer: Answer[ErrorCode],
+    errors: dict[OffsetKey, ErrorCode],
+    known_partitions: list[OffsetKey],
+) -> Any:
+    """The response of an OffsetCommit or TxnOffsetCommit once the group answered: a
+    group error (stale generation, unknown member, ...) is every known partition's."""
+
     def with_group_error(group_error: ErrorCode) -> Any:
         if group_error:
             log.info(
-                "OffsetCommit of group %s from %s refused: %s",
+                "%s of group %s from %s (client %r) refused: %s",
+                ApiKey(ctx.api_key).name,
                 request.group_id,
                 ctx.peer,
+                ctx.client_id,
                 group_error.name.upper(),
             )
             # The group's answer comes before any partition's own.
@@ -91,15 +107,18 @@ def offsets_to_commit(
     return accepted, errors, known_partitions
 
 
-def _response(ctx: RequestContext, request: Any, errors: dict[tuple[str, int], ErrorCode]) -> Any:
+def _response(ctx: RequestContext, request: Any, errors: dict[OffsetKey, ErrorCode]) -> Any:
+    """Every requested partition with its error (OffsetCommit's and TxnOffsetCommit's
+    responses have the same shape under their own names)."""
     types = schema_module(ctx.response_type)
+    prefix = "OffsetCommit" if ctx.api_key == ApiKey.OFFSET_COMMIT else "TxnOffsetCommit"
     topics = tuple(
         build(
-            types.OffsetCommitResponseTopic,
+            getattr(types, f"{prefix}ResponseTopic"),
             name=topic.name,
             partitions=tuple(
                 build(
-                    types.OffsetCommitResponsePartition,
+                    getattr(types, f"{prefix}ResponsePartition"),
                     partition_index=p.partition_index,
                     error_code=errors.get((topic.name, p.partition_index), ErrorCode.none),
                 )
