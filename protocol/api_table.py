@@ -71,7 +71,7 @@ class VersionRange:
 
 
 SERVED: dict[ApiKey, VersionRange] = {
-    ApiKey.PRODUCE: VersionRange(3, 11, advertised_min=0),
+    ApiKey.PRODUCE: VersionRange(3, 12, advertised_min=0),
     ApiKey.FETCH: VersionRange(4, 16),
     ApiKey.LIST_OFFSETS: VersionRange(1, 8),
     ApiKey.METADATA: VersionRange(0, 12),

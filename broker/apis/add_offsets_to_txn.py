@@ -14,6 +14,7 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
+from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond
 
@@ -46,4 +47,8 @@ def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
 
 
 def _response(ctx: RequestContext, error: ErrorCode) -> Any:
-    return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=error_for_version(ctx.api_key, ctx.api_version, error),
+    )

@@ -18,11 +18,14 @@ from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
 from ..services import BrokerServices
+from ..transactions.errors import error_for_version
+from ..transactions.metadata import TV_0, TV_2
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.add_partitions_to_txn")
 FIRST_BATCHED_VERSION = 4
+FIRST_ABORTABLE_VERSION = 5
 
 Partitions = list[tuple[str, int]]
 Errors = dict[tuple[str, int], ErrorCode]
@@ -109,23 +112,46 @@ def _add(
     transactions = services.transactions
     try:
         if verify_only:
-            error = transactions.verify_partitions(transactional_id, producer, partitions)
-            return {tp: error.get(tp, ErrorCode.none) for tp in partitions}
-        written = transactions.add_partitions(transactional_id, producer, partitions)
+            missing = transactions.verify_partitions(transactional_id, producer, partitions)
+            return {
+                tp: ErrorCode.none if tp not in missing else _not_in_transaction(ctx)
+                for tp in partitions
+            }
+        # v4+ come from brokers adding what a producer of transaction version 2 writes.
+        version = TV_2 if ctx.api_version >= FIRST_BATCHED_VERSION else TV_0
+        written = transactions.add_partitions(transactional_id, producer, partitions, version)
     except KafkaError as exc:
-        log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, ctx.peer, exc.message)
-        return dict.fromkeys(partitions, exc.error_code)
-    return _errors_when_written(written, partitions, transactional_id, ctx.peer)
+        return _refused(ctx, transactional_id, partitions, exc)
+    return _errors_when_written(ctx, written, partitions, transactional_id)
+
+
+def _not_in_transaction(ctx: RequestContext) -> ErrorCode:
+    """A verified partition outside the transaction: TRANSACTION_ABORTABLE from v5 (the
+    version that brought it, KIP-890), INVALID_TXN_STATE before."""
+    if ctx.api_version >= FIRST_ABORTABLE_VERSION:
+        return ErrorCode.transaction_abortable
+    return ErrorCode.invalid_txn_state
+
+
+def _refused(
+    ctx: RequestContext, transactional_id: str, partitions: Partitions, exc: KafkaError
+) -> Errors:
+    log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, ctx.peer, exc.message)
+    return dict.fromkeys(
+        partitions, error_for_version(ctx.api_key, ctx.api_version, exc.error_code)
+    )
 
 
 async def _errors_when_written(
-    written: asyncio.Future[None], partitions: Partitions, transactional_id: str, peer: str
+    ctx: RequestContext,
+    written: asyncio.Future[None],
+    partitions: Partitions,
+    transactional_id: str,
 ) -> Errors:
     try:
         await written
     except KafkaError as exc:
-        log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, peer, exc.message)
-        return dict.fromkeys(partitions, exc.error_code)
+        return _refused(ctx, transactional_id, partitions, exc)
     return dict.fromkeys(partitions, ErrorCode.none)
 
 

@@ -1,4 +1,5 @@
-"""ApiVersions (key 18), v0-v4: the served table, generated from protocol.api_table.
+"""ApiVersions (key 18), v0-v4: the served table, generated from protocol.api_table,
+and from v3 the feature flags (broker/features.py).
 
 An ApiVersions request of a version Brook does not know gets UNSUPPORTED_VERSION with
 the supported list in a v0 body (see connection.py), so that the client can retry
@@ -15,6 +16,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from brook.protocol.api_table import SERVED, ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..features import FEATURES, FINALIZED_FEATURES_EPOCH, FIRST_VERSION_LISTING_LEVEL_0
 from ..request_context import RequestContext
 from . import NO_THROTTLE, handles
 
@@ -40,4 +42,25 @@ def handle_api_versions(ctx: RequestContext, request: object) -> object:
     fields = {"error_code": ErrorCode.none, "api_keys": _api_list(entry_type)}
     if ctx.api_version >= 1:
         fields["throttle_time"] = NO_THROTTLE
+    if ctx.api_version >= 3:
+        types = sys.modules[response_type.__module__]
+        fields["supported_features"] = tuple(
+            types.SupportedFeatureKey(
+                name=feature.name,
+                min_version=feature.min_version,
+                max_version=feature.max_version,
+            )
+            for feature in FEATURES
+            if feature.min_version > 0 or ctx.api_version >= FIRST_VERSION_LISTING_LEVEL_0
+        )
+        fields["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
+        fields["finalized_features"] = tuple(
+            types.FinalizedFeatureKey(
+                name=feature.name,
+                max_version_level=feature.finalized_level,
+                min_version_level=feature.finalized_level,
+            )
+            for feature in FEATURES
+            if feature.finalized_level > 0
+        )
     return response_type(**fields)

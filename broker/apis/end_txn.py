@@ -4,36 +4,61 @@ The coordinator writes PrepareCommit or PrepareAbort and answers once it is comm
 the markers and the Complete state follow (a producer that starts its next transaction
 meanwhile gets CONCURRENT_TRANSACTIONS and retries). A retried EndTxn of a transaction
 that completed the same way answers success; the other way, INVALID_TXN_STATE.
+
+v5 is Kafka's transaction version 2 (KIP-890 part 2): the transaction ends with an epoch
+bump, its markers carry the new epoch (so a late write of the ended transaction is
+fenced), the response gives the producer id and epoch to use next, and an abort with no
+transaction open is allowed. PRODUCER_FENCED reaches v0-v1 as INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
+from ..transactions.errors import error_for_version
+from ..transactions.metadata import TV_0, TV_2
 from ..transactions.shard import ProducerIdAndEpoch
-from . import NO_THROTTLE, answer_or_error, build, handles, respond
+from . import NO_THROTTLE, build, handles, respond
 
 log = logging.getLogger("brook.apis.end_txn")
+
+# EndTxn v5 is transaction version 2: every transaction ends with an epoch bump.
+FIRST_EPOCH_BUMP_VERSION = 5
 
 
 @handles(ApiKey.END_TXN)
 def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
+    # The request's version is the client's transaction version, as in Kafka.
+    version = TV_2 if ctx.api_version >= FIRST_EPOCH_BUMP_VERSION else TV_0
     try:
         answer = ctx.services.transactions.end_transaction(
-            request.transactional_id, producer, request.committed
+            request.transactional_id, producer, request.committed, version
         )
     except KafkaError as exc:
         return _refused(ctx, request, exc.error_code, exc.message)
-    return respond(
-        answer_or_error(answer, lambda error: error),
-        lambda error: _response(ctx, error or ErrorCode.none),
-    )
+
+    def answered(result: ProducerIdAndEpoch | ErrorCode) -> Any:
+        if isinstance(result, ProducerIdAndEpoch):
+            return _response(ctx, result)
+        return _refused(ctx, request, result, "could not be written")
+
+    return respond(_next_producer_or_error(answer), answered)
+
+
+async def _next_producer_or_error(
+    answer: Awaitable[ProducerIdAndEpoch],
+) -> ProducerIdAndEpoch | ErrorCode:
+    try:
+        return await answer
+    except KafkaError as exc:
+        return exc.error_code
 
 
 def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) -> Any:
@@ -45,14 +70,23 @@ def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) 
         error.name.upper(),
         message,
     )
-    return _response(ctx, error)
+    return _response(ctx, error_for_version(ctx.api_key, ctx.api_version, error))
 
 
-def _response(ctx: RequestContext, error: ErrorCode) -> Any:
+def _response(ctx: RequestContext, result: ErrorCode | ProducerIdAndEpoch) -> Any:
+    """v5 carries the producer id and epoch of the producer's next transaction."""
+    if isinstance(result, ProducerIdAndEpoch):
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
+        )
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
-        error_code=error,
+        error_code=result,
         producer_id=-1,
         producer_epoch=-1,
     )

@@ -16,6 +16,7 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..request_context import RequestContext
+from ..transactions.errors import error_for_version
 from ..transactions.metadata import MAX_PRODUCER_EPOCH
 from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond
@@ -40,7 +41,7 @@ def _response(ctx: RequestContext, error: ErrorCode, producer_id: int, epoch: in
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
-        error_code=error,
+        error_code=error_for_version(ctx.api_key, ctx.api_version, error),
         producer_id=producer_id,
         producer_epoch=epoch,
     )

@@ -1,8 +1,10 @@
-"""Produce (key 0), v3-v11 (advertised from v0 as Kafka 4.1 does).
+"""Produce (key 0), v3-v12 (advertised from v0 as Kafka 4.1 does).
 
 Each partition appends on its own (its log validates the records first): a bad batch
 fails its partition only, and nothing of it is written. An acks=all produce is
-answered once its records are committed, as Kafka's DelayedProduce.
+answered once its records are committed, as Kafka's DelayedProduce. A transactional
+batch is taken only into its producer's open transaction (KIP-890; see
+transactions/verification.py): from v12 the broker adds the partition to it first.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
 from brook.protocol.record_batch import parse_header
 from brook.storage.log_validator import AppendOrigin
 
-from ..partition import ACKS_ALL
+from ..partition import ACKS_ALL, Partition
 from ..request_context import RequestContext
-from ..transactions.errors import InvalidTxnStateError
+from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 
@@ -50,7 +52,9 @@ class PartitionResult:
 def handle_produce(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
-    # acks=all appends whose records are not yet on every in-sync replica.
+    # Appends not answered yet: acks=all appends whose records are not yet on every
+    # in-sync replica, and transactional ones waiting for their partition to be added to
+    # the transaction (transaction version 2).
     uncommitted: list[tuple[PartitionResult, asyncio.Future[None]]] = []
     failed = False
     for topic_data in request.topic_data:
@@ -66,6 +70,7 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
                     partition_data.records,
                     acks,
                     request.transactional_id,
+                    request.timeout.total_seconds(),
                 )
                 if waiter is not None:
                     uncommitted.append((result, waiter))
@@ -73,6 +78,8 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
             partition_results.append((partition_data.index, result))
         results.append((topic_data.name, partition_results))
     if acks == 0:
+        if uncommitted:
+            return _no_response_when_appended(ctx, uncommitted, failed)
         if failed:
             # A client that asked for no response learns of the failure by losing its
             # connection, as with Kafka.
@@ -81,6 +88,19 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     if uncommitted:
         return _respond_when_committed(ctx, results, uncommitted, request.timeout.total_seconds())
     return _response(ctx, results)
+
+
+async def _no_response_when_appended(
+    ctx: RequestContext,
+    waiting: list[tuple[PartitionResult, asyncio.Future[None]]],
+    failed: bool,
+) -> Any:
+    """acks=0 with appends still to make: the connection's next request waits for them,
+    so that requests still change state in the order they were sent."""
+    await asyncio.wait([waiter for _, waiter in waiting])
+    if failed or any(result.error is not ErrorCode.none for result, _ in waiting):
+        ctx.connection.close()
+    return NO_RESPONSE
 
 
 async def _respond_when_committed(
@@ -156,15 +176,77 @@ def _append(
     records: bytes | None,
     acks: int,
     transactional_id: str | None = None,
+    timeout_s: float = 30.0,
 ) -> tuple[PartitionResult, asyncio.Future[None] | None]:
     partition = ctx.services.replicas.hosted(name, index)
     if partition is None:
         return PartitionResult(ErrorCode.unknown_topic_or_partition), None
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset), None
+    if transactional_id is not None:
+        try:
+            producer = _transactional_producer(records)
+            if producer is not None and not verification.verify(
+                ctx.services.transactions,
+                transactional_id,
+                producer,
+                (name, index),
+                verification.for_produce(ctx.api_version),
+            ):
+                result = PartitionResult(ErrorCode.none)
+                added = _append_once_added(
+                    ctx, partition, result, records, acks, transactional_id, producer, timeout_s
+                )
+                return result, asyncio.ensure_future(added)
+        except KafkaError as exc:
+            return _refused(ctx, name, index, partition, exc), None
+    return _append_now(ctx, partition, records, acks)
+
+
+def _transactional_producer(records: bytes) -> ProducerIdAndEpoch | None:
+    """The producer of a transactional data batch (None for any other batch)."""
+    if len(records) < RECORD_BATCH_HEADER_SIZE:
+        return None  # too short to be a batch: the log validator refuses it
+    header = parse_header(records)
+    if not header.is_transactional or header.is_control:
+        return None
+    return ProducerIdAndEpoch(header.producer_id, header.producer_epoch)
+
+
+async def _append_once_added(
+    ctx: RequestContext,
+    partition: Partition,
+    result: PartitionResult,
+    records: bytes,
+    acks: int,
+    transactional_id: str,
+    producer: ProducerIdAndEpoch,
+    timeout_s: float,
+) -> None:
+    """Transaction version 2: the coordinator adds the partition to the producer's
+    transaction, then the batch is appended (and, with acks=all, committed)."""
+    tp = (partition.topic, partition.index)
     try:
-        if transactional_id is not None:
-            _verify_in_transaction(ctx, transactional_id, name, index, records)
+        await verification.add(ctx.services.transactions, transactional_id, producer, tp, timeout_s)
+    except KafkaError as exc:
+        refused = _refused(ctx, partition.topic, partition.index, partition, exc)
+        result.error, result.log_start_offset = refused.error, refused.log_start_offset
+        return
+    appended, waiter = _append_now(ctx, partition, records, acks)
+    result.error, result.base_offset = appended.error, appended.base_offset
+    result.log_start_offset, result.log_append_time = (
+        appended.log_start_offset,
+        appended.log_append_time,
+    )
+    result.message, result.record_errors = appended.message, appended.record_errors
+    if waiter is not None:
+        await waiter
+
+
+def _append_now(
+    ctx: RequestContext, partition: Partition, records: bytes, acks: int
+) -> tuple[PartitionResult, asyncio.Future[None] | None]:
+    try:
         info = partition.append_records_as_leader(
             records,
             AppendOrigin.CLIENT,
@@ -173,26 +255,7 @@ def _append(
             max_decompressed_bytes=ctx.services.config["socket.request.max.bytes"],
         )
     except KafkaError as exc:
-        detail = exc.message
-        if isinstance(exc, RecordValidationError):
-            detail += ": " + ", ".join(str(error) for error in exc.record_errors[:3])
-        log.warning(
-            "Rejected produce to %s-%d from %s (client %r): %s: %s",
-            name,
-            index,
-            ctx.peer,
-            ctx.client_id,
-            exc.error_code.name.upper(),
-            detail,
-        )
-        if isinstance(exc, RecordValidationError):
-            return PartitionResult(
-                exc.error_code,
-                log_start_offset=partition.log_start_offset,
-                message=exc.message,
-                record_errors=tuple(exc.record_errors),
-            ), None
-        return PartitionResult(exc.error_code, log_start_offset=partition.log_start_offset), None
+        return _refused(ctx, partition.topic, partition.index, partition, exc), None
     result = PartitionResult(
         ErrorCode.none, info.first_offset, info.log_start_offset, info.log_append_time
     )
@@ -200,24 +263,26 @@ def _append(
     return result, waiter
 
 
-def _verify_in_transaction(
-    ctx: RequestContext, transactional_id: str, topic: str, index: int, records: bytes
-) -> None:
-    """KIP-890's partition verification (Kafka 3.6+): a transactional batch is taken only
-    when its producer's ongoing transaction includes the partition, so a late or zombie
-    write cannot open a transaction the coordinator knows nothing of."""
-    if len(records) < RECORD_BATCH_HEADER_SIZE:
-        return  # too short to be a batch: the log validator refuses it
-    header = parse_header(records)
-    if not header.is_transactional or header.is_control:
-        return
-    errors = ctx.services.transactions.verify_partitions(
-        transactional_id,
-        ProducerIdAndEpoch(header.producer_id, header.producer_epoch),
-        [(topic, index)],
+def _refused(
+    ctx: RequestContext, name: str, index: int, partition: Partition, exc: KafkaError
+) -> PartitionResult:
+    detail = exc.message
+    if isinstance(exc, RecordValidationError):
+        detail += ": " + ", ".join(str(error) for error in exc.record_errors[:3])
+    log.warning(
+        "Rejected produce to %s-%d from %s (client %r): %s: %s",
+        name,
+        index,
+        ctx.peer,
+        ctx.client_id,
+        exc.error_code.name.upper(),
+        detail,
     )
-    if errors:
-        raise InvalidTxnStateError(
-            f"The partition {topic}-{index} is not in the ongoing transaction of"
-            f" transactional id {transactional_id} (producer {header.producer_id})"
+    if isinstance(exc, RecordValidationError):
+        return PartitionResult(
+            exc.error_code,
+            log_start_offset=partition.log_start_offset,
+            message=exc.message,
+            record_errors=tuple(exc.record_errors),
         )
+    return PartitionResult(exc.error_code, log_start_offset=partition.log_start_offset)

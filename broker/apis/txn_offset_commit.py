@@ -4,20 +4,35 @@ The offsets go to the group's `__consumer_offsets` partition inside the producer
 transaction; they become the group's committed offsets when the transaction commits
 (its marker reaches that partition) and are dropped if it aborts. Partitions of unknown
 topics and metadata over offset.metadata.max.bytes fail on their own, as in OffsetCommit;
-from v3 the member's generation is checked (KIP-447).
+from v3 the member's generation is checked (KIP-447). The group's offsets partition
+must be in the producer's transaction (KIP-890: INVALID_TXN_STATE before v4,
+TRANSACTION_ABORTABLE in v4); v5 (transaction version 2) adds it instead, as the client
+no longer sends AddOffsetsToTxn.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 from typing import Any
 
+from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode
+from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..coordinator.records import TransactionalProducer
+from ..groups.group import CommittedOffset
 from ..request_context import RequestContext
+from ..transactions import verification
+from ..transactions.shard import ProducerIdAndEpoch
 from . import handles
-from .offset_commit import commit_response, offsets_to_commit
+from .offset_commit import OffsetKey, commit_response, offsets_to_commit
+
+log = logging.getLogger("brook.apis.txn_offset_commit")
+
+# How long the broker retries adding the offsets partition while the producer's last
+# transaction completes (Kafka's add.partitions.to.txn.retry.backoff.max.ms bounds it).
+ADD_TIMEOUT_S = verification.ADD_RETRY_MAX_S
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT)
@@ -26,7 +41,58 @@ def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     accepted, errors, known_partitions = offsets_to_commit(services, request.topics)
     if not known_partitions:
         return commit_response(ctx, request, ErrorCode.none, errors, known_partitions)
-    answer = services.groups.commit_transactional_offsets(
+    producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
+    try:
+        offsets_partition = (
+            cr.CONSUMER_OFFSETS_TOPIC,
+            services.groups.runtime.partition_for(request.group_id),
+        )
+        in_transaction = verification.verify(
+            services.transactions,
+            request.transactional_id,
+            producer,
+            offsets_partition,
+            verification.for_txn_offset_commit(ctx.api_version),
+        )
+    except KafkaError as exc:
+        return _refused(ctx, request, errors, known_partitions, exc)
+    if in_transaction:
+        return _commit(ctx, request, accepted, errors, known_partitions)
+    return _commit_once_added(ctx, request, offsets_partition, accepted, errors, known_partitions)
+
+
+async def _commit_once_added(
+    ctx: RequestContext,
+    request: Any,
+    offsets_partition: tuple[str, int],
+    accepted: dict[OffsetKey, CommittedOffset],
+    errors: dict[OffsetKey, ErrorCode],
+    known_partitions: list[OffsetKey],
+) -> Any:
+    """Transaction version 2 (v5): the group's offsets partition joins the producer's
+    transaction first, as the client no longer sends AddOffsetsToTxn."""
+    try:
+        await verification.add(
+            ctx.services.transactions,
+            request.transactional_id,
+            ProducerIdAndEpoch(request.producer_id, request.producer_epoch),
+            offsets_partition,
+            ADD_TIMEOUT_S,
+        )
+    except KafkaError as exc:
+        return _refused(ctx, request, errors, known_partitions, exc)
+    response = _commit(ctx, request, accepted, errors, known_partitions)
+    return await response if inspect.isawaitable(response) else response
+
+
+def _commit(
+    ctx: RequestContext,
+    request: Any,
+    accepted: dict[OffsetKey, CommittedOffset],
+    errors: dict[OffsetKey, ErrorCode],
+    known_partitions: list[OffsetKey],
+) -> Any:
+    answer = ctx.services.groups.commit_transactional_offsets(
         request.group_id,
         TransactionalProducer(request.producer_id, request.producer_epoch),
         getattr(request, "generation_id", -1),
@@ -35,3 +101,27 @@ def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         accepted,
     )
     return commit_response(ctx, request, answer, errors, known_partitions)
+
+
+def _refused(
+    ctx: RequestContext,
+    request: Any,
+    errors: dict[OffsetKey, ErrorCode],
+    known_partitions: list[OffsetKey],
+    exc: KafkaError,
+) -> Any:
+    """The transaction check failed: every known partition carries its error, as the
+    group coordinator answers it (a coordinator that could not verify is not available)."""
+    error = exc.error_code
+    if error is ErrorCode.not_enough_replicas:
+        error = ErrorCode.coordinator_not_available
+    log.info(
+        "TxnOffsetCommit of group %s (transactional id %r) from %s refused: %s: %s",
+        request.group_id,
+        request.transactional_id,
+        ctx.peer,
+        error.name.upper(),
+        exc.message,
+    )
+    errors.update(dict.fromkeys(known_partitions, error))
+    return commit_response(ctx, request, ErrorCode.none, errors, [])

@@ -23,7 +23,7 @@ from ..coordinator.timer import Timer
 from ..groups.coordinator import GroupCoordinator
 from .errors import InvalidTransactionTimeoutError
 from .markers import RETRY_BACKOFF_S, TransactionMarkerWriter
-from .metadata import TopicPartitionKey, TransactionMetadata
+from .metadata import TV_0, TopicPartitionKey, TransactionMetadata
 from .shard import (
     InitProducerIdResult,
     ProducerIdAndEpoch,
@@ -133,11 +133,14 @@ class TransactionCoordinator:
         transactional_id: str,
         producer: ProducerIdAndEpoch,
         partitions: list[TopicPartitionKey],
+        client_transaction_version: int = TV_0,
     ) -> asyncio.Future[None]:
         return self.runtime.schedule_write_operation(
             "AddPartitionsToTxn",
             self._partition(transactional_id),
-            lambda shard: shard.add_partitions(transactional_id, producer, partitions),
+            lambda shard: shard.add_partitions(
+                transactional_id, producer, partitions, client_transaction_version
+            ),
         )
 
     def verify_partitions(
@@ -154,12 +157,18 @@ class TransactionCoordinator:
         )
 
     def end_transaction(
-        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
-    ) -> asyncio.Future[None]:
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        commit: bool,
+        client_transaction_version: int = TV_0,
+    ) -> asyncio.Future[ProducerIdAndEpoch]:
         return self.runtime.schedule_write_operation(
             "EndTxn",
             self._partition(transactional_id),
-            lambda shard: shard.end_transaction(transactional_id, producer, commit),
+            lambda shard: shard.end_transaction(
+                transactional_id, producer, commit, client_transaction_version
+            ),
         )
 
     async def writes_committed(self, transactional_id: str) -> None:

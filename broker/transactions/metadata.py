@@ -30,8 +30,16 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
         }
     ),
     TransactionState.PREPARE_COMMIT: frozenset({TransactionState.ONGOING}),
+    # From Empty and Complete* too: with transaction version 2 a producer may abort
+    # when no transaction is open, which bumps its epoch (KIP-890).
     TransactionState.PREPARE_ABORT: frozenset(
-        {TransactionState.ONGOING, TransactionState.PREPARE_EPOCH_FENCE}
+        {
+            TransactionState.ONGOING,
+            TransactionState.PREPARE_EPOCH_FENCE,
+            TransactionState.EMPTY,
+            TransactionState.COMPLETE_COMMIT,
+            TransactionState.COMPLETE_ABORT,
+        }
     ),
     TransactionState.COMPLETE_COMMIT: frozenset({TransactionState.PREPARE_COMMIT}),
     TransactionState.COMPLETE_ABORT: frozenset({TransactionState.PREPARE_ABORT}),
@@ -53,6 +61,12 @@ STATE_NAMES: dict[TransactionState, str] = {
     TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
 }
 
+# Kafka's transaction versions (the `transaction.version` feature): 0 and 1 end a
+# transaction under the producer's own epoch; 2 (KIP-890 part 2) bumps it every time and
+# lets a produce add its partition to the transaction.
+TV_0 = 0
+TV_2 = 2
+
 COMPLETING = frozenset({TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
 COMPLETE = frozenset({TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT})
 
@@ -73,6 +87,12 @@ class TransactionMetadata:
     previous_producer_id: int = NO_PRODUCER_ID
     # The epoch before the last bump (KIP-360: a producer retrying its InitProducerId).
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # The id a transaction ending at an exhausted epoch hands over to once complete
+    # (transaction version 2: every EndTxn bumps the epoch).
+    next_producer_id: int = NO_PRODUCER_ID
+    # The transaction version of the client's last transaction: 2 when it ends each one
+    # with an epoch bump (EndTxn v5) and adds partitions by producing (Produce v12).
+    client_transaction_version: int = 0
 
     def transition(
         self, state: TransactionState, now_ms: int, **changes: object

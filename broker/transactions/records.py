@@ -35,12 +35,14 @@ def value_of(metadata: TransactionMetadata) -> cr.TransactionLogValue:
     return cr.TransactionLogValue(
         producer_id=metadata.producer_id,
         previous_producer_id=metadata.previous_producer_id,
+        next_producer_id=metadata.next_producer_id,
         producer_epoch=metadata.producer_epoch,
         transaction_timeout_ms=metadata.txn_timeout_ms,
         transaction_status=int(metadata.state),
         transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=metadata.txn_last_update_timestamp,
         transaction_start_timestamp_ms=metadata.txn_start_timestamp,
+        client_transaction_version=metadata.client_transaction_version,
     )
 
 
@@ -60,4 +62,6 @@ def metadata_of(transactional_id: str, value: cr.TransactionLogValue) -> Transac
         txn_start_timestamp=value.transaction_start_timestamp_ms,
         txn_last_update_timestamp=value.transaction_last_update_timestamp_ms,
         previous_producer_id=value.previous_producer_id,
+        next_producer_id=value.next_producer_id,
+        client_transaction_version=value.client_transaction_version,
     )

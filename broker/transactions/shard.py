@@ -10,6 +10,7 @@ markers and then asks for the Complete state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,8 +32,11 @@ from .errors import (
 from .metadata import (
     COMPLETE,
     COMPLETING,
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_0,
+    TV_2,
     TopicPartitionKey,
     TransactionMetadata,
     TransactionState,
@@ -212,7 +216,10 @@ class TransactionCoordinatorShard:
         transactional_id: str,
         producer: ProducerIdAndEpoch,
         partitions: Iterable[TopicPartitionKey],
+        client_transaction_version: int = TV_0,
     ) -> CoordinatorResult[None]:
+        """AddPartitionsToTxn, AddOffsetsToTxn, and (transaction version 2) a broker adding
+        the partition a producer writes to: starts the transaction if none is open."""
         current = self._checked(transactional_id, producer)
         if current.state in COMPLETING:
             raise ConcurrentTransactionsError(
@@ -232,6 +239,7 @@ class TransactionCoordinatorShard:
             now,
             partitions=current.partitions | wanted,
             txn_start_timestamp=start,
+            client_transaction_version=client_transaction_version,
         )
         return CoordinatorResult([record_of(ongoing)], None)
 
@@ -242,6 +250,10 @@ class TransactionCoordinatorShard:
         partitions: Iterable[TopicPartitionKey],
     ) -> dict[TopicPartitionKey, ErrorCode]:
         current = self._checked(transactional_id, producer)
+        if current.state in COMPLETING:
+            raise ConcurrentTransactionsError(
+                f"Transactional id {transactional_id} is completing its last transaction"
+            )
         in_transaction = (
             current.partitions if current.state is TransactionState.ONGOING else frozenset()
         )
@@ -250,18 +262,28 @@ class TransactionCoordinatorShard:
     # --- EndTxn -------------------------------------------------------------------------
 
     def end_transaction(
-        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
-    ) -> CoordinatorResult[None]:
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        commit: bool,
+        client_transaction_version: int = TV_0,
+    ) -> CoordinatorResult[ProducerIdAndEpoch]:
+        """EndTxn: the transaction's PrepareCommit or PrepareAbort, whose markers are then
+        written. Answers the producer id and epoch of the producer's next transaction:
+        the same with EndTxn v0-v4, the next epoch with transaction version 2 (v5)."""
+        if client_transaction_version >= TV_2:
+            return self._end_transaction_with_epoch_bump(transactional_id, producer, commit)
         current = self._checked(transactional_id, producer)
         target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
         done = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
+        same = ProducerIdAndEpoch(current.producer_id, current.producer_epoch)
         if current.state is TransactionState.ONGOING:
             prepared = current.transition(target, self.clock())
             return CoordinatorResult(
-                [record_of(prepared)], None, on_written=self._markers_after([prepared])
+                [record_of(prepared)], same, on_written=self._markers_after([prepared])
             )
         if current.state is done:
-            return CoordinatorResult([], None)  # a retry of an EndTxn that completed
+            return CoordinatorResult([], same)  # a retry of an EndTxn that completed
         if current.state is target:
             raise ConcurrentTransactionsError(
                 f"Transactional id {transactional_id} is completing this transaction"
@@ -271,6 +293,81 @@ class TransactionCoordinatorShard:
         raise InvalidTxnStateError(
             f"TransactionalId {transactional_id}: cannot {'commit' if commit else 'abort'}"
             f" in state {current.state.name}"
+        )
+
+    def _end_transaction_with_epoch_bump(
+        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
+    ) -> CoordinatorResult[ProducerIdAndEpoch]:
+        """Transaction version 2 (KIP-890): every transaction ends with an epoch bump,
+        written in the Prepare state and carried by its markers, so that a late write of
+        the ended transaction is fenced; an abort is allowed with no transaction open
+        (it bumps the epoch too), and a retry (the previous epoch) of the EndTxn that
+        ended the last transaction answers it again."""
+        current = self.transactions.get(transactional_id)
+        retry_on_overflow = (
+            current is not None
+            and current.previous_producer_id == producer.producer_id
+            and producer.producer_epoch == MAX_PRODUCER_EPOCH
+            and current.producer_epoch == 0
+        )
+        if current is None or (
+            current.producer_id != producer.producer_id and not retry_on_overflow
+        ):
+            raise InvalidProducerIdMappingError(
+                f"The producer id {producer.producer_id} does not belong to transactional id"
+                f" {transactional_id}"
+            )
+        if current.state in COMPLETING:
+            raise ConcurrentTransactionsError(
+                f"Transactional id {transactional_id} is completing its transaction"
+            )
+        action = "commit" if commit else "abort"
+        retry = retry_on_overflow or producer.producer_epoch == current.producer_epoch - 1
+        if retry and current.state in COMPLETE:
+            done = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
+            if current.state is not done:
+                raise InvalidTxnStateError(
+                    f"TransactionalId {transactional_id}: cannot {action} in state"
+                    f" {current.state.name}: the last transaction ended otherwise"
+                )
+            current_ids = ProducerIdAndEpoch(current.producer_id, current.producer_epoch)
+            return CoordinatorResult([], current_ids)  # a retry of the EndTxn that ended it
+        if producer.producer_epoch != current.producer_epoch:
+            raise ProducerFencedError(
+                f"There is a newer producer with the same transactionalId {transactional_id}"
+                f" which fences the current one (epoch {producer.producer_epoch} <"
+                f" {current.producer_epoch})"
+                if producer.producer_epoch < current.producer_epoch
+                else f"Producer epoch {producer.producer_epoch} of {transactional_id} is not"
+                f" the current epoch {current.producer_epoch}"
+            )
+        open_transaction = current.state is TransactionState.ONGOING
+        if not open_transaction and (commit or current.state is TransactionState.DEAD):
+            raise InvalidTxnStateError(
+                f"TransactionalId {transactional_id}: cannot {action} in state {current.state.name}"
+            )
+        if current.state is TransactionState.PREPARE_EPOCH_FENCE:
+            raise ConcurrentTransactionsError(f"Transactional id {transactional_id} is fencing")
+        now = self.clock()
+        target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+        exhausted = current.producer_epoch >= MAX_PRODUCER_EPOCH
+        bumped = dataclasses.replace(
+            current,
+            producer_epoch=current.producer_epoch + 1,
+            last_producer_epoch=current.producer_epoch,
+            next_producer_id=self.next_producer_id() if exhausted else NO_PRODUCER_ID,
+            client_transaction_version=TV_2,
+        )
+        # An abort without a transaction open starts an empty one for its markers.
+        empty = {} if open_transaction else {"txn_start_timestamp": now, "partitions": frozenset()}
+        prepared = bumped.transition(target, now, **empty)
+        next_session = (
+            ProducerIdAndEpoch(prepared.next_producer_id, 0)
+            if exhausted
+            else ProducerIdAndEpoch(prepared.producer_id, prepared.producer_epoch)
+        )
+        return CoordinatorResult(
+            [record_of(prepared)], next_session, on_written=self._markers_after([prepared])
         )
 
     def complete_transaction(self, prepared: TransactionMetadata) -> CoordinatorResult[None]:
@@ -288,6 +385,15 @@ class TransactionCoordinatorShard:
             else TransactionState.COMPLETE_ABORT
         )
         completed = current.transition(target, self.clock(), partitions=frozenset())
+        if current.next_producer_id != NO_PRODUCER_ID:
+            # The epoch ran out with this transaction: the next one has a new producer id.
+            completed = dataclasses.replace(
+                completed,
+                previous_producer_id=current.producer_id,
+                producer_id=current.next_producer_id,
+                producer_epoch=0,
+                next_producer_id=NO_PRODUCER_ID,
+            )
         log.info(
             "Transactional id %s: %s (producer %d, epoch %d)",
             current.transactional_id,

@@ -47,7 +47,7 @@ def test_api_versions_every_version(brook_broker, version):
     advertised = {
         entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys
     }
-    assert advertised[ApiKey.PRODUCE] == (0, 11)
+    assert advertised[ApiKey.PRODUCE] == (0, 12)
     assert advertised[ApiKey.FETCH] == (4, 16)
     assert advertised[ApiKey.METADATA] == (0, 12)
 

@@ -187,6 +187,18 @@ def _add_partitions(client: RawClient, transactional_id, producer_id, epoch, top
     return response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
 
 
+def _add_offsets(client: RawClient, transactional_id, producer_id, epoch, group):
+    request, _ = _request(
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        3,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        group_id=group,
+    )
+    return client.request(request).error_code
+
+
 def _end(client: RawClient, transactional_id, producer_id, epoch, committed: bool):
     request, _ = _request(
         ApiKey.END_TXN,
@@ -349,6 +361,8 @@ def test_txn_offset_commit_with_a_stale_generation_stores_nothing(brook_broker, 
     generation = brook_broker.call(lambda: brook_broker.broker.groups.group(group).generation_id)
     with RawClient(brook_broker.port) as client:
         session = _init(client, "tx-stale")
+        pid, epoch = session.producer_id, session.producer_epoch
+        assert _add_offsets(client, "tx-stale", pid, epoch, group).name == "none"
         request_type = load_request_schema(ApiKey.TXN_OFFSET_COMMIT, 3)
         topic_type = nested(request_type, "TxnOffsetCommitRequestTopic")
         partition_type = nested(request_type, "TxnOffsetCommitRequestPartition")

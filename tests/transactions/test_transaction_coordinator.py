@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.coordinator.records import TransactionalProducer
 from brook.broker.groups.group import CommittedOffset
 from brook.broker.transactions.errors import InvalidTransactionTimeoutError
-from brook.broker.transactions.metadata import TransactionState
+from brook.broker.transactions.metadata import TV_2, TransactionMetadata, TransactionState
+from brook.broker.transactions.records import record_of
 from brook.broker.transactions.shard import ProducerIdAndEpoch
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
@@ -182,3 +184,68 @@ async def test_idle_transactional_ids_expire() -> None:
     await settle()
     assert txns.state("idle") is None
     assert txns.stored_states("idle")[-1] == "tombstone"
+
+
+@run
+async def test_transaction_version_2_hands_over_to_a_new_producer_id_when_the_epoch_runs_out():
+    writer_side = await Transactions().start()
+    exhausted = ProducerIdAndEpoch(7, 32766)
+    # An id whose epoch is the last usable one, with a transaction open.
+    partition = cr.transactional_id_partition("tx", 4)
+    writer_side.writer.append(
+        TopicPartition(cr.TRANSACTION_STATE_TOPIC, partition),
+        [
+            record_of(
+                TransactionMetadata(
+                    "tx",
+                    exhausted.producer_id,
+                    exhausted.producer_epoch,
+                    TIMEOUT_MS,
+                    TransactionState.ONGOING,
+                    frozenset({ORDERS}),
+                    txn_start_timestamp=0,
+                    txn_last_update_timestamp=0,
+                    client_transaction_version=TV_2,
+                )
+            )
+        ],
+        0,
+    )
+    txns = await Transactions(writer_side.writer).start()
+    ending = txns.coordinator.end_transaction("tx", exhausted, True, TV_2)
+    next_session = await ending
+    await settle()
+    # The markers carry the bumped epoch (32767); the next transaction a new id at 0.
+    assert next_session == ProducerIdAndEpoch(1000, 0)
+    assert txns.markers(*ORDERS) == [("COMMIT", 7, 32767)]
+    state = txns.state("tx")
+    assert (state.state, state.producer_id, state.producer_epoch) == (
+        TransactionState.COMPLETE_COMMIT,
+        1000,
+        0,
+    )
+    assert state.previous_producer_id == 7
+    # The client's retry with the old id and epoch gets the same answer.
+    assert await txns.coordinator.end_transaction("tx", exhausted, True, TV_2) == next_session
+    # A restart keeps the new id (the Complete record carries it).
+    restarted = await Transactions(txns.writer).start()
+    assert restarted.state("tx").producer_id == 1000
+    assert restarted.state("tx").client_transaction_version == TV_2
+
+
+@run
+async def test_transaction_version_2_ends_each_transaction_with_an_epoch_bump() -> None:
+    txns = await Transactions().start()
+    _, producer = await txns.init("tx")
+    await error_of(txns.coordinator.add_partitions("tx", producer, [ORDERS], TV_2))
+    assert txns.state("tx").client_transaction_version == TV_2
+    bumped = await txns.coordinator.end_transaction("tx", producer, False, TV_2)
+    await settle()
+    assert bumped == ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 1)
+    assert txns.markers(*ORDERS) == [("ABORT", producer.producer_id, bumped.producer_epoch)]
+    assert txns.stored_states("tx")[-2:] == ["PREPARE_ABORT", "COMPLETE_ABORT"]
+    # The old epoch can no longer open a transaction.
+    assert (
+        await error_of(txns.coordinator.add_partitions("tx", producer, [ORDERS], TV_2))
+        is ErrorCode.producer_fenced
+    )
