@@ -104,6 +104,9 @@ def validate_messages_and_assign_offsets(
     batches = rb.split_batches(buffer)
     if not batches:
         raise CorruptRecordError("produce request holds no record batch")
+    if len(batches) > 1:
+        # Kafka takes one batch per partition from magic v2 on: a producer never sends more.
+        raise InvalidRecordError("Compressed outer record has more than one batch")
     max_size = config.max_message_bytes
     target = config.compression_type
     target_codec = None if target == "producer" else Codec.from_name(target)

@@ -204,6 +204,16 @@ def test_record_count_that_lies_is_invalid_record(loaded):
     _assert_refused(broker, topic, batch, 87)  # INVALID_RECORD
 
 
+def test_two_batches_for_one_partition_are_invalid_record(loaded, caplog):
+    """Kafka takes one batch per partition from magic v2: a second one fails the whole
+    partition's append, and none of it is stored."""
+    broker, topic = loaded
+    first = build_batch([Record(0, 1_700_000_000_000, b"k", b"first")])
+    second = build_batch([Record(0, 1_700_000_000_000, b"k", b"second")])
+    _assert_refused(broker, topic, first + second, 87)  # INVALID_RECORD
+    assert "Compressed outer record has more than one batch" in caplog.text
+
+
 def test_invalid_required_acks(loaded):
     broker, topic = loaded
     batch = build_batch([Record(0, 1_700_000_000_000, b"k", b"v")])

@@ -25,10 +25,11 @@ def test_offsets_epochs_and_round_trip_across_rolls(
     assert (log.topic, log.partition) == ("topic", 0)
     expected = []
     for i in range(120):
-        batches = [make_batch(3, BASE_TS + i, tag=i), make_batch(2, BASE_TS + i, tag=1000 + i)]
-        info = append(log, *batches, epoch=i // 40)
-        assert info.first_offset == i * 5 and info.last_offset == i * 5 + 4
-        assert info.record_count == 5 and info.log_append_time == -1
+        info = append(log, make_batch(3, BASE_TS + i, tag=i), epoch=i // 40)
+        assert info.first_offset == i * 5 and info.last_offset == i * 5 + 2
+        assert info.record_count == 3 and info.log_append_time == -1
+        info = append(log, make_batch(2, BASE_TS + i, tag=1000 + i), epoch=i // 40)
+        assert info.first_offset == i * 5 + 3 and info.last_offset == i * 5 + 4
         expected += [(i * 5 + n, b"%d-%d-" % (i, n)) for n in range(3)]
         expected += [(i * 5 + 3 + n, b"%d-%d-" % (1000 + i, n)) for n in range(2)]
     assert log.log_end_offset == 600

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from storage_helpers import BASE_TS, append
 
+from brook.protocol.errors import InvalidRecordError
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 from brook.storage.errors import KafkaStorageError
@@ -35,9 +36,12 @@ def last_sequence(log: Log) -> int:
 def test_a_refused_request_changes_no_producer_state(partition_dir: Path) -> None:
     log = Log.open(partition_dir, LogConfig())
     append(log, idempotent(0))
-    # One request: a batch that follows, then one with a gap. Nothing of it is kept.
+    # A batch with a gap, then two batches in one request (Kafka takes one per partition
+    # from magic v2): nothing of either is kept.
     with pytest.raises(OutOfOrderSequenceError):
-        append(log, idempotent(2), idempotent(9))
+        append(log, idempotent(9))
+    with pytest.raises(InvalidRecordError, match="more than one batch"):
+        append(log, idempotent(2), idempotent(4))
     assert last_sequence(log) == 1
     assert log.log_end_offset == 2
     assert append(log, idempotent(2)).first_offset == 2
