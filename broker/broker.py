@@ -30,6 +30,8 @@ from .dynamic_config import DynamicBrokerConfig
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator, offsets_topic
+from .listeners import ListenerManager
+from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .metadata.publisher import MetadataPublisher
@@ -60,8 +62,9 @@ class Broker:
         self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
-        self.servers: list[asyncio.base_events.Server] = []
-        self.bound: list[Listener] = []  # listeners with their real ports (port 0 resolved)
+        self.listeners = ListenerManager(
+            lambda listener_name: KafkaConnection(self.services, self.connections, listener_name)
+        )
         self.background: list[asyncio.Task[Any]] = []
         # Retention passes run so far: what a test waits on instead of sleeping.
         self.retention_checks = 0
@@ -97,15 +100,14 @@ class Broker:
         return self.fetch_purgatory.parked
 
     @property
+    def bound(self) -> list[Listener]:
+        """The listeners with their real ports (port 0 resolved)."""
+        return self.listeners.bound
+
+    @property
     def advertised(self) -> list[Listener]:
         """The advertised listeners, with ports resolved where a listener asked for 0."""
-        resolved = []
-        for advertised in self.config.advertised_listeners:
-            port = advertised.port
-            if port == 0:
-                port = next((b.port for b in self.bound if b.name == advertised.name), 0)
-            resolved.append(Listener(advertised.name, advertised.host, port))
-        return resolved
+        return self.listeners.advertised()
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -176,20 +178,9 @@ class Broker:
             log_manager=self.log_manager,
             log_dir_mover=self.log_dir_mover,
             cluster_id=self.cluster_id,
-            advertised_listeners=lambda: self.advertised,
+            listeners=self.listeners,
         )
-        loop = asyncio.get_running_loop()
-        for listener in config.listeners:
-            server = await loop.create_server(
-                lambda: KafkaConnection(self.services, self.connections),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-            )
-            self.servers.append(server)
-            port = server.sockets[0].getsockname()[1]
-            self.bound.append(Listener(listener.name, listener.host, port))
+        await self.listeners.start(config)
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
@@ -198,8 +189,8 @@ class Broker:
             self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
             self.background.append(asyncio.create_task(self._log_cleaner_loop()))
         self.background.append(asyncio.create_task(_load_message_schemas()))
-        where = ", ".join(f"{b.name}://{b.host or '0.0.0.0'}:{b.port}" for b in self.bound)
-        advertised = ", ".join(f"{a.name}://{a.host}:{a.port}" for a in self.advertised)
+        where = describe_listeners(self.bound)
+        advertised = describe_listeners(self.advertised)
         log.info(
             "Brook broker %d listening on %s (advertised %s), data in %s, cluster %s,"
             " started in %.0f ms",
@@ -233,8 +224,7 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
-        for server in self.servers:
-            server.close()
+        self.listeners.close()
         for task in self.background:
             task.cancel()
         self.stopping = True
@@ -244,8 +234,7 @@ class Broker:
             await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
         for connection in list(self.connections):
             connection.close()
-        for server in self.servers:
-            await server.wait_closed()
+        await self.listeners.wait_closed()
         if self._cleaner_thread is not None:
             # A cleaning under way stops at its next segment and leaves no file behind.
             self._cleaner_stop.set()

@@ -133,6 +133,9 @@ def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> Config
 
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# What Brook serves so far (TLS and SASL are not there yet).
+SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 BROKER_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
@@ -156,7 +159,33 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "advertised.listeners",
             "list",
             None,
-            "What the broker tells clients to connect to; defaults to listeners.",
+            "What the broker tells clients of each listener to connect to, NAME://host:port;"
+            " defaults to listeners.",
+        ),
+        _key(
+            "listener.security.protocol.map",
+            "list",
+            [
+                "SASL_SSL:SASL_SSL",
+                "PLAINTEXT:PLAINTEXT",
+                "SSL:SSL",
+                "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            ],
+            "The security protocol of each listener name, NAME:PROTOCOL (only PLAINTEXT is"
+            " served so far).",
+        ),
+        _key(
+            "inter.broker.listener.name",
+            "string",
+            None,
+            "The listener brokers use to talk to each other (one of advertised.listeners).",
+        ),
+        _key(
+            "security.inter.broker.protocol",
+            "string",
+            "PLAINTEXT",
+            "The security protocol between brokers, when inter.broker.listener.name is not set.",
+            choices=SECURITY_PROTOCOLS,
         ),
         _key(
             "log.dir",
@@ -520,6 +549,59 @@ class Listener:
         return cls(match["name"].upper(), match["host"].strip("[]"), int(match["port"]))
 
 
+def _security_protocol_map(entries: list[str]) -> dict[str, str]:
+    protocols: dict[str, str] = {}
+    for entry in entries:
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"Invalid value {entry!r} for configuration listener.security.protocol.map:"
+                f" expected LISTENER_NAME:PROTOCOL with PROTOCOL one of"
+                f" {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        protocols[name.strip().upper()] = protocol.strip().upper()
+    return protocols
+
+
+def _check_listeners(listeners: list[Listener], protocols: Mapping[str, str]) -> None:
+    """Kafka's checks of `listeners`, and the protocols Brook serves."""
+    text = ",".join(f"{item.name}://{item.host}:{item.port}" for item in listeners)
+    names = [item.name for item in listeners]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"Each listener must have a different name, listeners: {text}")
+    ports = [item.port for item in listeners if item.port != 0]
+    if len(set(ports)) != len(ports):
+        raise ConfigError(f"Each listener must have a different port, listeners: {text}")
+    for item in listeners:
+        protocol = protocols.get(item.name)
+        if protocol is None:
+            raise ConfigError(f"No security protocol defined for listener {item.name}")
+        if protocol not in SERVED_SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"Listener {item.name} uses security protocol {protocol}, which Brook does not"
+                " serve yet: only PLAINTEXT listeners (see README's compatibility table)"
+            )
+
+
+def _check_advertised(advertised: list[Listener], listeners: list[Listener]) -> None:
+    names = [item.name for item in listeners]
+    unknown = [item.name for item in advertised if item.name not in names]
+    if unknown:
+        raise ConfigError(
+            "advertised.listeners listener names must be equal to or a subset of the ones"
+            f" defined in listeners. Found {','.join(unknown)}. The valid options based on"
+            f" currently configured listeners are {','.join(names)}"
+        )
+    if len({item.name for item in advertised}) != len(advertised):
+        raise ConfigError("Each advertised listener must have a different name")
+    for item in advertised:
+        if item.host in ("0.0.0.0", "::"):
+            raise ConfigError(
+                "advertised.listeners cannot use the nonroutable meta-address"
+                f" {item.host}. Use a routable IP address."
+            )
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """Read a Java .properties file: key=value or key: value, # and ! comments,
     backslash line continuations."""
@@ -565,12 +647,21 @@ class BrokerConfig:
         # Keys given by the operator, as opposed to defaults: deprecated keys apply only
         # where their successors were not given.
         self.explicit = frozenset(explicit)
+        self.listener_security_protocols = _security_protocol_map(
+            self["listener.security.protocol.map"]
+        )
         self.listeners = [Listener.parse(item, "listeners") for item in self["listeners"]]
+        _check_listeners(self.listeners, self.listener_security_protocols)
         advertised = self["advertised.listeners"]
-        self.advertised_listeners = (
-            [Listener.parse(item, "advertised.listeners") for item in advertised]
-            if advertised
-            else [
+        if advertised:
+            self.advertised_listeners = [
+                Listener.parse(item, "advertised.listeners") for item in advertised
+            ]
+            _check_advertised(self.advertised_listeners, self.listeners)
+        else:
+            # A listener on every interface is advertised as localhost: a test broker's
+            # clients run on the same machine (Kafka takes the host's canonical name).
+            self.advertised_listeners = [
                 Listener(
                     item.name,
                     item.host if item.host not in ("", "0.0.0.0", "::") else "localhost",
@@ -578,7 +669,26 @@ class BrokerConfig:
                 )
                 for item in self.listeners
             ]
-        )
+        self.inter_broker_listener_name = self._inter_broker_listener_name()
+
+    def _inter_broker_listener_name(self) -> str:
+        """Kafka's rule: inter.broker.listener.name, or the listener named after
+        security.inter.broker.protocol; either must be advertised."""
+        named = self["inter.broker.listener.name"]
+        if named and "security.inter.broker.protocol" in self.explicit:
+            raise ConfigError(
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol"
+                " should be set."
+            )
+        name = (named or self["security.inter.broker.protocol"]).upper()
+        advertised = [listener.name for listener in self.advertised_listeners]
+        if name not in advertised:
+            raise ConfigError(
+                "inter.broker.listener.name must be a listener name defined in"
+                " advertised.listeners. The valid options based on currently configured"
+                f" listeners are {','.join(advertised)}"
+            )
+        return str(name)
 
     @classmethod
     def build(

@@ -55,8 +55,15 @@ SIZE_PREFIX = 4
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, services: BrokerServices, connections: set[KafkaConnection]) -> None:
+    def __init__(
+        self,
+        services: BrokerServices,
+        connections: set[KafkaConnection],
+        listener_name: str = "PLAINTEXT",
+    ) -> None:
         self.services = services
+        # The listener this connection came in on (Metadata answers its endpoints).
+        self.listener_name = listener_name
         # The broker's open connections, which it answers and closes at shutdown.
         self.connections = connections
         self.max_request_size: int = services.config["socket.request.max.bytes"]
@@ -77,6 +84,11 @@ class KafkaConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        local = transport.get_extra_info("sockname")
+        if local:
+            self.services.listeners.check_dialled_address(
+                self.listener_name, local[0], local[1], self.peer
+            )
         # pause_writing/resume_writing then tell when the unsent bytes cross the bounds.
         self.transport.set_write_buffer_limits(high=MAX_UNSENT_BYTES, low=RESUME_UNSENT_BYTES)
         self.connections.add(self)
@@ -166,6 +178,7 @@ class KafkaConnection(asyncio.Protocol):
             client_id=request.client_id,
             peer=self.peer,
             connection=self,
+            listener_name=self.listener_name,
         )
         try:
             result = HANDLERS[request.api_key](ctx, request.body)

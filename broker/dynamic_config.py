@@ -27,10 +27,12 @@ DYNAMIC_CONFIGS_FILE = "brook-broker-configs.json"
 # The keys Brook knows that Kafka lets AlterConfigs change on a running broker: the
 # primary broker synonym of each topic config (Kafka's DynamicLogConfig). Their other
 # synonyms (log.retention.hours/minutes, log.roll.hours, log.flush.scheduler.interval.ms)
-# are static in Kafka, and so here. `listeners` is dynamic in Kafka but Brook does not
-# rebind its sockets, so it stays static.
+# are static in Kafka, and so here. The listener keys are dynamic per broker only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     {
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "listeners",
         "compression.type",
         "log.cleaner.delete.retention.ms",
         "log.cleaner.min.compaction.lag.ms",
@@ -55,6 +57,14 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "unclean.leader.election.enable",
     }
 )
+
+
+# Kafka's PerBrokerConfigs (DynamicListenerConfig's keys): a broker's own addresses make no
+# sense as a cluster-wide default.
+PER_BROKER_CONFIGS = frozenset(
+    {"advertised.listeners", "listener.security.protocol.map", "listeners"}
+)
+LISTENER_CONFIGS = PER_BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:
@@ -114,8 +124,15 @@ class DynamicBrokerConfig:
         """
         self._check_values(props)
         if per_broker:
-            self._merge(self.cluster_default, props)
+            new = self._merge(self.cluster_default, props)
+            _check_listener_change(self.current, new)
         else:
+            cluster_only = sorted(name for name in props if name in PER_BROKER_CONFIGS)
+            if cluster_only:
+                raise InvalidRequestError(
+                    "Cannot update these configs at default cluster level, broker id must be"
+                    f" specified: [{', '.join(cluster_only)}]"
+                )
             self._merge(props, self.per_broker)
 
     def _check_values(self, props: Mapping[str, str]) -> None:
@@ -173,3 +190,21 @@ class DynamicBrokerConfig:
         brokers[str(self.static.broker_id)] = self.per_broker
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path, json.dumps(stored, indent=1, sort_keys=True))
+
+
+def _check_listener_change(old: BrokerConfig, new: BrokerConfig) -> None:
+    """Kafka's DynamicListenerConfig checks: a listener keeps its security protocol, and
+    the inter-broker listener stays."""
+    for listener in new.listeners:
+        before = old.listener_security_protocols.get(listener.name)
+        if any(item.name == listener.name for item in old.listeners) and before != (
+            new.listener_security_protocols.get(listener.name)
+        ):
+            raise InvalidRequestError(
+                f"Security protocol cannot be updated for existing listener {listener.name}"
+            )
+    if new.inter_broker_listener_name != old.inter_broker_listener_name:
+        raise InvalidRequestError(
+            "Advertised listener must be specified for inter-broker listener"
+            f" {old.inter_broker_listener_name}"
+        )

@@ -20,6 +20,8 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection: Any  # the KafkaConnection the request came on
+    # The listener the request came in on: the endpoints handed out are its own.
+    listener_name: str = "PLAINTEXT"
 
     @property
     def response_type(self) -> Any:

@@ -4,18 +4,18 @@ builds one at start; handlers reach it as `ctx.services`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from brook.storage.clock import Clock
 from brook.storage.log_manager import LogManager
 
-from .config import BrokerConfig, Listener
+from .config import BrokerConfig
 from .controller import Controller
 from .dynamic_config import DynamicBrokerConfig
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
+from .listeners import ListenerManager
 from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .producer_ids import ProducerIdManager
@@ -39,8 +39,8 @@ class BrokerServices:
     log_manager: LogManager
     log_dir_mover: LogDirMover
     cluster_id: str
-    # The advertised listeners, with ports resolved once the listeners are bound.
-    advertised_listeners: Callable[[], list[Listener]]
+    # The listeners: what each advertises to the clients that come in on it.
+    listeners: ListenerManager
 
     @property
     def config(self) -> BrokerConfig:

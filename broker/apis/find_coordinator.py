@@ -2,7 +2,8 @@
 
 A single broker coordinates every group (key type 0) and every transactional id (key
 type 1). The first request creates the coordinator's topic (`__consumer_offsets`,
-`__transaction_state`), as Kafka does. Batched keys arrive from v4.
+`__transaction_state`), as Kafka does. Batched keys arrive from v4. The endpoint is the
+one advertised for the listener the request came in on.
 """
 
 from __future__ import annotations
@@ -39,11 +40,19 @@ def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
 
 def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     services = ctx.services
-    listener = services.advertised_listeners()[0]
+    endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
+    if endpoint is None:
+        return {
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": ErrorCode.coordinator_not_available,
+            "error_message": f"The coordinator is not available on listener {ctx.listener_name}",
+        }
     found = {
         "node_id": services.broker_id,
-        "host": listener.host,
-        "port": listener.port,
+        "host": endpoint.host,
+        "port": endpoint.port,
         "error_code": ErrorCode.none,
         "error_message": None,
     }

@@ -3,7 +3,8 @@
 Asking for a topic that does not exist creates it when auto.create.topics.enable is on
 and the request allows it (the flag exists from v4; older versions always allow it).
 Kafka answers LEADER_NOT_AVAILABLE until the new topic has leaders; one broker creates
-the topic at once, so the first answer already carries its leader.
+the topic at once, so the first answer already carries its leader. The broker's endpoint
+is the one advertised for the listener the request came in on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("brook.apis.metadata")
 ZERO_UUID = uuid.UUID(int=0)
+# Kafka answers LISTENER_NOT_FOUND from Metadata v6 (older clients know only
+# LEADER_NOT_AVAILABLE) for a leader without an endpoint on the request's listener.
+FIRST_LISTENER_NOT_FOUND_VERSION = 6
 
 
 @handles(ApiKey.METADATA)
@@ -35,10 +39,20 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     version = ctx.api_version
     requested = request.topics  # type: ignore[attr-defined]
     metadata = services.metadata
+    # Kafka's rule: every endpoint handed out is that of the listener the request came
+    # in on; a listener this broker does not advertise leaves its partitions leaderless.
+    endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
+    unreachable = None
+    if endpoint is None:
+        unreachable = (
+            ErrorCode.listener_not_found
+            if version >= FIRST_LISTENER_NOT_FOUND_VERSION
+            else ErrorCode.leader_not_available
+        )
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
-        results = [_describe(services, types, topic) for topic in metadata.topics()]
+        results = [_describe(services, types, topic, unreachable) for topic in metadata.topics()]
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
         # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
         # name as "", which the response cannot hold), and no broker is listed.
@@ -75,16 +89,16 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                 if topic is None:
                     results.append(_error_topic(types, name, ZERO_UUID, error))
                     continue
-            results.append(_describe(services, types, topic))
+            results.append(_describe(services, types, topic, unreachable))
     brokers = [
         build(
             types.MetadataResponseBroker,
             node_id=services.broker_id,
-            host=listener.host,
-            port=listener.port,
+            host=endpoint.host,
+            port=endpoint.port,
             rack=None,
         )
-        for listener in services.advertised_listeners()[:1]
+        for endpoint in ([endpoint] if endpoint is not None else [])
     ]
     return build(
         ctx.response_type,
@@ -139,9 +153,16 @@ def _error_topic(types: object, name: str | None, topic_id: uuid.UUID, error: Er
     )
 
 
-def _describe(services: BrokerServices, types: object, topic: TopicMetadata) -> object:
+def _describe(
+    services: BrokerServices,
+    types: object,
+    topic: TopicMetadata,
+    unreachable: ErrorCode | None = None,
+) -> object:
     partitions = tuple(
-        _describe_partition(types, index, registration, services.replicas.hosted(topic.name, index))
+        _describe_partition(
+            types, index, registration, services.replicas.hosted(topic.name, index), unreachable
+        )
         for index, registration in enumerate(topic.partitions)
     )
     return build(
@@ -156,8 +177,24 @@ def _describe(services: BrokerServices, types: object, topic: TopicMetadata) -> 
 
 
 def _describe_partition(
-    types: object, index: int, registration: PartitionRegistration, local: Partition | None
+    types: object,
+    index: int,
+    registration: PartitionRegistration,
+    local: Partition | None,
+    unreachable: ErrorCode | None = None,
 ) -> object:
+    if unreachable is not None:
+        # The leader has no endpoint on the listener the request came in on.
+        return build(
+            types.MetadataResponsePartition,
+            error_code=unreachable,
+            partition_index=index,
+            leader_id=-1,
+            leader_epoch=registration.leader_epoch,
+            replica_nodes=registration.replicas,
+            isr_nodes=registration.isr,
+            offline_replicas=(),
+        )
     if local is not None and local.is_offline:
         # Its only replica sits in a failed log dir: no leader, as Kafka reports an
         # offline partition, with the replica listed as offline.

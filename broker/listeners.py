@@ -1,0 +1,215 @@
+"""The broker's listeners, as Kafka's SocketServer keeps them.
+
+Each listener (`listeners`, NAME://host:port) is a server socket of its own, and every
+connection knows the listener it came in on: the endpoints a broker hands out (Metadata,
+FindCoordinator) are those its `advertised.listeners` gives for that listener, which is
+how one broker serves clients on the host and clients inside a container network with
+different addresses (Kafka's INTERNAL/EXTERNAL set-ups). Listeners are per-broker dynamic
+configs: AlterConfigs on this broker's resource binds added listeners and closes removed
+ones (their connections with them).
+
+When a client reaches a listener at an address other than the one that listener
+advertises, one warning per listener and address says so: that client will be sent to
+the advertised address next, and if it cannot reach it, it loops on "connection refused".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .config import BrokerConfig, Listener
+
+if TYPE_CHECKING:
+    from .connection import KafkaConnection
+
+log = logging.getLogger("brook.listeners")
+
+ConnectionFactory = Callable[[str], "KafkaConnection"]
+
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+class ListenerManager:
+    def __init__(self, new_connection: ConnectionFactory) -> None:
+        self._new_connection = new_connection
+        self._servers: dict[str, asyncio.base_events.Server] = {}
+        self._bound: dict[str, Listener] = {}  # with the real port (port 0 resolved)
+        # The listeners as configured (port 0 unresolved), to tell a changed one.
+        self._configured: dict[str, Listener] = {}
+        self._advertised: dict[str, Listener] = {}
+        # The addresses each advertised host resolves to, and the (listener, address)
+        # pairs already warned about.
+        self._advertised_addresses: dict[str, frozenset[str]] = {}
+        self._warned: set[tuple[str, str]] = set()
+        self._reconfiguring: asyncio.Task[None] | None = None
+
+    # --- what the broker hands out ------------------------------------------------------
+
+    @property
+    def bound(self) -> list[Listener]:
+        return list(self._bound.values())
+
+    def advertised(self) -> list[Listener]:
+        """Every advertised listener, its port resolved where it listens on port 0."""
+        return [self._resolve_port(listener) for listener in self._advertised.values()]
+
+    def advertised_endpoint(self, listener_name: str) -> Listener | None:
+        """The endpoint this broker gives clients of `listener_name` (None when the
+        listener is not advertised: its clients get LISTENER_NOT_FOUND)."""
+        listener = self._advertised.get(listener_name)
+        return self._resolve_port(listener) if listener is not None else None
+
+    def _resolve_port(self, listener: Listener) -> Listener:
+        if listener.port != 0:
+            return listener
+        bound = self._bound.get(listener.name)
+        return Listener(listener.name, listener.host, bound.port if bound else 0)
+
+    # --- binding ------------------------------------------------------------------------
+
+    async def start(self, config: BrokerConfig) -> None:
+        self._advertised = {listener.name: listener for listener in config.advertised_listeners}
+        for listener in config.listeners:
+            await self._bind(listener)
+        await self._resolve_advertised_hosts()
+
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """Follow a change of `listeners` / `advertised.listeners` (AlterConfigs): bind
+        what is new, close what is gone, advertise the new endpoints."""
+        previous = self._reconfiguring
+        self._reconfiguring = asyncio.ensure_future(self._reconfigure(config, previous))
+
+    async def reconfigured(self) -> None:
+        """Wait for the last reconfiguration to be in place (for tests and shutdown)."""
+        if self._reconfiguring is not None:
+            await asyncio.wait([self._reconfiguring])
+
+    async def _reconfigure(self, config: BrokerConfig, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        wanted = {listener.name: listener for listener in config.listeners}
+        for name in list(self._servers):
+            current = self._configured.get(name)
+            if name not in wanted or wanted[name] != current:
+                self._close(name)
+        for name, listener in wanted.items():
+            if name not in self._servers:
+                try:
+                    await self._bind(listener)
+                except OSError as exc:
+                    log.error(
+                        "Could not listen on %s://%s:%d: %s",
+                        name,
+                        listener.host or "0.0.0.0",
+                        listener.port,
+                        exc,
+                    )
+        self._advertised = {listener.name: listener for listener in config.advertised_listeners}
+        self._warned.clear()
+        await self._resolve_advertised_hosts()
+        log.info(
+            "Listening on %s (advertised %s)",
+            describe(self.bound),
+            describe(self.advertised()),
+        )
+
+    async def _bind(self, listener: Listener) -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            lambda: self._new_connection(listener.name),
+            host=listener.host or None,
+            port=listener.port,
+            reuse_address=True,
+            backlog=1024,
+        )
+        self._servers[listener.name] = server
+        self._configured[listener.name] = listener
+        port = server.sockets[0].getsockname()[1]
+        self._bound[listener.name] = Listener(listener.name, listener.host, port)
+
+    def _close(self, name: str) -> None:
+        server = self._servers.pop(name)
+        server.close()
+        self._bound.pop(name, None)
+        self._configured.pop(name, None)
+        log.info("Closed listener %s", name)
+
+    def close(self) -> None:
+        """Stop accepting on every listener (shutdown)."""
+        for server in self._servers.values():
+            server.close()
+
+    async def wait_closed(self) -> None:
+        for server in self._servers.values():
+            await server.wait_closed()
+
+    def is_open(self, listener_name: str) -> bool:
+        return listener_name in self._servers
+
+    # --- the dialled-address warning -----------------------------------------------------
+
+    async def _resolve_advertised_hosts(self) -> None:
+        loop = asyncio.get_running_loop()
+        for listener in self._advertised.values():
+            try:
+                infos = await loop.getaddrinfo(listener.host, None, type=socket.SOCK_STREAM)
+            except OSError:
+                infos = []
+            self._advertised_addresses[listener.name] = frozenset(
+                _normalized(info[4][0]) for info in infos
+            )
+
+    def check_dialled_address(
+        self, listener_name: str, local_host: str, local_port: int, peer: str
+    ) -> None:
+        """Warn (once per listener and address) when a client reached this listener at an
+        address that is not the one it advertises."""
+        advertised = self._advertised.get(listener_name)
+        if advertised is None:
+            return
+        local_host = _normalized(local_host)
+        endpoint = self._resolve_port(advertised)
+        if endpoint.port == local_port and local_host in self._advertised_addresses.get(
+            listener_name, frozenset()
+        ):
+            return
+        dialled = f"{local_host}:{local_port}"
+        if (listener_name, dialled) in self._warned:
+            return
+        self._warned.add((listener_name, dialled))
+        log.warning(
+            "A client (%s) reached listener %s at %s, but the listener advertises %s:%d:"
+            " clients are sent there for every request after the first, and one that"
+            " cannot reach it retries forever. If clients connect by another address"
+            " (a mapped port, a container or host name), set advertised.listeners to it.",
+            peer,
+            listener_name,
+            dialled,
+            endpoint.host,
+            endpoint.port,
+        )
+
+
+def describe(listeners: list[Listener]) -> str:
+    return ", ".join(f"{item.name}://{item.host or '0.0.0.0'}:{item.port}" for item in listeners)
+
+
+def _normalized(address: str) -> str:
+    """An IP address in one spelling (IPv4-mapped IPv6 as IPv4, no zone id)."""
+    address = address.split("%", 1)[0]
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def is_wildcard(host: str) -> bool:
+    return host in _WILDCARDS
