@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import request_type, response_type, served_versions
 from brook.storage.clock import Clock, system_clock
@@ -27,6 +27,7 @@ from .coordinator.log_writer import LogPartitionWriter
 from .coordinator.loop_timer import LoopTimer
 from .crash_points import crash_point
 from .dynamic_config import DynamicBrokerConfig
+from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator, offsets_topic
@@ -42,6 +43,9 @@ from .replica_manager import ReplicaManager
 from .services import BrokerServices
 from .topic_config import log_config_for
 from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
+
+if TYPE_CHECKING:
+    from .admin_server import AdminServer
 
 log = logging.getLogger("brook.broker")
 
@@ -62,6 +66,8 @@ class Broker:
         self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
+        self.faults = FaultRegistry(clock)
+        self.admin: AdminServer | None = None
         self.listeners = ListenerManager(
             lambda listener_name: KafkaConnection(self.services, self.connections, listener_name)
         )
@@ -179,8 +185,16 @@ class Broker:
             log_dir_mover=self.log_dir_mover,
             cluster_id=self.cluster_id,
             listeners=self.listeners,
+            faults=self.faults,
         )
         await self.listeners.start(config)
+        if config["admin.listener"]:
+            from .admin_server import AdminServer  # only when asked for
+
+            self.admin = AdminServer(
+                config["admin.listener"], asyncio.get_running_loop(), self.faults
+            )
+            self.admin.start()
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
@@ -225,6 +239,8 @@ class Broker:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
         self.listeners.close()
+        if self.admin is not None:
+            await asyncio.to_thread(self.admin.stop)
         for task in self.background:
             task.cancel()
         self.stopping = True

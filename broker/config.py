@@ -188,6 +188,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             choices=SECURITY_PROTOCOLS,
         ),
         _key(
+            "admin.listener",
+            "string",
+            None,
+            "Brook's admin endpoint, http://HOST:PORT (fault injection); off when unset.",
+        ),
+        _key(
             "log.dir",
             "string",
             "/tmp/brook-logs",
@@ -530,6 +536,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
     ]
 }
 
+_ADMIN_URL = re.compile(r"^http://(\[[^\]]*\]|[^:/]*):(\d{1,5})/?$")
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
@@ -670,6 +677,12 @@ class BrokerConfig:
                 for item in self.listeners
             ]
         self.inter_broker_listener_name = self._inter_broker_listener_name()
+        admin = self["admin.listener"]
+        if admin and not _ADMIN_URL.match(admin):
+            raise ConfigError(
+                f"Invalid value {admin!r} for configuration admin.listener: expected"
+                " http://HOST:PORT"
+            )
 
     def _inter_broker_listener_name(self) -> str:
         """Kafka's rule: inter.broker.listener.name, or the listener named after

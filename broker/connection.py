@@ -38,6 +38,9 @@ from brook.protocol.wire import (
 
 from .apis import HANDLERS, NO_RESPONSE
 from .apis.api_versions import unsupported_version_response
+from .faults.error_responses import error_response
+from .faults.model import FaultKind
+from .faults.registry import request_label
 from .request_context import RequestContext
 
 if TYPE_CHECKING:
@@ -84,6 +87,11 @@ class KafkaConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.services.faults.refuse_connection(self.peer):
+            # The broker is "down": the connection is dropped before a byte is read.
+            self.closed = True
+            transport.abort()
+            return
         local = transport.get_extra_info("sockname")
         if local:
             self.services.listeners.check_dialled_address(
@@ -180,8 +188,16 @@ class KafkaConnection(asyncio.Protocol):
             connection=self,
             listener_name=self.listener_name,
         )
+        faults = self.services.faults
+        if not faults.empty:
+            ctx.faults = faults.for_request(
+                request.api_key, request_label(request.api_key, self.peer, ctx.client_id)
+            )
         try:
-            result = HANDLERS[request.api_key](ctx, request.body)
+            if ctx.faults is None:
+                result = HANDLERS[request.api_key](ctx, request.body)
+            else:
+                result = _with_faults(ctx, request.body)
         except Exception as exc:
             self._handler_failed(ctx, exc)
             return
@@ -204,6 +220,9 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatch()
 
     def _respond(self, ctx: RequestContext, response: Any) -> None:
+        if ctx.faults is not None and ctx.faults.close is not None:
+            self._respond_and_close(ctx, response, ctx.faults.close)
+            return
         if response is NO_RESPONSE or self.closed or self.transport is None:
             return
         try:
@@ -225,6 +244,15 @@ class KafkaConnection(asyncio.Protocol):
             self._handler_failed(ctx, exc)
             return
         self.transport.writelines(chunks)
+
+    def _respond_and_close(self, ctx: RequestContext, response: Any, mode: FaultKind) -> None:
+        """An injected close: after the whole response, or half-way through it."""
+        if response is not NO_RESPONSE and not self.closed and self.transport is not None:
+            data = b"".join(encode_response_chunks(ctx.correlation_id, response))
+            if mode is FaultKind.CLOSE_MID_RESPONSE:
+                data = data[: len(data) // 2]
+            self.transport.write(data)
+        self.close()
 
     def _handler_failed(self, ctx: RequestContext, exc: BaseException) -> None:
         """Close this connection and go on serving the others.
@@ -298,3 +326,25 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _with_faults(ctx: RequestContext, body: Any) -> Any:
+    """Run a request under its armed faults: an error answers it without running it (the
+    per-partition ones are the handler's to ask), a delay holds it back."""
+    faults = ctx.faults
+    assert faults is not None
+
+    def run() -> Any:
+        if faults.error is not None:
+            return error_response(ctx.api_key, ctx.api_version, body, faults.error)
+        return HANDLERS[ctx.api_key](ctx, body)
+
+    if not faults.delay_ms:
+        return run()
+
+    async def later() -> Any:
+        await asyncio.sleep(faults.delay_ms / 1000)
+        result = run()
+        return await result if inspect.isawaitable(result) else result
+
+    return later()

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.api_table import response_type
 
 if TYPE_CHECKING:
+    from brook.protocol.errors import ErrorCode
+
+    from .faults import RequestFaults
     from .services import BrokerServices
 
 
@@ -22,6 +25,12 @@ class RequestContext:
     connection: Any  # the KafkaConnection the request came on
     # The listener the request came in on: the endpoints handed out are its own.
     listener_name: str = "PLAINTEXT"
+    # What armed faults do to this request (None, nearly always).
+    faults: RequestFaults | None = None
+
+    def injected_error(self, topic: str, partition: int | None = None) -> ErrorCode | None:
+        """The error a fault injects for this partition (or topic), if any."""
+        return self.faults.partition_error(topic, partition) if self.faults else None
 
     @property
     def response_type(self) -> Any:

@@ -12,6 +12,7 @@ from brook.storage.log_manager import LogManager
 from .config import BrokerConfig
 from .controller import Controller
 from .dynamic_config import DynamicBrokerConfig
+from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator
@@ -41,6 +42,8 @@ class BrokerServices:
     cluster_id: str
     # The listeners: what each advertises to the clients that come in on it.
     listeners: ListenerManager
+    # Faults armed by tests (the admin endpoint, `brook faults`, the pytest plugin).
+    faults: FaultRegistry
 
     @property
     def config(self) -> BrokerConfig:

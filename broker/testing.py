@@ -123,6 +123,12 @@ class BrokerThread:
 
         return asyncio.run_coroutine_threadsafe(invoke(), self.loop).result(30)
 
+    @property
+    def faults(self) -> FaultControl:
+        """Arm, list and clear faults from a test: `brook_broker.faults.add(api="Produce",
+        error="NOT_LEADER_OR_FOLLOWER", count=3)`."""
+        return FaultControl(self)
+
     def stop(self) -> None:
         if self.loop is not None and self._stop is not None and self._thread is not None:
             self.loop.call_soon_threadsafe(self._stop.set)
@@ -182,3 +188,33 @@ class BrokerProcess:
                 self.process.kill()
                 self.process.wait(10)
         return self.process.returncode
+
+
+class FaultControl:
+    """The broker's faults from the test's thread: the same faults and JSON form as the
+    admin endpoint (POST/GET/DELETE /v1/faults) and `brook faults`."""
+
+    def __init__(self, broker: BrokerThread) -> None:
+        self._broker = broker
+
+    def add(self, **spec: Any) -> dict[str, Any]:
+        """Arm one fault; raises FaultSpecError for a fault that cannot be armed."""
+        fault = self._broker.call(lambda: self._broker.broker.faults.add(spec))
+        result: dict[str, Any] = fault.as_json()
+        return result
+
+    def list(self) -> dict[str, Any]:
+        """{"armed": [...], "faults": [...]}: what is armed, and every fault since the
+        last clear with how often it fired."""
+        listing: dict[str, Any] = self._broker.call(lambda: self._broker.broker.faults.listing())
+        return listing
+
+    def fired(self, fault_id: int) -> int:
+        for fault in self.list()["faults"]:
+            if fault["id"] == fault_id:
+                return int(fault["fired"])
+        raise KeyError(fault_id)
+
+    def clear(self) -> int:
+        cleared: int = self._broker.call(lambda: self._broker.broker.faults.clear())
+        return cleared

@@ -243,6 +243,8 @@ def _read_one(
     ctx: RequestContext, target: FetchTarget, remaining: int, reader: _Reader, min_one: bool
 ) -> PartitionRead:
     partition = _partition_of(ctx, target)
+    if partition is not None and (injected := ctx.injected_error(partition.topic, target.index)):
+        return PartitionRead(target.topic, target.index, injected)
     if partition is None:
         error = (
             ErrorCode.unknown_topic_id

@@ -28,8 +28,11 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
         seen: set[int] = set()
         partitions = []
         for entry in topic.partitions:
+            injected = ctx.injected_error(topic.name, entry.partition_index)
             if entry.partition_index in seen:
                 error, timestamp, offset, epoch = ErrorCode.invalid_request, -1, -1, -1
+            elif injected is not None:
+                error, timestamp, offset, epoch = injected, -1, -1, -1
             else:
                 error, timestamp, offset, epoch = _lookup(ctx, topic.name, entry, isolation)
             seen.add(entry.partition_index)

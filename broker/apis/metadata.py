@@ -52,7 +52,12 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
-        results = [_describe(services, types, topic, unreachable) for topic in metadata.topics()]
+        results = [
+            _error_topic(types, topic.name, topic.topic_id, injected)
+            if (injected := ctx.injected_error(topic.name)) is not None
+            else _describe(services, types, topic, unreachable)
+            for topic in metadata.topics()
+        ]
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
         # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
         # name as "", which the response cannot hold), and no broker is listed.
@@ -84,6 +89,10 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                     continue
             else:
                 topic = metadata.get(name)
+            if (injected := ctx.injected_error(name or topic.name)) is not None:
+                topic_id = topic.topic_id if topic is not None else ZERO_UUID
+                results.append(_error_topic(types, name or topic.name, topic_id, injected))
+                continue
             if topic is None:
                 topic, error = _maybe_create(ctx, name, allow_auto_create)
                 if topic is None:

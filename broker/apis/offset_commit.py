@@ -31,6 +31,12 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
     retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
     accepted, errors, known_partitions = offsets_to_commit(services, request.topics, retention_ms)
+    if ctx.faults is not None:
+        for key in list(accepted):
+            if (injected := ctx.injected_error(*key)) is not None:
+                errors[key] = injected
+                del accepted[key]
+                known_partitions.remove(key)
     # Kafka drops unknown topics before the coordinator sees the request: with none
     # left, the group is neither checked nor created.
     if not known_partitions:

@@ -178,11 +178,23 @@ def _append(
     transactional_id: str | None = None,
     timeout_s: float = 30.0,
 ) -> tuple[PartitionResult, asyncio.Future[None] | None]:
+    injected = ctx.injected_error(name, index)
+    if injected is not None:
+        return PartitionResult(injected), None
     partition = ctx.services.replicas.hosted(name, index)
     if partition is None:
         return PartitionResult(ErrorCode.unknown_topic_or_partition), None
     if not records:
         return PartitionResult(ErrorCode.none, log_start_offset=partition.log_start_offset), None
+    stalled = ctx.services.faults.append_gate(name, index)
+    if stalled is not None:
+        # A fault holds the partition's appends back (a stalled disk): this one waits,
+        # and is then made as if it had just arrived.
+        result = PartitionResult(ErrorCode.none)
+        later = _append_later(
+            ctx, result, stalled, name, index, records, acks, transactional_id, timeout_s
+        )
+        return result, asyncio.ensure_future(later)
     if transactional_id is not None:
         try:
             producer = _transactional_producer(records)
@@ -232,15 +244,44 @@ async def _append_once_added(
         refused = _refused(ctx, partition.topic, partition.index, partition, exc)
         result.error, result.log_start_offset = refused.error, refused.log_start_offset
         return
+    await _append_into(ctx, partition, result, records, acks)
+
+
+async def _append_later(
+    ctx: RequestContext,
+    result: PartitionResult,
+    stalled: asyncio.Future[None],
+    name: str,
+    index: int,
+    records: bytes,
+    acks: int,
+    transactional_id: str | None,
+    timeout_s: float,
+) -> None:
+    await asyncio.shield(stalled)
+    appended, waiter = _append(ctx, name, index, records, acks, transactional_id, timeout_s)
+    _fill(result, appended)
+    if waiter is not None:
+        await waiter
+
+
+async def _append_into(
+    ctx: RequestContext, partition: Partition, result: PartitionResult, records: bytes, acks: int
+) -> None:
+    """Append now and fill `result` (answered already as a placeholder)."""
     appended, waiter = _append_now(ctx, partition, records, acks)
+    _fill(result, appended)
+    if waiter is not None:
+        await waiter
+
+
+def _fill(result: PartitionResult, appended: PartitionResult) -> None:
     result.error, result.base_offset = appended.error, appended.base_offset
     result.log_start_offset, result.log_append_time = (
         appended.log_start_offset,
         appended.log_append_time,
     )
     result.message, result.record_errors = appended.message, appended.record_errors
-    if waiter is not None:
-        await waiter
 
 
 def _append_now(
