@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brook.protocol.api_table import request_type, response_type, served_versions
 from brook.storage.clock import Clock, system_clock
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log_cleaner import CleaningAborted, clean
@@ -202,7 +201,6 @@ class Broker:
         if config["log.cleaner.enable"]:
             self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
             self.background.append(asyncio.create_task(self._log_cleaner_loop()))
-        self.background.append(asyncio.create_task(_load_message_schemas()))
         where = describe_listeners(self.bound)
         advertised = describe_listeners(self.advertised)
         log.info(
@@ -350,26 +348,3 @@ class Broker:
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
             self.log_manager.flush_dirty_logs(self.clock())
-
-
-async def _load_message_schemas() -> None:
-    """Import the message types of every served version in the background, a version
-    per turn of the loop, once the listeners are up (all at once would delay the start
-    by about half a second). kio imports a schema module on first use, which needs a
-    file descriptor: loaded now, a client's first request of some version still parses
-    when the broker has run out of descriptors later."""
-    started = time.monotonic()
-    loaded = 0
-    for api_key, version in served_versions():
-        try:
-            request_type(api_key, version)
-            response_type(api_key, version)
-            loaded += 1
-        except OSError as exc:  # out of descriptors already: left for first use
-            log.warning("Cannot load the message types of %s v%d: %s", api_key.name, version, exc)
-        await asyncio.sleep(0)
-    log.info(
-        "Loaded the message types of %d API versions in %.0f ms",
-        loaded,
-        (time.monotonic() - started) * 1000,
-    )

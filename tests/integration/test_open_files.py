@@ -118,8 +118,6 @@ def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, t
     broker = pool.start(limits={resource.RLIMIT_NOFILE: (LOW_LIMIT, LOW_LIMIT)})
     pid = broker.process.pid
     assert f"Open-file limit (RLIMIT_NOFILE): {LOW_LIMIT}" in broker.log_text()
-    # Message types load in the background after the start; each needs a descriptor.
-    _wait_for_log(broker, "Loaded the message types of ")
     kept = topic_name
     # Small segments, so that one produce at the limit needs a new segment (a roll).
     create_topic(broker.bootstrap, kept, config={"segment.bytes": str(SEGMENT_BYTES)})
@@ -127,6 +125,13 @@ def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, t
     produce(broker.bootstrap, kept, stored)
 
     client = RawClient(broker.port)
+    # The message types of an API version load on its first use, which needs a
+    # descriptor: this client uses each of its versions once before the limit, as a
+    # client that has been running has.
+    assert _raw_fetch_batches(client, kept) >= 1
+    client.request(
+        DeleteTopicsRequest(topic_names=("never-there",), timeout=datetime.timedelta(seconds=1))
+    )
     created: list[str] = []
     failed = None
     for number in range(LOW_LIMIT):
@@ -156,6 +161,15 @@ def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, t
     # more (it closes them at once rather than leaving them hanging).
     extra = _connections_until_refused(broker.port)
     assert broker.process.poll() is None
+    # A version no client used before cannot be loaded at the limit: that connection is
+    # closed with a line saying why, and the broker goes on.
+    from kio.schema.list_groups.v0.request import ListGroupsRequest
+
+    first_use = extra.pop()
+    with pytest.raises(ConnectionError):
+        first_use.request(ListGroupsRequest())
+    first_use.close()
+    _wait_for_log(broker, "cannot load the schema of LIST_GROUPS v0")
 
     # The connection in hand is still served: the kept topic takes and returns records,
     # and a batch that needs a new segment (three more files) fails alone, leaving the
