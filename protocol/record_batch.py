@@ -20,8 +20,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import crc32c
-
+from . import crc32c
 from .compression import Codec, compress, decompress
 from .errors import CorruptRecordError, InvalidRecordError
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-import crc32c
+from brook.protocol import crc32c
 
 from . import log_file_utils as files
 from .checkpoints import atomic_write_bytes
