@@ -386,6 +386,13 @@ class SegmentReader:
         index = self.time_index()
         return index if self._checked(index) else None
 
+    def indexed_positions(self) -> list[int]:
+        """The offset index's positions in file order: batch boundaries where a split
+        may start, each to be confirmed with batch_at() (none when the index is
+        unusable)."""
+        index = self._usable_offset_index
+        return [] if index is None else [index.entry(n)[1] for n in range(index.entries)]
+
     def start_position(self, offset: int) -> int:
         """A batch boundary at or before every batch holding an offset >= `offset`: the
         offset index's entry for it (Kafka's lookup), else 0."""
