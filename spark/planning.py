@@ -44,10 +44,6 @@ class SegmentRange:
     start_position: int
     end_position: int | None  # None: to the end of the file as the task finds it
 
-    @property
-    def whole_segment(self) -> bool:
-        return self.start_position == 0 and self.end_position is None
-
 
 def plan_partition(
     partition: PartitionFiles, bounds: BatchBounds, max_bytes: int = DEFAULT_MAX_BYTES
