@@ -13,6 +13,9 @@ select partitions, segments and byte ranges at planning and rows in the tasks. S
 calls pushFilters only when spark.sql.python.filterPushdown.enabled is true (Spark 4.1+),
 and refuses a reader that implements it otherwise: register() turns the setting on, and
 registers a reader without pushdown where the session does not allow it.
+
+Not supported: message formats v0/v1 (a damaged row each), and column pruning (Spark's
+Python data sources have none: every column is built, Spark drops those not selected).
 """
 
 from __future__ import annotations
