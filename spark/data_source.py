@@ -3,22 +3,30 @@
     spark.read.format("kafka-segments").option("topics", "orders").load("/var/lib/kafka")
 
 The path is a log dir, one partition directory, or a glob of either. Planning lists the
-directories (brook.storage.reader's listing: no file is opened) and gives every segment a
-Spark input partition of its own; each task reads its segment with segment_rows.
+directories (brook.storage.reader's listing) and gives every segment a Spark input
+partition of its own, or several for a segment larger than the `maxPartitionBytes` option
+(planning.py: cut at offset-index entries); each task reads its byte range with
+segment_rows.
 
-Not yet: filters are not pushed down (Spark filters the rows after reading every segment
-of the selected partitions) and a large segment is read by one task.
+Filters on topic, partition, offset and timestamp are pushed down (filters.py): they
+select partitions, segments and byte ranges at planning and rows in the tasks. Spark
+calls pushFilters only when spark.sql.python.filterPushdown.enabled is true (Spark 4.1+),
+and refuses a reader that implements it otherwise: register() turns the setting on, and
+registers a reader without pushdown where the session does not allow it.
+
+Not supported: message formats v0/v1 (a damaged row each), and column pruning (Spark's
+Python data sources have none: every column is built, Spark drops those not selected).
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -26,20 +34,23 @@ from brook.storage import log_file_utils as files
 from brook.storage.reader import PartitionFiles, list_partitions, partition_files
 
 from . import schema
+from .filters import PushedFilters
+from .planning import DEFAULT_MAX_BYTES, SegmentRange, plan_partition
 from .segment_rows import read_segment
 
 NAME = "kafka-segments"
 
 
 class SegmentSplit(InputPartition):  # type: ignore[misc]
-    """One segment to read: what a task needs, taken from the listing on the driver."""
+    """One byte range of one segment to read: what a task needs, planned on the driver."""
 
-    def __init__(self, topic: str, partition: int, log_path: str, size: int) -> None:
-        super().__init__(log_path)
-        self.topic = topic
-        self.partition = partition
-        self.log_path = log_path
-        self.size = size
+    def __init__(self, planned: SegmentRange) -> None:
+        super().__init__(str(planned.log_path))
+        self.topic = planned.topic
+        self.partition = planned.partition
+        self.log_path = str(planned.log_path)
+        self.start_position = planned.start_position
+        self.end_position = planned.end_position
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -58,6 +69,25 @@ def _partition_numbers(text: str | None) -> set[int] | None:
         raise ValueError(
             f"{NAME}: option partitions={text!r} must be partition numbers separated by commas"
         ) from None
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
+_BYTE_UNITS |= {"g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _byte_size(name: str, text: str | None, default: int) -> int:
+    """A size in bytes as Spark writes them: 1048576, 512k, 64m, 1g."""
+    if text is None or not text.strip():
+        return default
+    value = text.strip().lower()
+    digits = value.rstrip("bkmgt")
+    unit = value[len(digits) :]
+    if digits.isdigit() and unit in _BYTE_UNITS and int(digits) > 0:
+        return int(digits) * _BYTE_UNITS[unit]
+    raise ValueError(
+        f"{NAME}: option {name}={text!r} must be a positive size in bytes (e.g. 134217728,"
+        " 128m, 1g)"
+    )
 
 
 def _is_partition_dir(path: Path) -> bool:
@@ -97,7 +127,11 @@ def find_partitions(path: str) -> list[PartitionFiles]:
 
 
 class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
-    """Options: `topics` and `partitions` (comma-separated), `mode` (records or batches)."""
+    """Options: `topics` and `partitions` (comma-separated), `mode` (records or batches),
+    `maxPartitionBytes` (the largest byte range of a segment one task reads, 128m by
+    default)."""
+
+    pushdown = True  # False in the class register() uses where pushdown is off
 
     @classmethod
     def name(cls) -> str:
@@ -118,12 +152,23 @@ class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
         path = self.options.get("path")
         if not path:
             raise ValueError(f"{NAME}: load(PATH) needs a log dir, partition directory or glob")
-        return KafkaSegmentsReader(
+        reader_class = KafkaSegmentsReader if self.pushdown else KafkaSegmentsReaderNoPushdown
+        return reader_class(
             path,
             self._mode(),
             _comma_list(self.options.get("topics")),
             _partition_numbers(self.options.get("partitions")),
+            _byte_size(
+                "maxPartitionBytes", self.options.get("maxPartitionBytes"), DEFAULT_MAX_BYTES
+            ),
         )
+
+
+class KafkaSegmentsDataSourceNoPushdown(KafkaSegmentsDataSource):
+    """The same source for a session where spark.sql.python.filterPushdown.enabled is
+    off: Spark fails a read through a reader that implements pushFilters there."""
+
+    pushdown = False
 
 
 def spark_schema(mode: str) -> StructType:
@@ -133,16 +178,28 @@ def spark_schema(mode: str) -> StructType:
 
 class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
     def __init__(
-        self, path: str, mode: str, topics: list[str] | None, partitions: set[int] | None
+        self,
+        path: str,
+        mode: str,
+        topics: list[str] | None,
+        partitions: set[int] | None,
+        max_partition_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.path = path
         self.mode = mode
         self.topics = None if topics is None else set(topics)
         self.partition_numbers = partitions
+        self.max_partition_bytes = max_partition_bytes
+        self.pushed = PushedFilters(mode)
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Take the filters this source applies exactly; the rest go back to Spark."""
+        self.pushed = PushedFilters(self.mode)
+        return list(self.pushed.push(filters))
 
     def partitions(self) -> list[InputPartition]:
-        """One split per segment of every selected partition, in topic, partition and
-        offset order."""
+        """The byte ranges to read of every selected partition's segments, in topic,
+        partition and offset order."""
         splits: list[InputPartition] = []
         for partition in find_partitions(self.path):
             if self.topics is not None and partition.topic not in self.topics:
@@ -152,15 +209,30 @@ class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
                 and partition.partition not in self.partition_numbers
             ):
                 continue
-            for segment in partition.segments:
-                splits.append(
-                    SegmentSplit(
-                        partition.topic, partition.partition, str(segment.log_path), segment.size
-                    )
-                )
+            if not self.pushed.selects(partition.topic, partition.partition):
+                continue
+            for planned in plan_partition(partition, self.pushed.bounds, self.max_partition_bytes):
+                splits.append(SegmentSplit(planned))
         return splits
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentSplit):
-            return iter(())  # Spark's placeholder when nothing was selected
-        return read_segment(partition.log_path, partition.topic, partition.partition, self.mode)
+            return  # Spark's placeholder when nothing was selected
+        batches = read_segment(
+            partition.log_path,
+            partition.topic,
+            partition.partition,
+            self.mode,
+            partition.start_position,
+            partition.end_position,
+            self.pushed.bounds,
+        )
+        for batch in batches:
+            kept = self.pushed.apply(batch)
+            if kept.num_rows:
+                yield kept
+
+
+class KafkaSegmentsReaderNoPushdown(KafkaSegmentsReader):
+    # Spark checks whether the reader's class overrides pushFilters.
+    pushFilters = DataSourceReader.pushFilters

@@ -30,6 +30,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 
@@ -37,12 +38,13 @@ from brook.protocol.errors import CorruptRecordError
 from brook.protocol.record_batch import LOG_OVERHEAD, MAGIC_V2, BatchHeader, Record, compute_crc
 
 from . import log_file_utils as files
+from .errors import CorruptIndexError
 from .file_records import MIN_BATCH_LENGTH, RECOVERY_CHUNK, FileRecords
 from .leader_epoch_cache import EpochEntry, read_leader_epoch_checkpoint
 from .offset_index import OffsetIndex
 from .producer_snapshot import SnapshotEntry, read_snapshot
 from .record_decoder import decode_records
-from .time_index import TimeIndex
+from .time_index import NO_TIMESTAMP, TimeIndex
 from .transaction_index import AbortedTxn, TransactionIndex
 
 __all__ = [
@@ -337,3 +339,117 @@ class SegmentReader:
         """The `.txnindex` beside the segment (no entries when there is none)."""
         path = self.path.with_suffix(files.TXN_INDEX_FILE_SUFFIX)
         return TransactionIndex(path, self._base_offset())
+
+    # --- where to read: positions from the indexes --------------------------------------
+    #
+    # A reader that wants part of a segment (Spark's pushed-down filters, a split of a
+    # large segment) starts at a position the offset index gives, as Kafka's fetch does.
+    # An index is read-only and unchecked here, so an entry is used only when the index
+    # passes its sanity check and the bytes at its position are a whole batch that can
+    # hold its offset; otherwise the walk starts earlier (at worst at 0), which costs
+    # time, never records.
+
+    def batch_at(self, position: int) -> Batch | None:
+        """The batch starting at `position` when the bytes there are one (a v2 header,
+        a length that fits the file, a valid CRC); None otherwise."""
+        if position < 0 or self._log.size - position < MIN_BATCH_LENGTH + LOG_OVERHEAD:
+            return None
+        for found in self._log.batches(position, whole=True):
+            _, header, buffer = found
+            if header.magic != MAGIC_V2:
+                return None
+            start = header.position
+            header.position = 0
+            batch = Batch(position, header, memoryview(buffer)[start : start + header.size])
+            return batch if batch.crc_is_valid() else None
+        return None
+
+    @staticmethod
+    def _checked(index: OffsetIndex | TimeIndex) -> bool:
+        try:
+            index.sanity_check()
+        except (OSError, CorruptIndexError):  # missing, unreadable or out of order
+            return False
+        return True
+
+    @cached_property
+    def _usable_offset_index(self) -> OffsetIndex | None:
+        if self.base_offset is None:
+            return None
+        index = self.offset_index()
+        return index if self._checked(index) else None
+
+    @cached_property
+    def _usable_time_index(self) -> TimeIndex | None:
+        if self.base_offset is None:
+            return None
+        index = self.time_index()
+        return index if self._checked(index) else None
+
+    def indexed_positions(self) -> list[int]:
+        """The offset index's positions in file order: batch boundaries where a split
+        may start, each to be confirmed with batch_at() (none when the index is
+        unusable)."""
+        index = self._usable_offset_index
+        return [] if index is None else [index.entry(n)[1] for n in range(index.entries)]
+
+    def start_position(self, offset: int) -> int:
+        """A batch boundary at or before every batch holding an offset >= `offset`: the
+        offset index's entry for it (Kafka's lookup), else 0."""
+        index = self._usable_offset_index
+        if index is None:
+            return 0
+        entry_offset, position = index.lookup(offset)
+        if position == 0:
+            return 0
+        batch = self.batch_at(position)
+        # The batch there must begin at or before the entry's offset: then every batch
+        # before it ends below `offset` (offsets grow through a segment).
+        if batch is None or not self._base_offset() <= batch.header.base_offset <= entry_offset:
+            return 0
+        return position
+
+    def position_of_offset(self, offset: int) -> int | None:
+        """Where the first batch whose last offset >= `offset` starts (Kafka's
+        translateOffset); None when no batch of the segment reaches it."""
+        found = self._log.search_for_offset(offset, self.start_position(offset))
+        return None if found is None else found[0]
+
+    def position_after_offset(self, offset: int) -> int:
+        """Where the first batch whose base offset > `offset` starts: the end of the
+        batches that can hold offsets up to `offset` (the segment's size when no batch
+        starts after it). A batch whose CRC fails does not end the range: its header
+        may be the damaged part."""
+        for item in self.batches(self.start_position(offset)):
+            if isinstance(item, Damage):
+                break
+            if item.header.base_offset > offset and item.crc_is_valid():
+                return item.position
+        return self._log.size
+
+    def max_timestamp(self) -> int:
+        """The largest batch max timestamp of the segment (-1 when it has none): the
+        time index's last entry, then the headers of the batches from the one holding
+        its offset (Kafka's maxTimestampSoFar; every batch when the index is unusable)."""
+        index = self._usable_time_index
+        timestamp, offset = NO_TIMESTAMP, self._base_offset()
+        if index is not None:
+            timestamp, offset = index.last_entry()
+        for _, header, _ in self._log.batches(self.start_position(offset)):
+            timestamp = max(timestamp, header.max_timestamp)
+        return timestamp
+
+    def position_of_timestamp(self, timestamp: int) -> int:
+        """A batch boundary before which every record's timestamp is below `timestamp`,
+        from the time index: its entries carry the largest timestamp up to their offset,
+        so the records up to the last entry below `timestamp` are all below it too
+        (0 when the index is unusable or has no such entry; the segment's size when no
+        batch follows that entry)."""
+        index = self._usable_time_index
+        if index is None:
+            return 0
+        below, offset = index.lookup(timestamp - 1)
+        if below == NO_TIMESTAMP:
+            return 0
+        position = self.position_of_offset(offset + 1)
+        return self._log.size if position is None else position

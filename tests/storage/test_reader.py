@@ -207,6 +207,80 @@ def test_splits_between_index_positions_read_every_record_once(
     assert got == expected
 
 
+def write_disordered_partition(directory: Path, make_batch: BatchFactory) -> Log:
+    """A partition (left open) whose timestamps go backwards now and then, as a
+    producer's clock or a replay makes them: the time index's entries are maxima."""
+    log = Log.open(directory, CONFIG)
+    for n in range(80):
+        start = BASE_TS + 1000 * n - (5000 if n % 7 == 3 else 0)
+        append(log, make_batch(3, timestamps=[start, start + 7, start + 3], tag=n))
+    return log
+
+
+def test_positions_from_the_indexes_match_a_walk_of_the_batches(
+    tmp_path: Path, make_batch: BatchFactory
+) -> None:
+    log = write_disordered_partition(tmp_path / "orders-0", make_batch)
+    log.close()
+    (partition,) = list_partitions(tmp_path)
+    assert len(partition.segments) > 3
+    checked_times = 0
+    for segment in partition.segments:
+        with SegmentReader(segment.log_path) as reader:
+            batches = [b for b in reader.batches() if isinstance(b, Batch)]
+            records = [(b.position, r) for b in batches for r in b.records()]
+            first, last = batches[0].header.base_offset, batches[-1].header.last_offset
+            for offset in range(first - 2, last + 3):
+                holding = [b for b in batches if b.header.last_offset >= offset]
+                start = reader.start_position(offset)
+                assert start in {b.position for b in batches}
+                assert all(b.position >= start for b in holding)
+                found = reader.position_of_offset(offset)
+                assert found == (holding[0].position if holding else None)
+                after = [b.position for b in batches if b.header.base_offset > offset]
+                assert reader.position_after_offset(offset) == (after or [segment.size])[0]
+            stamps = [r.timestamp for _, r in records]
+            assert reader.max_timestamp() == max(stamps)
+            for timestamp in range(min(stamps) - 1, max(stamps) + 2, 250):
+                position = reader.position_of_timestamp(timestamp)
+                assert position in {b.position for b in batches} | {segment.size}
+                assert all(r.timestamp < timestamp for p, r in records if p < position)
+                checked_times += position > 0
+    assert checked_times > 0  # the time index did narrow some reads
+
+
+def test_positions_from_damaged_indexes_fall_back_to_a_walk(
+    tmp_path: Path, make_batch: BatchFactory
+) -> None:
+    log = write_disordered_partition(tmp_path / "orders-0", make_batch)
+    log.close()
+    segment = list_partitions(tmp_path)[0].segments[0]
+    with SegmentReader(segment.log_path) as reader:
+        batches = [b for b in reader.batches() if isinstance(b, Batch)]
+        target = batches[-2].header.base_offset + 1
+        expected = reader.position_of_offset(target)
+        assert reader.start_position(target) > 0
+    index_path = segment.offset_index_path
+    original = index_path.read_bytes()
+    # An entry that points inside a batch, then entries out of order.
+    for damaged in (
+        struct.pack(">ii", target - segment.base_offset, batches[-2].position + 5),
+        original[8:16] + original[0:8],
+    ):
+        index_path.write_bytes(damaged)
+        with SegmentReader(segment.log_path) as reader:
+            assert reader.start_position(target) == 0
+            assert reader.position_of_offset(target) == expected
+            assert reader.position_after_offset(target) == batches[-1].position
+        assert index_path.read_bytes() == damaged  # reported by falling back, not repaired
+    index_path.unlink()
+    segment.time_index_path.write_bytes(b"\x00" * 11)  # not a whole entry
+    with SegmentReader(segment.log_path) as reader:
+        assert reader.position_of_offset(target) == expected
+        assert reader.position_of_timestamp(BASE_TS + 10**9) == 0
+        assert reader.max_timestamp() == max(b.header.max_timestamp for b in batches)
+
+
 def test_reads_a_partition_kafka_python_built(tmp_path: Path) -> None:
     expected = write_kafka_partition(tmp_path / "legacy-3")
     before = file_states(tmp_path)
