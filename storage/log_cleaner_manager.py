@@ -75,7 +75,7 @@ class LogCleanerManager:
             logger.info("Not swapping the cleaned segments of %s: the log changed", log.name)
             result.discard()
             return False
-        self.checkpoints(log.dir.parent).update(log.topic, log.partition, plan.end_offset)
+        self.checkpoints(log.dir.parent).update(log.topic, log.partition, result.end_offset)
         self.cleaned_logs += 1
         self.bytes_cleaned += result.stats.bytes_read
         logger.info("%s", describe(result))
