@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,22 @@ log = logging.getLogger("brook.dynamic_config")
 DYNAMIC_CONFIGS_FILE = "brook-broker-configs.json"
 
 # The keys Brook knows that Kafka lets AlterConfigs change on a running broker: the
-# primary broker synonym of each topic config (Kafka's DynamicLogConfig). Their other
+# primary broker synonym of each topic config (Kafka's DynamicLogConfig) and the log
+# cleaner's own (Kafka's LogCleaner.ReconfigurableConfigs). The topic keys' other
 # synonyms (log.retention.hours/minutes, log.roll.hours, log.flush.scheduler.interval.ms)
 # are static in Kafka, and so here. `listeners` is dynamic in Kafka but Brook does not
 # rebind its sockets, so it stays static.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     {
         "compression.type",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio",
         "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.threads",
         "log.cleanup.policy",
         "log.flush.interval.messages",
         "log.flush.interval.ms",
@@ -56,6 +63,16 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
     }
 )
 
+# The keys whose change reconfigures the log cleaner (Kafka's
+# LogCleaner.ReconfigurableConfigs, those Brook knows): its threads restart.
+CLEANER_RECONFIGURABLE = (
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+    "message.max.bytes",
+)
+
 
 class DynamicBrokerConfig:
     """The static config, the two dynamic layers, and the config in force from them."""
@@ -66,6 +83,9 @@ class DynamicBrokerConfig:
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
         self.current = static
+        # Told (old config, new config) after every change: the parts of the broker
+        # that reconfigure themselves (Kafka's BrokerReconfigurable), the log cleaner.
+        self.listeners: list[Callable[[BrokerConfig, BrokerConfig], None]] = []
 
     def layer(self, per_broker: bool) -> dict[str, str]:
         return self.per_broker if per_broker else self.cluster_default
@@ -114,9 +134,11 @@ class DynamicBrokerConfig:
         """
         self._check_values(props)
         if per_broker:
-            self._merge(self.cluster_default, props)
+            new = self._merge(self.cluster_default, props)
         else:
-            self._merge(props, self.per_broker)
+            new = self._merge(props, self.per_broker)
+        if any(new[name] != self.current[name] for name in CLEANER_RECONFIGURABLE):
+            _check_cleaner_threads(self.current["log.cleaner.threads"], new["log.cleaner.threads"])
 
     def _check_values(self, props: Mapping[str, str]) -> None:
         static_only = sorted(
@@ -140,12 +162,14 @@ class DynamicBrokerConfig:
         layer.clear()
         layer.update(props)
         self._store()
-        self.current = self._merge(self.cluster_default, self.per_broker)
+        old, self.current = self.current, self._merge(self.cluster_default, self.per_broker)
         log.info(
             "Dynamic configs of %s are now %s",
             f"broker {self.static.broker_id}" if per_broker else "the cluster default",
             dict(layer),
         )
+        for listener in self.listeners:
+            listener(old, self.current)
         return self.current
 
     def _merge(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> Any:
@@ -173,3 +197,19 @@ class DynamicBrokerConfig:
         brokers[str(self.static.broker_id)] = self.per_broker
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path, json.dumps(stored, indent=1, sort_keys=True))
+
+
+def _check_cleaner_threads(current: int, new: int) -> None:
+    """Kafka's LogCleaner.validateReconfiguration: at least one thread, and at most a
+    halving or a doubling of the threads running at a time."""
+    if new < 1:
+        raise InvalidRequestError("Log cleaner threads should be at least 1")
+    if new < current // 2:
+        raise InvalidRequestError(
+            f"Log cleaner threads cannot be reduced to less than half the current value {current}"
+        )
+    if new > current * 2:
+        raise InvalidRequestError(
+            "Log cleaner threads cannot be increased to more than double the current value"
+            f" {current}"
+        )
