@@ -67,6 +67,13 @@ COPIED_LOG_DIR_FILES = (
 SKIPPED_SUFFIXES = (files.DELETED_FILE_SUFFIX, files.CLEANED_FILE_SUFFIX)
 # How often the driver looks at Spark's progress.
 PROGRESS_POLL_S = 0.5
+# Spark tasks per core of the cluster: a few, so that a long partition does not leave the
+# other cores idle at the end, and not one per partition, whose start-up (tens of ms
+# each) would dwarf the work of the many small ones (__consumer_offsets' 50).
+TASKS_PER_CORE = 4
+# What a partition costs besides its bytes (opening, copying the small files, closing),
+# counted as this many bytes when the partitions are dealt to the Spark tasks.
+PARTITION_COST_BYTES = 1_000_000
 
 
 class CompactionError(Exception):
@@ -345,23 +352,43 @@ def write_log_dir_files(log_dir: Path, out_dir: Path, results: list[PartitionRes
     write_clean_shutdown_marker(out_dir)
 
 
+def compact_partitions(tasks: list[PartitionTask]) -> list[PartitionResult]:
+    """One Spark task's partitions, one after the other."""
+    return [compact_partition(task) for task in tasks]
+
+
+def deal(tasks: list[PartitionTask], slots: int) -> list[list[PartitionTask]]:
+    """The partitions dealt to at most `slots` Spark tasks of about equal work: each, the
+    largest first, to the task with the least so far."""
+    count = max(1, min(slots, len(tasks)))
+    groups: list[list[PartitionTask]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for task in sorted(tasks, key=lambda t: t.size, reverse=True):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(task)
+        loads[lightest] += task.size + PARTITION_COST_BYTES
+    return groups
+
+
 def run_tasks(
     spark: Any, tasks: list[PartitionTask], progress: Callable[[str], None]
 ) -> list[PartitionResult]:
-    """compact_partition on every task, one Spark task each, spread over the executors;
-    progress reports how many partitions are done as Spark completes them."""
+    """compact_partition on every partition, spread over the executors in a few Spark
+    tasks per core; progress reports the Spark tasks done as Spark completes them."""
     if not tasks:
         return []
     context = spark.sparkContext
-    group = f"brook-compact-{uuid.uuid4().hex}"
+    groups = deal(tasks, max(1, context.defaultParallelism) * TASKS_PER_CORE)
+    group_id = f"brook-compact-{uuid.uuid4().hex}"
     outcome: dict[str, Any] = {}
+    progress(f"{len(tasks)} partition(s) in {len(groups)} Spark task(s)")
 
     def job() -> None:
         try:
             # Thread-local in PySpark (pinned threads): names this thread's job.
-            context.setJobGroup(group, f"brook compact: {len(tasks)} partitions")
-            rdd = context.parallelize(tasks, len(tasks))
-            outcome["results"] = rdd.map(compact_partition).collect()
+            context.setJobGroup(group_id, f"brook compact: {len(tasks)} partitions")
+            rdd = context.parallelize(groups, len(groups))
+            outcome["results"] = rdd.flatMap(compact_partitions).collect()
         except BaseException as exc:
             outcome["error"] = exc
 
@@ -372,13 +399,13 @@ def run_tasks(
     while runner.is_alive():
         runner.join(PROGRESS_POLL_S)
         done = 0
-        for job_id in tracker.getJobIdsForGroup(group):
+        for job_id in tracker.getJobIdsForGroup(group_id):
             info = tracker.getJobInfo(job_id)
             for stage_id in info.stageIds if info else ():
                 stage = tracker.getStageInfo(stage_id)
                 done += stage.numCompletedTasks if stage else 0
         if done != reported and runner.is_alive():
-            progress(f"[{done}/{len(tasks)}] partitions done")
+            progress(f"[{done}/{len(groups)}] Spark tasks done")
             reported = done
     if "error" in outcome:
         raise outcome["error"]

@@ -20,8 +20,9 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 from brook.broker.testing import BrokerThread
 from brook.broker.tools.compact import broker_config, topic_log_configs
-from brook.spark.compact import CompactionError, compact_log_dir
+from brook.spark.compact import CompactionError, PartitionTask, compact_log_dir, deal
 from brook.storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT_FILE
+from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import CLEAN_SHUTDOWN_FILE
 
 from .compact_source import (
@@ -50,14 +51,15 @@ def log_configs(data: Path) -> Any:
 
 
 def fingerprint(directory: Path) -> dict[str, tuple[int, str]]:
-    """Every file under `directory`: its size and a hash of its bytes."""
+    """Every file under `directory`: its size and a hash of its bytes. Not `.lock`:
+    opening and closing it would drop the POSIX lock of a broker in this process."""
     return {
         str(path.relative_to(directory)): (
             path.stat().st_size,
             hashlib.sha256(path.read_bytes()).hexdigest(),
         )
         for path in sorted(directory.rglob("*"))
-        if path.is_file()
+        if path.is_file() and path.name != ".lock"
     }
 
 
@@ -295,3 +297,17 @@ def test_a_non_empty_output_dir_is_refused(spark, source, tmp_path):
     with pytest.raises(CompactionError, match="is not empty"):
         compact_log_dir(spark, source.data, out, log_configs(source.data))
     assert [p.name for p in out.iterdir()] == ["keep-me"]
+
+
+def test_partitions_are_dealt_to_spark_tasks_by_size():
+    def task(name: str, size: int) -> PartitionTask:
+        return PartitionTask(
+            name, 0, name, name, LogConfig(), False, size, True, 0, 0, None, None, 0, 1
+        )
+
+    big, *small = [task("big", 50_000_000)] + [task(f"s{n}", 1000) for n in range(60)]
+    groups = deal([*small, big], 4)
+    assert len(groups) == 4
+    assert groups[0][0] is big and len(groups[0]) == 1  # alone with its 50 MB
+    assert sorted(len(g) for g in groups[1:]) == [20, 20, 20]
+    assert deal([big], 8) == [[big]]
