@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -118,10 +119,13 @@ def compact(args: argparse.Namespace) -> int:
     topics = {t.strip() for item in args.topics for t in item.split(",") if t.strip()} or None
     try:
         # Checked before Spark starts (seconds): refusals are immediate.
+        existed = out_dir.exists()
         with locked_dirs(log_dir, out_dir):
             broker = broker_config(log_dir, args.config, args.override)
             log_config = topic_log_configs(log_dir, broker, args.topic_configs)
             plan_tasks(log_dir, out_dir, log_config, topics=topics)
+        if not existed:  # made for its lock only; the job makes it again
+            shutil.rmtree(out_dir)
         spark = spark_session(args.master)
         try:
             compact_log_dir(
