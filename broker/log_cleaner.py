@@ -23,7 +23,12 @@ from typing import Any
 
 from brook.storage.clock import Clock
 from brook.storage.errors import KafkaStorageError
-from brook.storage.log_cleaner import CleaningAborted, CleanResult, clean
+from brook.storage.log_cleaner import (
+    CleaningAborted,
+    CleanResult,
+    OffsetMapTooSmallError,
+    clean,
+)
 from brook.storage.log_cleaner_manager import LogCleanerManager
 from brook.storage.log_manager import LogManager
 from brook.storage.throttler import Throttler
@@ -151,6 +156,12 @@ class LogCleaner:
                     raise
                 except CleaningAborted:
                     return
+                except OffsetMapTooSmallError as exc:
+                    # The buffer's size, not the log, is at fault: tried again, and again
+                    # after a reconfiguration gives it room.
+                    log.error("Cannot clean %s: %s", log_.name, exc)
+                    await asyncio.sleep(self._config()["log.cleaner.backoff.ms"] / 1000)
+                    continue
                 except OSError as exc:
                     # A segment went meanwhile (retention, truncation, a deleted topic),
                     # or the disk failed: the log's own operations report the latter.

@@ -208,3 +208,24 @@ def test_io_throttle_slows_the_cleaner_down(brook_broker, topic_name):
     assert slept > 0, "the throttle never held the cleaner back"
     records = _consume_from_start(bootstrap, topic_name, end)
     assert {m.key(): m.value() for m in records} == latest
+
+
+@pytest.mark.brook_config(log_cleaner_backoff_ms=20, log_cleaner_dedupe_buffer_size=100)
+def test_an_offset_map_too_small_waits_for_a_bigger_one(brook_broker, topic_name, caplog):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, config=COMPACTED)
+    latest = _produce_rounds(bootstrap, topic_name, range(10))
+    end = watermarks(bootstrap, topic_name, 1)[0][1]
+    _wait_until(lambda: f"Cannot clean {topic_name}-0" in caplog.text, "the cleaner's complaint")
+    assert "log.cleaner.dedupe.buffer.size" in caplog.text
+    assert _cleanings(brook_broker, topic_name) == []
+    # Not given up on: with room in the map, the log is cleaned.
+    incremental(
+        bootstrap, ResourceType.BROKER, "0", [("log.cleaner.dedupe.buffer.size", SET, "10000000")]
+    )
+    _wait_until(
+        lambda: _cleaned_to_the_active_segment(brook_broker, topic_name),
+        "cleaner checkpoint at the active segment",
+    )
+    records = _consume_from_start(bootstrap, topic_name, end)
+    assert {m.key(): m.value() for m in records} == latest
