@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
-from brook.storage.errors import KafkaStorageError
-from brook.storage.log_cleaner import CleaningAborted, clean
 from brook.storage.log_cleaner_manager import LogCleanerManager
 from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
@@ -24,7 +20,6 @@ from .connection import KafkaConnection
 from .controller import Controller
 from .coordinator.log_writer import LogPartitionWriter
 from .coordinator.loop_timer import LoopTimer
-from .crash_points import crash_point
 from .dynamic_config import DynamicBrokerConfig
 from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
@@ -32,6 +27,7 @@ from .fetch_sessions import FetchSessionCache
 from .groups.coordinator import GroupCoordinator, offsets_topic
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
+from .log_cleaner import LogCleaner
 from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .metadata.publisher import MetadataPublisher
@@ -73,11 +69,8 @@ class Broker:
         self.background: list[asyncio.Task[Any]] = []
         # Retention passes run so far: what a test waits on instead of sleeping.
         self.retention_checks = 0
-        # The log cleaner's bookkeeping (logs cleaned so far: what a test waits on), its
-        # thread, and the flag that stops a cleaning part-way at shutdown.
-        self.log_cleaner = LogCleanerManager()
-        self._cleaner_thread: ThreadPoolExecutor | None = None
-        self._cleaner_stop = threading.Event()
+        # The log cleaner's threads, when log.cleaner.enable.
+        self.cleaner: LogCleaner | None = None
         self.fetch_sessions = FetchSessionCache()
         self.log_manager: LogManager
         self.metadata = MetadataCache()
@@ -99,6 +92,13 @@ class Broker:
     @property
     def config(self) -> BrokerConfig:
         return self.dynamic_config.current
+
+    @property
+    def log_cleaner(self) -> LogCleanerManager:
+        """The cleaner's bookkeeping: logs cleaned so far (what a test waits on), the
+        cleaner checkpoints."""
+        assert self.cleaner is not None, "log.cleaner.enable is false"
+        return self.cleaner.manager
 
     @property
     def parked_fetches(self) -> set[asyncio.Future[None]]:
@@ -187,6 +187,7 @@ class Broker:
             faults=self.faults,
         )
         await self.listeners.start(config)
+        self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
         if config["admin.listener"]:
             from .admin_server import AdminServer  # only when asked for
 
@@ -199,8 +200,9 @@ class Broker:
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
         if config["log.cleaner.enable"]:
-            self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
-            self.background.append(asyncio.create_task(self._log_cleaner_loop()))
+            self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
+            self.cleaner.start()
+            self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
         where = describe_listeners(self.bound)
         advertised = describe_listeners(self.advertised)
         log.info(
@@ -249,10 +251,9 @@ class Broker:
         for connection in list(self.connections):
             connection.close()
         await self.listeners.wait_closed()
-        if self._cleaner_thread is not None:
+        if self.cleaner is not None:
             # A cleaning under way stops at its next segment and leaves no file behind.
-            self._cleaner_stop.set()
-            await asyncio.to_thread(self._cleaner_thread.shutdown, True)
+            await self.cleaner.stop()
         self.transactions.stop()
         self.coordinator_timer.close()
         self.log_dir_mover.stop()
@@ -288,46 +289,6 @@ class Broker:
                 self.retention_checks += 1
                 next_check = now + interval_ms
             self.log_manager.purge_deleted_segments(now)
-
-    async def _log_cleaner_loop(self) -> None:
-        """Kafka's LogCleaner thread: compact the dirtiest compacted log, again and again,
-        resting log.cleaner.backoff.ms when none needs it. The choice and the swap run
-        here on the event loop (they read and change the log's segment list, between two
-        appends); reading the old segments and writing the cleaned ones runs on the
-        cleaner's thread, so serving goes on meanwhile."""
-        assert self._cleaner_thread is not None
-        loop = asyncio.get_running_loop()
-        while True:
-            chosen = self.log_cleaner.grab_filthiest_log(self.log_manager.logs, self.clock())
-            if chosen is None:
-                await asyncio.sleep(self.config["log.cleaner.backoff.ms"] / 1000)
-                continue
-            log_, plan = chosen
-            try:
-                result = await loop.run_in_executor(
-                    self._cleaner_thread, clean, plan, self._cleaner_stop.is_set
-                )
-            except CleaningAborted:
-                return
-            except OSError as exc:
-                # A segment went meanwhile (retention, truncation, a deleted topic), or
-                # the disk failed: the log's own operations report the latter.
-                log.info("Cleaning of %s given up: %s", log_.name, exc)
-                await asyncio.sleep(self.config["log.cleaner.backoff.ms"] / 1000)
-                continue
-            except Exception:
-                log.exception("Cleaning of %s failed; it is not cleaned again", log_.name)
-                self.log_cleaner.mark_uncleanable(log_)
-                continue
-            if self.log_manager.get_log(log_.topic, log_.partition) is not log_:
-                result.discard()  # deleted or moved to another dir meanwhile
-                continue
-            try:
-                self.log_cleaner.swap_in(
-                    log_, result, lambda step: crash_point(f"log-cleaner-{step}")
-                )
-            except KafkaStorageError as exc:
-                log.error("Could not swap the cleaned segments into %s: %s", log_.name, exc)
 
     async def _producer_expiration_loop(self) -> None:
         """Kafka's PeriodicProducerExpirationCheck: forget producer ids idle for longer

@@ -60,9 +60,18 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     commands.add_parser("configs-list", help="list every broker config key with its default")
     if with_tools:
         # The operator's tools: each module adds its subcommand and the function that runs it.
-        from .tools import configs, dump_log, faults, groups, storage_zip, topics, transactions
+        from .tools import (
+            compact,
+            configs,
+            dump_log,
+            faults,
+            groups,
+            storage_zip,
+            topics,
+            transactions,
+        )
 
-        for tool in (topics, configs, groups, transactions, dump_log, storage_zip, faults):
+        for tool in (topics, configs, groups, transactions, dump_log, storage_zip, compact, faults):
             tool.add_parser(commands)
     return parser
 

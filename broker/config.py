@@ -521,6 +521,25 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
         ),
         _key(
+            "log.cleaner.threads",
+            "int",
+            1,
+            "Threads of the log cleaner, each cleaning one log at a time.",
+            at_least=0,
+        ),
+        _key(
+            "log.cleaner.dedupe.buffer.size",
+            "long",
+            134217728,
+            "Memory of the cleaner's offset maps, split between its threads (bytes).",
+        ),
+        _key(
+            "log.cleaner.io.max.bytes.per.second",
+            "double",
+            1.7976931348623157e308,
+            "Most bytes a second the cleaner threads read and write, all together.",
+        ),
+        _key(
             "log.segment.delete.delay.ms",
             "long",
             60000,

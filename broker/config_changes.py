@@ -25,7 +25,6 @@ from brook.protocol.errors import (
 
 from .config import BROKER_CONFIGS, ConfigError
 from .config_values import config_to_string
-from .dynamic_config import LISTENER_CONFIGS
 from .topic_config import TOPIC_CONFIGS, validate_topic_configs
 from .topics import validate_topic_name
 
@@ -176,10 +175,7 @@ def _alter_broker(
     dynamic.validate(props, per_broker)
     if validate_only:
         return
-    before = dynamic.current
-    after = dynamic.replace(props, per_broker)
-    if any(before[name] != after[name] for name in LISTENER_CONFIGS):
-        services.listeners.reconfigure(after)
+    dynamic.replace(props, per_broker)
     # Every topic's logs follow the broker's new defaults.
     services.replicas.refresh_configs(
         (topic.name, topic.configs) for topic in services.metadata.topics()

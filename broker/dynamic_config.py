@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ log = logging.getLogger("brook.dynamic_config")
 DYNAMIC_CONFIGS_FILE = "brook-broker-configs.json"
 
 # The keys Brook knows that Kafka lets AlterConfigs change on a running broker: the
-# primary broker synonym of each topic config (Kafka's DynamicLogConfig). Their other
+# primary broker synonym of each topic config (Kafka's DynamicLogConfig) and the log
+# cleaner's own (Kafka's LogCleaner.ReconfigurableConfigs). The topic keys' other
 # synonyms (log.retention.hours/minutes, log.roll.hours, log.flush.scheduler.interval.ms)
 # are static in Kafka, and so here. The listener keys are dynamic per broker only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
@@ -34,8 +35,14 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "listener.security.protocol.map",
         "listeners",
         "compression.type",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio",
         "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.threads",
         "log.cleanup.policy",
         "log.flush.interval.messages",
         "log.flush.interval.ms",
@@ -58,13 +65,22 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
     }
 )
 
+# The keys whose change reconfigures the log cleaner (Kafka's
+# LogCleaner.ReconfigurableConfigs, those Brook knows): its threads restart.
+CLEANER_RECONFIGURABLE = (
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+    "message.max.bytes",
+)
+
 
 # Kafka's PerBrokerConfigs (DynamicListenerConfig's keys): a broker's own addresses make no
 # sense as a cluster-wide default.
 PER_BROKER_CONFIGS = frozenset(
     {"advertised.listeners", "listener.security.protocol.map", "listeners"}
 )
-LISTENER_CONFIGS = PER_BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:
@@ -76,6 +92,10 @@ class DynamicBrokerConfig:
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
         self.current = static
+        # Told (old config, new config) after every change: the parts of the broker
+        # that reconfigure themselves (Kafka's BrokerReconfigurable): the log cleaner,
+        # the network listeners.
+        self.reconfigurables: list[Callable[[BrokerConfig, BrokerConfig], None]] = []
 
     def layer(self, per_broker: bool) -> dict[str, str]:
         return self.per_broker if per_broker else self.cluster_default
@@ -133,7 +153,9 @@ class DynamicBrokerConfig:
                     "Cannot update these configs at default cluster level, broker id must be"
                     f" specified: [{', '.join(cluster_only)}]"
                 )
-            self._merge(props, self.per_broker)
+            new = self._merge(props, self.per_broker)
+        if any(new[name] != self.current[name] for name in CLEANER_RECONFIGURABLE):
+            _check_cleaner_threads(self.current["log.cleaner.threads"], new["log.cleaner.threads"])
 
     def _check_values(self, props: Mapping[str, str]) -> None:
         static_only = sorted(
@@ -157,12 +179,14 @@ class DynamicBrokerConfig:
         layer.clear()
         layer.update(props)
         self._store()
-        self.current = self._merge(self.cluster_default, self.per_broker)
+        old, self.current = self.current, self._merge(self.cluster_default, self.per_broker)
         log.info(
             "Dynamic configs of %s are now %s",
             f"broker {self.static.broker_id}" if per_broker else "the cluster default",
             dict(layer),
         )
+        for reconfigure in self.reconfigurables:
+            reconfigure(old, self.current)
         return self.current
 
     def _merge(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> Any:
@@ -207,4 +231,20 @@ def _check_listener_change(old: BrokerConfig, new: BrokerConfig) -> None:
         raise InvalidRequestError(
             "Advertised listener must be specified for inter-broker listener"
             f" {old.inter_broker_listener_name}"
+        )
+
+
+def _check_cleaner_threads(current: int, new: int) -> None:
+    """Kafka's LogCleaner.validateReconfiguration: at least one thread, and at most a
+    halving or a doubling of the threads running at a time."""
+    if new < 1:
+        raise InvalidRequestError("Log cleaner threads should be at least 1")
+    if new < current // 2:
+        raise InvalidRequestError(
+            f"Log cleaner threads cannot be reduced to less than half the current value {current}"
+        )
+    if new > current * 2:
+        raise InvalidRequestError(
+            "Log cleaner threads cannot be increased to more than double the current value"
+            f" {current}"
         )

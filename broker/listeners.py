@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 
 from .config import BrokerConfig, Listener
 
+# The keys whose change rebinds or re-advertises listeners (per-broker dynamic in Kafka).
+LISTENER_CONFIGS = ("listeners", "advertised.listeners", "listener.security.protocol.map")
+
 if TYPE_CHECKING:
     from .connection import KafkaConnection
 
@@ -78,9 +81,11 @@ class ListenerManager:
             await self._bind(listener)
         await self._resolve_advertised_hosts()
 
-    def reconfigure(self, config: BrokerConfig) -> None:
+    def reconfigure(self, old: BrokerConfig, config: BrokerConfig) -> None:
         """Follow a change of `listeners` / `advertised.listeners` (AlterConfigs): bind
         what is new, close what is gone, advertise the new endpoints."""
+        if all(old[name] == config[name] for name in LISTENER_CONFIGS):
+            return
         previous = self._reconfiguring
         self._reconfiguring = asyncio.ensure_future(self._reconfigure(config, previous))
 

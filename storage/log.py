@@ -1157,6 +1157,13 @@ class Log:
         for _, old in groups:
             for segment in old:
                 self._delete_segment_files(segment)
+        # As Kafka's replaceSegments: the producer snapshots of segments merged into
+        # another go with them (a cleaned segment keeps its first old segment's base
+        # offset, and so that segment's snapshot). The cleaner writes none: cleaning
+        # changes no producer's state.
+        bases = {cleaned.base_offset for cleaned, _ in groups}
+        for base in sorted(replacing - bases):
+            self._producer_state.remove_snapshot(base)
         step("old-deleted")
         for cleaned, _ in groups:
             cleaned.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")

@@ -11,7 +11,10 @@ A compacted log keeps, for every key, at least its latest record. One cleaning:
    its oldest dirty record is older than max.compaction.lag.ms.
 2. Clean (anywhere, e.g. a thread: `clean`). Build the offset map, key -> the offset of
    its latest record, over the dirty section (aborted transactional data and control
-   batches do not count). Then rewrite every segment below the end of the map, in
+   batches do not count). The map has a memory budget (log.cleaner.dedupe.buffer.size
+   split between the cleaner threads): when it is full, the cleaning ends after the
+   last batch mapped whole, possibly inside a segment, and the next cleaning goes on
+   from there, as Kafka's does. Then rewrite every segment below the end of the map, in
    groups that fit one segment, into `.cleaned` segments with fresh indexes: a record
    is kept when it is its key's latest (or past the map); a tombstone is kept until the
    delete horizon of its batch has passed; keyless records are dropped. Each batch
@@ -66,14 +69,18 @@ from .end_transaction_marker import read_end_txn_marker
 from .file_records import RECOVERY_CHUNK, FileRecords
 from .log_config import LogConfig
 from .log_segment import LogSegment
+from .offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
 
 # The native-varint decoder: per-record work is the cleaner's cost.
 from .record_decoder import decode_records
+from .throttler import Throttler
 from .transaction_index import AbortedTxn
 
 logger = logging.getLogger("brook.storage.log_cleaner")
 
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+# Kafka's default log.cleaner.dedupe.buffer.size: 128 MiB for all cleaner threads.
+DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024
 INT32_MAX = 2**31 - 1
 
 TopicPartition = tuple[str, int]
@@ -265,14 +272,20 @@ class CleanerStats:
     records_read: int = 0
     records_kept: int = 0
     map_records: int = 0
+    map_bytes_read: int = 0
+    buffer_utilization: float = 0.0
     elapsed_s: float = 0.0
 
 
 @dataclass(slots=True)
 class CleanResult:
-    """The cleaned segments (named `.cleaned`, closed) and the old ones each replaces."""
+    """The cleaned segments (named `.cleaned`, closed) and the old ones each replaces.
+
+    `end_offset`: the first offset not cleaned, where the cleaner checkpoint moves once
+    the segments are swapped in: the plan's end, or less when the offset map filled up."""
 
     plan: CleanPlan
+    end_offset: int
     groups: list[tuple[LogSegment, list[LogSegment]]] = field(default_factory=list)
     stats: CleanerStats = field(default_factory=CleanerStats)
 
@@ -286,24 +299,54 @@ class CleaningAborted(Exception):
     """The cleaning was asked to stop (the broker is shutting down)."""
 
 
-def clean(plan: CleanPlan, should_stop: Callable[[], bool] | None = None) -> CleanResult:
+class OffsetMapTooSmallError(Exception):
+    """The offset map cannot hold even the keys of the first dirty batch: no cleaning
+    can make progress with this log.cleaner.dedupe.buffer.size."""
+
+
+def clean(
+    plan: CleanPlan,
+    should_stop: Callable[[], bool] | None = None,
+    *,
+    offset_map_memory: int = DEFAULT_DEDUPE_BUFFER_SIZE,
+    throttler: Throttler | None = None,
+) -> CleanResult:
     """Build the offset map and write the cleaned segments; touches no live state.
 
     Reads the old segments through descriptors of its own, so it may run on another
     thread while the owner appends to the active segment. A segment that disappears
     meanwhile (retention, truncation) makes this raise OSError: nothing is swapped then.
     `should_stop` is asked between segments; when it says so, CleaningAborted is raised
-    and no `.cleaned` file is left.
+    and no `.cleaned` file is left. `offset_map_memory` is this cleaning's share of
+    log.cleaner.dedupe.buffer.size; `throttler` is told every byte read and written
+    (log.cleaner.io.max.bytes.per.second).
     """
     started = time.monotonic()
     stop = should_stop or (lambda: False)
-    result = CleanResult(plan)
-    offset_map = _build_offset_map(plan, result.stats, stop)
+    stats = CleanerStats()
+    offset_map, full = _build_offset_map(plan, stats, stop, offset_map_memory, throttler)
+    end = plan.end_offset
+    if full:
+        end = offset_map.latest_offset + 1
+        if end <= plan.first_dirty_offset:
+            raise OffsetMapTooSmallError(
+                f"The offset map of {offset_map.memory} bytes cannot hold the keys of the"
+                f" batch at offset {plan.first_dirty_offset} of {plan.name}: raise"
+                " log.cleaner.dedupe.buffer.size or lower log.cleaner.threads"
+            )
+        logger.info(
+            "Offset map of %s full at offset %d (%d keys): cleaning up to it",
+            plan.name,
+            end,
+            len(offset_map),
+        )
+    stats.buffer_utilization = offset_map.utilization
+    result = CleanResult(plan, end, stats=stats)
     try:
-        for group in _group_segments(plan):
+        for group in _group_segments(plan, end):
             if stop():
                 raise CleaningAborted(plan.name)
-            cleaned = _clean_group(plan, group, offset_map, result.stats)
+            cleaned = _clean_group(plan, group, offset_map, end, stats, throttler)
             result.groups.append((cleaned, group))
     except BaseException:
         result.discard()
@@ -325,31 +368,41 @@ def _read_batches(segment: LogSegment) -> Iterable[tuple[BatchHeader, bytes]]:
 
 
 def _build_offset_map(
-    plan: CleanPlan, stats: CleanerStats, stop: Callable[[], bool]
-) -> dict[bytes, int]:
-    """key -> offset of its latest record in [first dirty, end) (Kafka's buildOffsetMap)."""
-    offset_map: dict[bytes, int] = {}
+    plan: CleanPlan,
+    stats: CleanerStats,
+    stop: Callable[[], bool],
+    memory: int,
+    throttler: Throttler | None,
+) -> tuple[OffsetMap, bool]:
+    """key -> offset of its latest record in [first dirty, end) (Kafka's buildOffsetMap),
+    and whether the map filled up before the end (it then covers the batches up to its
+    latest offset)."""
+    offset_map = OffsetMap(memory, DEFAULT_LOAD_FACTOR)
+    first_dirty = plan.first_dirty_offset
     txns = _TransactionTracker(plan.aborted_txns)
     for segment in plan.segments:
-        if _next_base(plan, segment) <= plan.first_dirty_offset:
+        if _next_base(plan, segment) <= first_dirty:
             continue
         if stop():
             raise CleaningAborted(plan.name)
         for header, buffer in _read_batches(segment):
-            if header.next_offset <= plan.first_dirty_offset:
+            if header.next_offset <= first_dirty:
                 continue
             if header.base_offset >= plan.end_offset:
                 break
+            stats.map_bytes_read += header.size
+            if throttler is not None:
+                throttler.maybe_throttle(header.size)
             if header.is_control:
                 txns.on_control_batch(header, buffer)
-                continue
-            if txns.on_batch(header):
-                continue  # aborted data: not a value of its key
-            for record in decode_records(buffer, header):
-                if record.key is not None and record.offset >= plan.first_dirty_offset:
-                    offset_map[record.key] = record.offset
-                    stats.map_records += 1
-    return offset_map
+            elif not txns.on_batch(header):  # aborted data is no value of its key
+                for record in decode_records(buffer, header):
+                    if record.key is not None and record.offset >= first_dirty:
+                        if not offset_map.put(record.key, record.offset):
+                            return offset_map, True
+                        stats.map_records += 1
+            offset_map.latest_offset = header.last_offset
+    return offset_map, False
 
 
 def _next_base(plan: CleanPlan, segment: LogSegment) -> int:
@@ -357,12 +410,16 @@ def _next_base(plan: CleanPlan, segment: LogSegment) -> int:
     return plan.segments[i + 1].base_offset if i + 1 < len(plan.segments) else plan.end_offset
 
 
-def _group_segments(plan: CleanPlan) -> list[list[LogSegment]]:
-    """Consecutive segments whose cleaned output fits one segment (Kafka's
+def _group_segments(plan: CleanPlan, end: int) -> list[list[LogSegment]]:
+    """Consecutive segments below `end` whose cleaned output fits one segment (Kafka's
     groupSegmentsBySize): at most segment.bytes of log, segment.index.bytes of offset
     index, and offsets within an int32 of the group's base."""
     groups: list[list[LogSegment]] = []
-    segments = list(zip(plan.segments, plan.sizes, strict=True))
+    segments = [
+        (segment, size)
+        for segment, size in zip(plan.segments, plan.sizes, strict=True)
+        if segment.base_offset < end
+    ]
     while segments:
         group = [segments[0][0]]
         log_size = segments[0][1]
@@ -388,8 +445,10 @@ def _group_segments(plan: CleanPlan) -> list[list[LogSegment]]:
 def _clean_group(
     plan: CleanPlan,
     group: list[LogSegment],
-    offset_map: dict[bytes, int],
+    offset_map: OffsetMap,
+    end: int,
     stats: CleanerStats,
+    throttler: Throttler | None,
 ) -> LogSegment:
     config = plan.config
     base = group[0].base_offset
@@ -420,10 +479,14 @@ def _clean_group(
             for header, buffer in _read_batches(segment):
                 stats.bytes_read += header.size
                 stats.records_read += header.record_count
-                kept = _filter_batch(plan, header, buffer, offset_map, txns, stats)
+                if throttler is not None:
+                    throttler.maybe_throttle(header.size)
+                kept = _filter_batch(plan, header, buffer, offset_map, end, txns, stats)
                 if kept is None:
                     continue
                 kept_header, kept_bytes = kept
+                if throttler is not None:
+                    throttler.maybe_throttle(len(kept_bytes))
                 cleaned.append(
                     kept_header.last_offset,
                     kept_header.max_timestamp,
@@ -493,11 +556,13 @@ def _filter_batch(
     plan: CleanPlan,
     header: BatchHeader,
     buffer: bytes,
-    offset_map: dict[bytes, int],
+    offset_map: OffsetMap,
+    end: int,
     txns: _TransactionTracker,
     stats: CleanerStats,
 ) -> tuple[BatchHeader, bytes] | None:
-    """The batch as it is kept (the original bytes when nothing changes), or None."""
+    """The batch as it is kept (the original bytes when nothing changes), or None.
+    Records from `end` on are past the offset map: nothing known shadows them."""
     now = plan.now_ms
     horizon = header.base_timestamp if header.attributes & DELETE_HORIZON_BIT else None
     if header.is_control:
@@ -526,13 +591,17 @@ def _filter_batch(
     records = decode_records(buffer, header)
     kept: list[Record] = []
     tombstones = False
+    entries = offset_map.entries
     for record in records:
-        if record.offset >= plan.end_offset:
-            kept.append(record)  # past the map: nothing known shadows it
+        if record.offset >= end:
+            # Past the map, kept as they are; a tombstone among them still gets its
+            # batch a delete horizon, as Kafka's filterTo does.
+            kept.append(record)
+            tombstones = tombstones or record.value is None
             continue
         if record.key is None:
             continue  # Kafka drops keyless records from a compacted log
-        latest = offset_map.get(record.key, -1)
+        latest = entries.get(record.key, -1)
         if record.offset < latest:
             continue
         if record.value is None:
@@ -661,9 +730,10 @@ def describe(result: CleanResult) -> str:
     mb = stats.bytes_read / 1e6
     rate = mb / stats.elapsed_s if stats.elapsed_s > 0 else 0.0
     return (
-        f"Cleaned {result.plan.name} up to offset {result.plan.end_offset}:"
+        f"Cleaned {result.plan.name} up to offset {result.end_offset}:"
         f" {len(result.groups)} segment(s) from {sum(len(g) for _, g in result.groups)},"
         f" {mb:.1f} MB read, {stats.bytes_written / 1e6:.1f} MB written,"
         f" {stats.records_read} records read, {stats.records_kept} kept,"
-        f" {stats.elapsed_s:.2f} s ({rate:.1f} MB/s), dirty ratio {result.plan.dirty_ratio:.2f}"
+        f" {stats.elapsed_s:.2f} s ({rate:.1f} MB/s), dirty ratio {result.plan.dirty_ratio:.2f},"
+        f" offset map {100 * stats.buffer_utilization:.1f}% full"
     )

@@ -674,13 +674,18 @@ class LogManager:
         logger.info("Log manager shut down cleanly" if not failed else "Log manager shut down")
 
     def _write_clean_shutdown_marker(self, log_dir: Path) -> None:
-        # Kafka writes a small JSON document (version and broker epoch) and only
-        # checks that the file exists.
-        path = log_dir / CLEAN_SHUTDOWN_FILE
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(fd, b'{"version":"0","broker_epoch":"-1"}')
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        files.fsync_dir(log_dir)
+        write_clean_shutdown_marker(log_dir)
+
+
+def write_clean_shutdown_marker(log_dir: Path) -> None:
+    """Mark `log_dir` cleanly shut down: its next start trusts the recovery points.
+    Kafka writes a small JSON document (version and broker epoch) and only checks that
+    the file exists."""
+    path = log_dir / CLEAN_SHUTDOWN_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, b'{"version":"0","broker_epoch":"-1"}')
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    files.fsync_dir(log_dir)

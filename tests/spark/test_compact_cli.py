@@ -1,0 +1,126 @@
+"""`brook compact` as a user runs it: a subprocess, with its own Spark (local[2]), and the
+same job through spark-submit; the refusals, which come before any Spark starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import brook.broker.tools.compact as compact_tool
+from brook.broker.testing import BrokerThread
+
+from .compact_source import (
+    ORDERS,
+    PARTITIONS,
+    Source,
+    active_segment_base,
+    expected_after_compaction,
+    orders_records,
+    write_source,
+)
+from .test_compact import fingerprint
+
+CLI = [sys.executable, "-m", "brook.broker.cli", "compact"]
+# A Spark of its own starts a JVM: tens of seconds on a busy machine.
+SPARK_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
+    return write_source(tmp_path_factory.mktemp("compact-cli") / "data")
+
+
+def run(args: list[str | Path], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return subprocess.run(
+        [str(arg) for arg in args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def assert_compacted(source: Source, out: Path) -> None:
+    for p in range(PARTITIONS):
+        active = active_segment_base(out, ORDERS, p)
+        assert orders_records(out, p) == expected_after_compaction(source, p, active)
+
+
+def test_a_dir_a_live_broker_holds_is_refused(tmp_path):
+    data = tmp_path / "data"
+    broker = BrokerThread(data).start()
+    try:
+        before = fingerprint(data)
+        ran = run([*CLI, data, "--out", tmp_path / "out"])
+        assert ran.returncode == 1, ran.stderr
+        assert f"brook compact: error: {data} is in use by a running broker" in ran.stderr
+        assert "Traceback" not in ran.stderr
+        assert not (tmp_path / "out").exists()
+        assert fingerprint(data) == before
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "message"),
+    [
+        (["--topics", "orders,nope"], 1, "No partition of nope in"),
+        (["--topics", "events"], 1, "cleanup.policy of events does not include compact"),
+        (["--override", "no.such.key=1"], 2, "invalid configuration: Unknown configuration"),
+        (
+            ["--override", "log.cleaner.dedupe.buffer.size=lots"],
+            2,
+            "Invalid value 'lots' for configuration log.cleaner.dedupe.buffer.size",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_before_spark_starts(source, tmp_path, extra, code, message):
+    out = tmp_path / "out"
+    ran = run([*CLI, source.data, "--out", out, *extra])
+    assert ran.returncode == code, ran.stderr
+    assert message in ran.stderr
+    assert "Traceback" not in ran.stderr and "Spark" not in ran.stderr
+    assert not out.exists()
+
+
+def test_output_dirs_that_are_not_empty_or_inside_the_input_are_refused(source, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep-me").write_text("mine")
+    ran = run([*CLI, source.data, "--out", out])
+    assert ran.returncode == 1
+    assert f"The output directory {out} is not empty" in ran.stderr
+    assert [p.name for p in out.iterdir()] == ["keep-me"]
+    inside = source.data / "compacted"
+    ran = run([*CLI, source.data, "--out", inside])
+    assert ran.returncode == 1
+    assert f"The output directory {inside} must lie outside {source.data}" in ran.stderr
+    assert not inside.exists()
+    missing = tmp_path / "missing"
+    ran = run([*CLI, missing, "--out", out])
+    assert ran.returncode == 1 and f"{missing} is not a directory" in ran.stderr
+
+
+def test_brook_compact_with_its_own_spark(source, tmp_path):
+    out = tmp_path / "out"
+    ran = run([*CLI, source.data, "--out", out, "--master", "local[2]"], SPARK_TIMEOUT_S)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert f"Compacting {source.data} into {out}" in ran.stderr
+    assert "Spark tasks done" in ran.stderr  # progress while Spark works
+    assert f"  {ORDERS}-0: " in ran.stderr and "Done in" in ran.stderr
+    assert_compacted(source, out)
+
+
+def test_spark_submit_runs_the_same_job(source, tmp_path):
+    out = tmp_path / "out"
+    submit = Path(sys.executable).parent / "spark-submit"
+    script = compact_tool.__file__
+    ran = run(
+        [submit, "--master", "local[2]", script, source.data, "--out", out, "--topics", ORDERS],
+        SPARK_TIMEOUT_S,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    # spark-submit passes its Python driver's stderr on to its own stdout.
+    assert "compacted topics: orders;" in ran.stdout + ran.stderr
+    assert_compacted(source, out)
