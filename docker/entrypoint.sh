@@ -22,8 +22,8 @@ check_writable() {
     owner=$(stat -c '%u:%g' "$blocked")
     say "cannot start: the data directory $dir is not writable by uid $uid:"
     say "  $blocked is owned by uid:gid $owner (mode $(stat -c '%a' "$blocked"))."
-    say "A bind-mounted host directory must belong to the image's user. Either:"
-    say "  - use a named volume instead, which starts out owned by that user:"
+    say "A bind-mounted host directory must be writable by uid $uid. Either:"
+    say "  - use a named volume instead, which starts out owned by the image's user (10001):"
     say "      docker run -v brook-data:$dir ..."
     say "  - or give the host directory to uid $uid, on the host:"
     say "      sudo chown -R $uid:$gid /path/on/host"

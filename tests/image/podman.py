@@ -340,6 +340,7 @@ def run_container(
     ports: Sequence[str] = (),
     volumes: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    user: str | None = None,
     command: Sequence[str] = (),
 ) -> Container:
     """`docker run -d` with the tests' limits and owner label. The image's health check is
@@ -352,6 +353,8 @@ def run_container(
         args += ["--volume", volume]
     for key, value in (env or {}).items():
         args += ["--env", f"{key}={value}"]
+    if user is not None:
+        args += ["--user", user]
     podman(*args, image, *command)
     return Container(podman, name)
 

@@ -183,15 +183,17 @@ def test_data_survives_restarts_on_a_named_volume_and_stop_is_clean(
     assert [(m.key(), m.value()) for m in received] == messages
 
 
-def chown(podman: Podman, owner: str, *paths: Path) -> None:
+def chown(podman: Podman, owner: str, path: Path, recursive: bool = True) -> None:
     """chown as the container sees the ids: as root plainly; rootless, in podman's user
     namespace, where the container's uids are mapped."""
-    if os.geteuid() == 0:
-        uid, gid = map(int, owner.split(":"))
-        for path in paths:
-            os.chown(path, uid, gid)
-    else:
-        podman("unshare", "chown", owner, *map(str, paths))
+    if os.geteuid() != 0:
+        podman("unshare", "chown", *(["-R"] if recursive else []), owner, str(path))
+        return
+    uid, gid = map(int, owner.split(":"))
+    os.chown(path, uid, gid)
+    for parent, dirs, files in os.walk(path) if recursive else ():
+        for name in dirs + files:
+            os.chown(os.path.join(parent, name), uid, gid)
 
 
 def test_bind_mount_owned_by_another_uid_is_refused_with_what_to_do(
@@ -200,34 +202,65 @@ def test_bind_mount_owned_by_another_uid_is_refused_with_what_to_do(
     data = tmp_path / "data"
     data.mkdir()
     chown(podman, "4321:4321", data)
-    refused = run_container(podman, image, name=unique_name("bind"), volumes=[f"{data}:{DATA_DIR}"])
+    mount = f"{data}:{DATA_DIR}"
+    refused = run_container(podman, image, name=unique_name("bind"), volumes=[mount])
     containers.append(refused)
     assert refused.wait_for_exit() == 1
     logs = refused.logs()
     assert f"the data directory {DATA_DIR} is not writable by uid {IMAGE_UID}" in logs
     assert f"{DATA_DIR} is owned by uid:gid 4321:4321" in logs
+    # README's three ways out, each followed below or in the named-volume test.
     assert "named volume instead" in logs and f"-v brook-data:{DATA_DIR}" in logs
     assert f"chown -R {IMAGE_UID}:{IMAGE_UID}" in logs
-    assert "--user 4321:4321" in logs
+    assert "docker run --user 4321:4321" in logs
     assert "Traceback" not in logs and "brook.broker" not in logs  # the broker never started
     assert list(data.iterdir()) == []
 
-    # The directory is the image user's, but a file in it (left by a container run as root)
-    # is not: named too.
-    (data / "meta.properties").write_text("version=0\n")
-    chown(podman, f"{IMAGE_UID}:{IMAGE_UID}", data)
-    refused_again = run_container(
-        podman, image, name=unique_name("bind"), volumes=[f"{data}:{DATA_DIR}"]
+    # Run as the directory's owner: the broker starts and writes its files there.
+    as_owner = run_container(
+        podman, image, name=unique_name("bind"), volumes=[mount], user="4321:4321"
     )
+    containers.append(as_owner)
+    as_owner.wait_for_log(LISTENING)
+    assert as_owner.stop() == 0
+    assert (data / "meta.properties").exists()
+
+    # The directory handed to the image's user, but the files in it left as they were (by a
+    # container run as another user): the first such file is named.
+    chown(podman, f"{IMAGE_UID}:{IMAGE_UID}", data, recursive=False)
+    refused_again = run_container(podman, image, name=unique_name("bind"), volumes=[mount])
     containers.append(refused_again)
     assert refused_again.wait_for_exit() == 1
-    assert f"{DATA_DIR}/meta.properties is owned by uid:gid 0:0" in refused_again.logs()
+    logs = refused_again.logs()
+    assert f"the data directory {DATA_DIR} is not writable by uid {IMAGE_UID}" in logs
+    assert "is owned by uid:gid 4321:4321" in logs
+    assert f"  {DATA_DIR}/" in logs  # a file inside is named, not the directory
 
-    # README's advice followed (chown to the image's uid): the broker starts and writes there.
-    (data / "meta.properties").unlink()
+    # README's chown -R to the image's uid: the broker starts on the data the other user left.
+    chown(podman, f"{IMAGE_UID}:{IMAGE_UID}", data)
     host_port = free_port()
-    start_broker(podman, image, containers, str(data), host_port)
-    assert (data / "meta.properties").exists()
+    container = start_broker(podman, image, containers, str(data), host_port)
+    assert "Generated cluster id" not in container.logs()  # it kept the directory's identity
+
+
+def test_every_data_directory_is_checked(
+    podman: Podman, image: str, containers: list[Container], tmp_path: Path
+) -> None:
+    """BROOK_LOG_DIRS lists several directories, as log.dirs does: an unwritable second one
+    is refused too, by name."""
+    more = tmp_path / "more"
+    more.mkdir()
+    chown(podman, "4321:4321", more)
+    refused = run_container(
+        podman,
+        image,
+        name=unique_name("dirs"),
+        volumes=[f"{more}:/srv/more"],
+        env={"BROOK_LOG_DIRS": f"{DATA_DIR},/srv/more"},
+    )
+    containers.append(refused)
+    assert refused.wait_for_exit() == 1
+    assert f"the data directory /srv/more is not writable by uid {IMAGE_UID}" in refused.logs()
 
 
 def test_runtime_image_has_no_pip_or_setuptools(podman: Podman, image: str) -> None:
