@@ -1,22 +1,21 @@
-# Brook, a Kafka-compatible broker: `docker build -t brook . && docker run -p 9092:9092 brook`
+# Brook, a Kafka-compatible broker:
+#   docker build -t brook . && docker run -p 9092:9092 brook
+# (with podman: `podman build --format docker`, or the HEALTHCHECK is dropped). README.md's
+# "Docker" section shows a host port other than 9092, volumes and the image's uid.
 #
-# Two stages: the build stage needs pip's build isolation (setuptools) and the source tree; the
-# runtime stage gets only the finished virtual environment, so neither ends up in the image.
+# The base is Debian's own Python 3.11 on debian:bookworm-slim rather than the python image:
+# Debian's python3.11 packages come without pip and setuptools, so the shipped image holds
+# neither, and the test suite can make this base itself (mmdebstrap, tests/docker/).
 
-FROM python:3.11-slim-bookworm AS build
+# The runtime every stage shares: Python 3.11 and the broker's user. Pinned to Debian 12's
+# Python (3.11.2); the wildcard follows Debian's security updates of it.
+FROM debian:bookworm-slim AS python
 
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PYTHONDONTWRITEBYTECODE=1
-
-RUN python -m venv /opt/brook
-
-WORKDIR /src
-COPY . .
-RUN /opt/brook/bin/pip install --no-cache-dir .
-
-
-# Same base image as the build stage: the venv's interpreter symlinks point at its Python.
-FROM python:3.11-slim-bookworm
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        "python3.11-minimal=3.11.2-6+deb12u*" \
+        "libpython3.11-stdlib=3.11.2-6+deb12u*" \
+    && rm -rf /var/lib/apt/lists/*
 
 # A fixed numeric uid/gid lets orchestrators (runAsNonRoot) verify the user and lets a host
 # directory mounted on the volume be chowned to match (10001:10001).
@@ -26,11 +25,37 @@ RUN groupadd --system --gid 10001 brook \
     && mkdir -p /var/lib/brook \
     && chown brook:brook /var/lib/brook
 
+
+# The build stage alone has venv's pip and setuptools (python3.11-venv) and the source tree.
+FROM python AS build
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends "python3.11-venv=3.11.2-6+deb12u*" \
+    && rm -rf /var/lib/apt/lists/*
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+
+RUN python3.11 -m venv /opt/brook
+
+WORKDIR /src
+COPY . .
+# pip builds Brook with setuptools in an isolated environment of its own; once the venv is
+# complete, pip and the setuptools that venv seeded go, so the runtime image gets neither.
+RUN /opt/brook/bin/pip install --no-cache-dir . \
+    && /opt/brook/bin/pip uninstall --yes pip setuptools
+
+
+FROM python
+
+# The venv's interpreter is a symlink to /usr/bin/python3.11, which this stage has too.
 COPY --from=build /opt/brook /opt/brook
+COPY docker/entrypoint.sh /usr/local/bin/brook-entrypoint
 
 # The broker reads BROOK_<KEY> for the Kafka config key <key> (dots become underscores).
 # Listen on every interface inside the container; advertise what `-p 9092:9092` reaches from
-# the host. Override BROOK_ADVERTISED_LISTENERS when clients connect by another name.
+# the host. With another host port (-p 39092:9092), advertise that one:
+# BROOK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:39092.
 ENV PATH=/opt/brook/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -50,4 +75,7 @@ USER 10001:10001
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import os, socket; listener = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(',')[0].split('://', 1)[-1]; host, _, port = listener.rpartition(':'); host = host.strip('[]'); host = '127.0.0.1' if host in ('', '0.0.0.0', '::') else host; socket.create_connection((host, int(port)), timeout=2).close()"]
 
+# The entrypoint checks that the data directories are writable (a bind-mounted host directory
+# often is not) and says what to do, then runs the command as PID 1.
+ENTRYPOINT ["brook-entrypoint"]
 CMD ["brook", "serve"]

@@ -6,12 +6,18 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, mkfs.ext4
-# (e2fsprogs) for the full-disk tests, which mount a small ext4 image, and a JVM for
-# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17).
+# (e2fsprogs) for the full-disk tests, which mount a small ext4 image, a JVM for
+# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17), and for the
+# image tests (tests/image/) podman with runc, mmdebstrap to make the Debian base image
+# and shellcheck for the image's entrypoint script.
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
 command -v java >/dev/null 2>&1 || missing="$missing openjdk-17-jre-headless"
+command -v podman >/dev/null 2>&1 || missing="$missing podman"
+command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing="$missing runc"
+command -v mmdebstrap >/dev/null 2>&1 || missing="$missing mmdebstrap"
+command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -34,5 +40,6 @@ ln -sfn ../../../storage build/mypy-path/brook/storage
 # Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
 # the suite in this process. The Spark tests share one JVM: they are one xdist group
-# (tests/spark/conftest.py), which --dist loadgroup keeps on one worker.
+# (tests/spark/conftest.py), which --dist loadgroup keeps on one worker; so are the image
+# tests, which share one built image (tests/image/conftest.py).
 exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" --dist loadgroup "$@"
