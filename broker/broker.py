@@ -14,7 +14,6 @@ from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
 from brook.storage.producer_state import ProducerStateManagerConfig
 
-from .apis import load_all
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .controller import Controller
@@ -87,7 +86,6 @@ class Broker:
         self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
         self.fetch_purgatory = FetchPurgatory()
-        load_all()
 
     @property
     def config(self) -> BrokerConfig:

@@ -36,7 +36,7 @@ from brook.protocol.wire import (
     read_client_id,
 )
 
-from .apis import HANDLERS, NO_RESPONSE
+from .apis import NO_RESPONSE, handler_for
 from .apis.api_versions import unsupported_version_response
 from .faults.error_responses import error_response
 from .faults.model import FaultKind
@@ -195,7 +195,7 @@ class KafkaConnection(asyncio.Protocol):
             )
         try:
             if ctx.faults is None:
-                result = HANDLERS[request.api_key](ctx, request.body)
+                result = handler_for(request.api_key)(ctx, request.body)
             else:
                 result = _with_faults(ctx, request.body)
         except Exception as exc:
@@ -337,7 +337,7 @@ def _with_faults(ctx: RequestContext, body: Any) -> Any:
     def run() -> Any:
         if faults.error is not None:
             return error_response(ctx.api_key, ctx.api_version, body, faults.error)
-        return HANDLERS[ctx.api_key](ctx, body)
+        return handler_for(ctx.api_key)(ctx, body)
 
     if not faults.delay_ms:
         return run()

@@ -9,6 +9,7 @@ NO_RESPONSE (Produce with acks=0).
 from __future__ import annotations
 
 import datetime
+import importlib
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,17 @@ def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
         return handler
 
     return register
+
+
+def handler_for(api_key: int) -> Handler:
+    """The handler of an API, its module imported on the API's first request: a broker
+    starts without importing what no client asks of it (each module is named after its
+    API key: PRODUCE -> produce.py)."""
+    handler = HANDLERS.get(api_key)
+    if handler is None:
+        importlib.import_module(f"{__name__}.{ApiKey(api_key).name.lower()}")
+        handler = HANDLERS[api_key]
+    return handler
 
 
 def load_all() -> dict[int, Handler]:
