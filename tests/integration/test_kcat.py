@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from brook.protocol.compression import Codec
+
 from .clients import CODECS, create_topic, kafka_python_producer, stored_batches
 
 KCAT = shutil.which("kcat")
@@ -63,7 +65,10 @@ def test_produce_keys_headers_and_codec(brook_broker, topic_name, codec):
     stored = {b.codec for b in stored_batches(brook_broker.data_dir, topic_name)}
     # librdkafka turns lz4 on only when the broker advertises FindCoordinator (its proxy
     # for "Kafka >= 0.8.2"): lz4 stored as lz4 shows that Brook advertises it.
-    assert stored == {CODECS[codec]}
+    # librdkafka sends a batch uncompressed when compressing would not shrink it (a small
+    # batch, as batching under load may make): every compressed batch is in kcat's codec.
+    assert CODECS[codec] in stored
+    assert stored - {Codec.NONE} <= {CODECS[codec]}
 
 
 def test_null_keys_and_values(brook_broker, topic_name):
