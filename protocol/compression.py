@@ -9,17 +9,30 @@ because every client can read it.
 from __future__ import annotations
 
 import enum
+import functools
 import gzip
 import mmap
 import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import cramjam
 from kio.schema.errors import ErrorCode
 
 from .errors import CorruptRecordError, KafkaError, RecordTooLargeError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+@functools.cache
+def _cramjam() -> ModuleType:
+    """cramjam (snappy, lz4, zstd, gzip), imported on the first compressed batch: a broker
+    whose clients never compress does not load it (about 2 MiB and 20 ms of its start)."""
+    import cramjam
+
+    return cramjam
 
 
 class UnsupportedCompressionTypeError(KafkaError):
@@ -50,7 +63,7 @@ _XERIAL_HEADER = struct.Struct(">8sii")
 def _snappy_decompress(data: bytes | memoryview) -> bytes:
     data = bytes(data)
     if not data.startswith(XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return bytes(_cramjam().snappy.decompress_raw(data))
     position = _XERIAL_HEADER.size
     blocks = []
     while position < len(data):
@@ -58,7 +71,7 @@ def _snappy_decompress(data: bytes | memoryview) -> bytes:
         position += 4
         if length < 0 or position + length > len(data):
             raise CorruptRecordError("truncated xerial snappy block")
-        blocks.append(bytes(cramjam.snappy.decompress_raw(data[position : position + length])))
+        blocks.append(bytes(_cramjam().snappy.decompress_raw(data[position : position + length])))
         position += length
     return b"".join(blocks)
 
@@ -67,7 +80,7 @@ def _snappy_compress(data: bytes) -> bytes:
     # One xerial block per 32 KiB of input, the block size the Java client uses.
     parts = [_XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
     for start in range(0, len(data), 32 * 1024):
-        block = bytes(cramjam.snappy.compress_raw(data[start : start + 32 * 1024]))
+        block = bytes(_cramjam().snappy.compress_raw(data[start : start + 32 * 1024]))
         parts.append(struct.pack(">i", len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -81,9 +94,9 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
         if codec == Codec.SNAPPY:
             return _snappy_decompress(data)
         if codec == Codec.LZ4:
-            return bytes(cramjam.lz4.decompress(bytes(data)))
+            return bytes(_cramjam().lz4.decompress(bytes(data)))
         if codec == Codec.ZSTD:
-            return bytes(cramjam.zstd.decompress(bytes(data)))
+            return bytes(_cramjam().zstd.decompress(bytes(data)))
     except CorruptRecordError:
         raise
     except Exception as exc:  # every codec library raises its own error types
@@ -101,9 +114,9 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == Codec.SNAPPY:
         return _snappy_compress(data)
     if codec == Codec.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(_cramjam().lz4.compress(data))
     if codec == Codec.ZSTD:
-        return bytes(cramjam.zstd.compress(data, 3))
+        return bytes(_cramjam().zstd.compress(data, 3))
     raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
 
 
@@ -175,13 +188,13 @@ def _too_large(codec: int, limit: int) -> RecordTooLargeError:
 def _decompress_into(codec: int, data: bytes | memoryview, out: memoryview, limit: int) -> int:
     try:
         if codec == Codec.GZIP:
-            return cramjam.gzip.decompress_into(data, out)
+            return int(_cramjam().gzip.decompress_into(data, out))
         if codec == Codec.SNAPPY:
             return _snappy_decompress_into(data, out, limit)
         if codec == Codec.LZ4:
-            return cramjam.lz4.decompress_into(data, out)
+            return int(_cramjam().lz4.decompress_into(data, out))
         if codec == Codec.ZSTD:
-            return cramjam.zstd.decompress_into(data, out)
+            return int(_cramjam().zstd.decompress_into(data, out))
     except (CorruptRecordError, RecordTooLargeError):
         raise
     except Exception as exc:  # every codec library raises its own error types
@@ -209,8 +222,8 @@ def _snappy_decompress_into(data: bytes | memoryview, out: memoryview, limit: in
             position += length
     written = 0
     for block in blocks:
-        size = cramjam.snappy.decompress_raw_len(block)
+        size = _cramjam().snappy.decompress_raw_len(block)
         if written + size > limit:
             raise _too_large(Codec.SNAPPY, limit)
-        written += cramjam.snappy.decompress_raw_into(block, out[written : written + size])
+        written += _cramjam().snappy.decompress_raw_into(block, out[written : written + size])
     return written
