@@ -14,6 +14,7 @@ from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
 from brook.storage.producer_state import ProducerStateManagerConfig
 
+from .api_version_manager import ApiVersionManager
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .controller import Controller
@@ -183,7 +184,14 @@ class Broker:
             cluster_id=self.cluster_id,
             listeners=self.listeners,
             faults=self.faults,
+            api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
         )
+        if self.services.api_versions.release is not None:
+            log.info(
+                "Emulating Apache Kafka %s: ApiVersions advertises its version ranges (where"
+                " Brook serves them), and other versions are refused as that release refuses them",
+                self.services.api_versions.release,
+            )
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
         if config["admin.listener"]:

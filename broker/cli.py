@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from brook.protocol.releases import KNOWN_RELEASES
 from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
@@ -50,6 +51,12 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="set one config key (repeatable)",
+    )
+    serve.add_argument(
+        "--emulate",
+        metavar="RELEASE",
+        help="advertise the API versions of this Apache Kafka release, to test a client's"
+        f" fallbacks (brook.emulate.release; one of {', '.join(KNOWN_RELEASES)})",
     )
     serve.add_argument(
         "--log-level",
@@ -96,7 +103,15 @@ def serve(args: argparse.Namespace) -> int:
     )
     try:
         properties = read_properties(args.config) if args.config else {}
-        config = BrokerConfig.build(properties, os.environ, args.override)
+        overrides = list(args.override)
+        if args.emulate is not None:
+            # --emulate R is --override brook.emulate.release=R, named as given when refused.
+            try:
+                BROKER_CONFIGS["brook.emulate.release"].parse(args.emulate)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc} (from --emulate)") from None
+            overrides.append(f"brook.emulate.release={args.emulate}")
+        config = BrokerConfig.build(properties, os.environ, overrides)
     except (ConfigError, OSError) as exc:
         log.error("Invalid configuration: %s", exc)
         return 2

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brook.protocol.releases import KNOWN_RELEASES
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 ENV_PREFIX = "BROOK_"
@@ -192,6 +194,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "string",
             None,
             "Brook's admin endpoint, http://HOST:PORT (fault injection); off when unset.",
+        ),
+        _key(
+            "brook.emulate.release",
+            "string",
+            None,
+            "Brook's own: advertise and serve the API versions of this Apache Kafka release"
+            " (within Brook's), to test a client's fallbacks; off when unset.",
+            choices=KNOWN_RELEASES,
         ),
         _key(
             "log.dir",

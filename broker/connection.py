@@ -70,6 +70,8 @@ class KafkaConnection(asyncio.Protocol):
         # The broker's open connections, which it answers and closes at shutdown.
         self.connections = connections
         self.max_request_size: int = services.config["socket.request.max.bytes"]
+        # The versions served: Brook's, or those of the Kafka release it emulates.
+        self.api_versions = services.api_versions
         # Bytes received and not yet handled: at most one read past a whole request,
         # since reading stops while a whole request waits its turn.
         self.buffer = bytearray()
@@ -165,7 +167,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
-            request = decode_request(frame)
+            request = decode_request(frame, self.api_versions.table)
         except UnsupportedVersionError as exc:
             self._answer_unsupported(frame, exc)
             return
@@ -286,13 +288,16 @@ class KafkaConnection(asyncio.Protocol):
         if api_key == ApiKey.API_VERSIONS and self.transport is not None:
             # Kafka answers an ApiVersions it cannot parse with a v0 body listing what
             # it serves, so the client can pick a version both sides know.
-            self.transport.write(encode_response(correlation_id, unsupported_version_response()))
+            response = unsupported_version_response(self.api_versions.table)
+            self.transport.write(encode_response(correlation_id, response))
             return
+        release = self.api_versions.release
         log.warning(
-            "Closing connection from %s (client %r): %s",
+            "Closing connection from %s (client %r): %s%s",
             self.peer,
             read_client_id(frame),
             exc.message,
+            f" (emulating Apache Kafka {release})" if release else "",
         )
         self.close()
 

@@ -26,6 +26,22 @@ FEATURES = (Feature("transaction.version", 0, 2, finalized_level=2),)
 # The epoch of the finalized levels (Kafka: the metadata offset that set them). They
 # never change on a Brook broker, so one epoch stands for them.
 FINALIZED_FEATURES_EPOCH = 0
+# Kafka's epoch when no feature is finalized (ApiVersionsResponse's
+# UNKNOWN_FINALIZED_FEATURES_EPOCH), as a ZooKeeper-mode broker before 4.0 answers.
+UNKNOWN_FINALIZED_FEATURES_EPOCH = -1
+
+# The first release whose brokers advertise transaction.version to clients.
+FEATURES_SINCE_MAJOR = 4
+
+
+def features_of(release: str | None) -> tuple[Feature, ...]:
+    """The features a broker advertises: Kafka 4's, or none for an emulated release
+    before 4.0, so that a Java producer of 4.0+ keeps transaction version 0 as it does
+    against such a broker."""
+    if release is None or int(release.split(".")[0]) >= FEATURES_SINCE_MAJOR:
+        return FEATURES
+    return ()
+
 
 # ApiVersions v3 leaves out the supported features whose minimum is 0 (Kafka's
 # compatibility rule for clients that took version 0 to mean "disabled").

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from brook.storage.clock import Clock
 from brook.storage.log_manager import LogManager
 
+from .api_version_manager import ApiVersionManager
 from .config import BrokerConfig
 from .controller import Controller
 from .dynamic_config import DynamicBrokerConfig
@@ -44,6 +45,8 @@ class BrokerServices:
     listeners: ListenerManager
     # Faults armed by tests (the admin endpoint, `brook faults`, the pytest plugin).
     faults: FaultRegistry
+    # The API versions advertised and served (an emulated Kafka release's, if asked for).
+    api_versions: ApiVersionManager
 
     @property
     def config(self) -> BrokerConfig:

@@ -9,6 +9,7 @@ header v0 and v1, are chosen by the schema of the API version, as Kafka does
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -17,7 +18,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import ResponsePayload
 
-from .api_table import SERVED, ApiKey, request_type, response_type
+from .api_table import SERVED, ApiKey, VersionRange, request_type, response_type
 from .errors import InvalidRequestError, UnsupportedVersionError
 from .length_bounds import check_lengths
 
@@ -53,17 +54,18 @@ def writer_of(entity_type: type) -> Any:
     return entity_writer(entity_type)
 
 
-def decode_request(frame: bytes) -> RequestFrame:
+def decode_request(frame: bytes, table: Mapping[ApiKey, VersionRange] = SERVED) -> RequestFrame:
     """Parse the header and body of a request for a served API version.
 
-    Raises UnsupportedVersionError for an API or version Brook does not serve (the
-    caller answers ApiVersions with the supported list and closes for others), and
-    InvalidRequestError for bytes that do not parse.
+    Raises UnsupportedVersionError for an API or version `table` does not serve (Brook's
+    own, or its cut to an emulated Kafka release; the caller answers ApiVersions with the
+    supported list and closes for others), and InvalidRequestError for bytes that do not
+    parse.
     """
     api_key, api_version, correlation_id = peek_header(frame)
     # The int finds its ApiKey entry (an IntEnum hashes and compares as its value) and an
     # unknown key gets None, where ApiKey(api_key) would raise: the ignore says only that.
-    served = SERVED.get(api_key)  # type: ignore[call-overload]
+    served = table.get(api_key)  # type: ignore[call-overload]
     if served is None or not served.serves(api_version):
         raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not served")
     try:
