@@ -139,6 +139,8 @@ class FaultRegistry:
 
     def refuse_connection(self, peer: str) -> bool:
         """Whether a new connection is closed at once (the broker is "down")."""
+        if not self._faults:
+            return False
         for fault in self._active(FaultKind.REFUSE_CONNECTIONS):
             self.fired(fault, f"a connection from {peer}")
             return True
@@ -173,6 +175,8 @@ class FaultRegistry:
     def append_gate(self, topic: str, partition: int) -> asyncio.Future[None] | None:
         """A future to wait on before appending to the partition while its appends are
         paused (a stalled disk), or None."""
+        if not self._faults:
+            return None  # the produce path's case: nothing armed, nothing to look at
         for fault in self._active(FaultKind.PAUSE_APPENDS):
             if fault.matches_partition(topic, partition):
                 self.fired(fault, f"an append to {topic}-{partition}")
