@@ -75,11 +75,13 @@ EXPOSE 9092 29092
 
 USER 10001:10001
 
-# Healthy once every listener accepts TCP connections: containers that wait on it (compose's
-# `condition: service_healthy`) connect through DOCKER, the host through PLAINTEXT. Plain
-# Python, so the image needs no extra tools; a wildcard bind address is probed on loopback.
+# Healthy once the first listener (PLAINTEXT) accepts TCP connections: the broker binds every
+# listener before it serves any, so the first stands for all. Probing DOCKER too would make the
+# broker warn at each start that a client reached it at 127.0.0.1 rather than at the hostname
+# it advertises. Plain Python, so the image needs no extra tools; a wildcard bind address is
+# probed on loopback.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import os, socket; listeners = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(','); addresses = [item.split('://', 1)[-1].rpartition(':') for item in listeners]; [socket.create_connection(('127.0.0.1' if host.strip('[]') in ('', '0.0.0.0', '::') else host.strip('[]'), int(port)), timeout=1).close() for host, _, port in addresses]"]
+    CMD ["python", "-c", "import os, socket; listener = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(',')[0].split('://', 1)[-1]; host, _, port = listener.rpartition(':'); host = host.strip('[]'); host = '127.0.0.1' if host in ('', '0.0.0.0', '::') else host; socket.create_connection((host, int(port)), timeout=2).close()"]
 
 # The entrypoint defaults advertised.listeners (above), checks that the data directories are
 # writable (a bind-mounted host directory often is not) and says what to do, then runs the

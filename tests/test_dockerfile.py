@@ -165,31 +165,26 @@ def run_healthcheck(stage: list[Instruction], listeners: str) -> subprocess.Comp
     )
 
 
-def test_healthcheck_succeeds_only_while_every_listener_accepts(stage: list[Instruction]) -> None:
-    """Local sockets in the image's listener form (wildcard hosts, probed on loopback): both
-    up, then either one down. Containers that wait on the check connect through DOCKER, the
-    host through PLAINTEXT."""
-    with socket.socket() as plaintext, socket.socket() as docker:
-        for server in (plaintext, docker):
-            server.bind(("127.0.0.1", 0))
-            server.listen()
-        ports = [server.getsockname()[1] for server in (plaintext, docker)]
-        listeners = f"PLAINTEXT://0.0.0.0:{ports[0]},DOCKER://0.0.0.0:{ports[1]}"
+def test_healthcheck_succeeds_only_while_the_first_listener_accepts(
+    stage: list[Instruction],
+) -> None:
+    """Local sockets in the image's listener form (wildcard hosts, probed on loopback): the
+    first listener, PLAINTEXT, up, then down. The second is not probed: the broker binds all
+    before it serves, and a probe of DOCKER at 127.0.0.1 would make it warn that the address
+    is not the hostname it advertises."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed = unused.getsockname()[1]
+    with socket.socket() as plaintext:
+        plaintext.bind(("127.0.0.1", 0))
+        plaintext.listen()
+        port = plaintext.getsockname()[1]
+        listeners = f"PLAINTEXT://0.0.0.0:{port},DOCKER://0.0.0.0:{closed}"
         up = run_healthcheck(stage, listeners)
         assert up.returncode == 0, up.stderr
-        # A port nothing listens on, in place of each listener in turn.
-        with socket.socket() as unused:
-            unused.bind(("127.0.0.1", 0))
-            closed = unused.getsockname()[1]
-        for down in (
-            f"PLAINTEXT://0.0.0.0:{closed},DOCKER://0.0.0.0:{ports[1]}",
-            f"PLAINTEXT://0.0.0.0:{ports[0]},DOCKER://:{closed}",
-        ):
-            failed = run_healthcheck(stage, down)
-            assert failed.returncode != 0, down
-            assert "ConnectionRefusedError" in failed.stderr
-    gone = run_healthcheck(stage, listeners)
-    assert gone.returncode != 0
+    down = run_healthcheck(stage, listeners)
+    assert down.returncode != 0
+    assert "ConnectionRefusedError" in down.stderr
 
 
 def test_data_lives_in_a_volume(stage: list[Instruction]) -> None:
