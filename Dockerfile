@@ -53,29 +53,38 @@ COPY --from=build /opt/brook /opt/brook
 COPY docker/entrypoint.sh /usr/local/bin/brook-entrypoint
 
 # The broker reads BROOK_<KEY> for the Kafka config key <key> (dots become underscores).
-# Listen on every interface inside the container; advertise what `-p 9092:9092` reaches from
-# the host. With another host port (-p 39092:9092), advertise that one:
-# BROOK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:39092.
+# Two listeners, as Kafka's and Redpanda's images have: PLAINTEXT on 9092 for clients on the
+# host (through `-p 9092:9092`) and DOCKER on 29092 for clients in other containers of the
+# same network, which also carries the traffic between brokers. advertised.listeners is left
+# to the entrypoint: unset, it advertises PLAINTEXT://localhost:9092 and
+# DOCKER://<the container's hostname>:29092, a name Docker's DNS resolves on user-defined
+# networks. With another host port (-p 39092:9092) or another name, set it whole:
+# BROOK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:39092,DOCKER://brook:29092.
 ENV PATH=/opt/brook/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    BROOK_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
-    BROOK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
+    BROOK_LISTENERS=PLAINTEXT://0.0.0.0:9092,DOCKER://0.0.0.0:29092 \
+    BROOK_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,DOCKER:PLAINTEXT \
+    BROOK_INTER_BROKER_LISTENER_NAME=DOCKER \
     BROOK_LOG_DIRS=/var/lib/brook
 
 # Declared after the chown so a fresh named volume inherits the brook user's ownership.
 VOLUME ["/var/lib/brook"]
 WORKDIR /var/lib/brook
-EXPOSE 9092
+EXPOSE 9092 29092
 
 USER 10001:10001
 
-# Healthy once the first listener accepts TCP connections. Plain Python, so the image needs no
-# extra tools; a wildcard bind address is probed on loopback.
+# Healthy once the first listener (PLAINTEXT) accepts TCP connections: the broker binds every
+# listener before it serves any, so the first stands for all. Probing DOCKER too would make the
+# broker warn at each start that a client reached it at 127.0.0.1 rather than at the hostname
+# it advertises. Plain Python, so the image needs no extra tools; a wildcard bind address is
+# probed on loopback.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import os, socket; listener = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(',')[0].split('://', 1)[-1]; host, _, port = listener.rpartition(':'); host = host.strip('[]'); host = '127.0.0.1' if host in ('', '0.0.0.0', '::') else host; socket.create_connection((host, int(port)), timeout=2).close()"]
 
-# The entrypoint checks that the data directories are writable (a bind-mounted host directory
-# often is not) and says what to do, then runs the command as PID 1.
+# The entrypoint defaults advertised.listeners (above), checks that the data directories are
+# writable (a bind-mounted host directory often is not) and says what to do, then runs the
+# command as PID 1.
 ENTRYPOINT ["brook-entrypoint"]
 CMD ["brook", "serve"]

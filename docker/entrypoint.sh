@@ -1,9 +1,13 @@
 #!/bin/sh
-# The image's entrypoint. Before `brook serve` it checks that this user can write every data
-# directory (BROOK_LOG_DIRS): a host directory bind-mounted on the volume is often owned by
-# another uid, and the broker would otherwise stop on a permission error about an internal
-# file. Then it runs the command in its place, so the broker is PID 1 and gets `docker stop`'s
-# SIGTERM itself.
+# The image's entrypoint. When BROOK_ADVERTISED_LISTENERS is unset it advertises the image's
+# two listeners: PLAINTEXT as localhost:9092, what `-p 9092:9092` reaches from the host, and
+# DOCKER as this container's hostname, which Docker's DNS resolves for the other containers of
+# a user-defined network (the container's id, or compose's `hostname:`).
+# Before `brook serve` it checks that this user can write every data directory
+# (BROOK_LOG_DIRS): a host directory bind-mounted on the volume is often owned by another uid,
+# and the broker would otherwise stop on a permission error about an internal file. Then it
+# runs the command in its place, so the broker is PID 1 and gets `docker stop`'s SIGTERM
+# itself.
 set -eu
 
 say() {
@@ -30,6 +34,12 @@ check_writable() {
     say "  - or run the container as the directory's owner: docker run --user $owner ..."
     exit 1
 }
+
+# Only when unset: an empty value is the broker's own default (each listener advertised as is).
+if [ -z "${BROOK_ADVERTISED_LISTENERS+set}" ]; then
+    BROOK_ADVERTISED_LISTENERS="PLAINTEXT://localhost:9092,DOCKER://$(hostname):29092"
+    export BROOK_ADVERTISED_LISTENERS
+fi
 
 if [ "${1:-}" = brook ] && [ "${2:-}" = serve ]; then
     # BROOK_LOG_DIRS is comma-separated, as log.dirs is: split on commas, no globbing.

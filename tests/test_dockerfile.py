@@ -1,5 +1,5 @@
 """The Dockerfile, checked statically: hadolint finds nothing, and the promises the image makes
-to its users (non-root, health check, data volume, port, env-driven listeners) hold.
+to its users (non-root, health check, data volume, ports, env-driven listeners) hold.
 tests/image/ builds the image and runs it.
 """
 
@@ -150,22 +150,41 @@ def healthcheck_command(check: Instruction) -> list[str]:
     return command
 
 
-def test_healthcheck_succeeds_only_while_the_port_accepts(stage: list[Instruction]) -> None:
-    """Run the health check's own Python against a local socket: up, then down."""
+def run_healthcheck(stage: list[Instruction], listeners: str) -> subprocess.CompletedProcess[str]:
+    """The health check's own Python, run here with BROOK_LISTENERS set to `listeners`."""
     command = healthcheck_command(only(stage, "HEALTHCHECK")[-1])
     code = command[command.index("-c") + 1]
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        # Same listener form as the image default, on a free port: the wildcard maps to loopback.
-        env = {"BROOK_LISTENERS": f"PLAINTEXT://0.0.0.0:{port}"}
-        up = subprocess.run([sys.executable, "-c", code], env=env, timeout=10, check=False)
-        assert up.returncode == 0
-    down = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, timeout=10, check=False
+    env = {"BROOK_LISTENERS": listeners}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
     )
+
+
+def test_healthcheck_succeeds_only_while_the_first_listener_accepts(
+    stage: list[Instruction],
+) -> None:
+    """Local sockets in the image's listener form (wildcard hosts, probed on loopback): the
+    first listener, PLAINTEXT, up, then down. The second is not probed: the broker binds all
+    before it serves, and a probe of DOCKER at 127.0.0.1 would make it warn that the address
+    is not the hostname it advertises."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed = unused.getsockname()[1]
+    with socket.socket() as plaintext:
+        plaintext.bind(("127.0.0.1", 0))
+        plaintext.listen()
+        port = plaintext.getsockname()[1]
+        listeners = f"PLAINTEXT://0.0.0.0:{port},DOCKER://0.0.0.0:{closed}"
+        up = run_healthcheck(stage, listeners)
+        assert up.returncode == 0, up.stderr
+    down = run_healthcheck(stage, listeners)
     assert down.returncode != 0
+    assert "ConnectionRefusedError" in down.stderr
 
 
 def test_data_lives_in_a_volume(stage: list[Instruction]) -> None:
@@ -175,15 +194,71 @@ def test_data_lives_in_a_volume(stage: list[Instruction]) -> None:
     assert env_vars(stage).get("BROOK_LOG_DIRS") == DATA_DIR
 
 
-def test_exposes_9092(stage: list[Instruction]) -> None:
+def test_exposes_both_listeners(stage: list[Instruction]) -> None:
     ports = [p.split("/")[0] for ins in only(stage, "EXPOSE") for p in ins.args.split()]
-    assert "9092" in ports
+    assert ports == ["9092", "29092"]
 
 
 def test_listeners_come_from_environment(stage: list[Instruction]) -> None:
+    """Kafka's and Redpanda's pattern: PLAINTEXT for the host, DOCKER for containers on the
+    same network and between brokers. advertised.listeners is the entrypoint's to default
+    (it needs the container's hostname), so the image must not fix it."""
     env = env_vars(stage)
-    assert env.get("BROOK_LISTENERS") == "PLAINTEXT://0.0.0.0:9092"
-    assert env.get("BROOK_ADVERTISED_LISTENERS") == "PLAINTEXT://localhost:9092"
+    assert env.get("BROOK_LISTENERS") == "PLAINTEXT://0.0.0.0:9092,DOCKER://0.0.0.0:29092"
+    assert env.get("BROOK_LISTENER_SECURITY_PROTOCOL_MAP") == "PLAINTEXT:PLAINTEXT,DOCKER:PLAINTEXT"
+    assert env.get("BROOK_INTER_BROKER_LISTENER_NAME") == "DOCKER"
+    assert "BROOK_ADVERTISED_LISTENERS" not in env
+
+
+def entrypoint_env(
+    tmp_path: Path, env: dict[str, str], hostname: str = "brook-1"
+) -> dict[str, str]:
+    """The environment the entrypoint hands its command: the script run for real, with a
+    `hostname` of ours first on PATH and `env` as the command that prints it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "hostname"
+    fake.write_text(f"#!/bin/sh\necho {hostname}\n")
+    fake.chmod(0o755)
+    path = f"{bin_dir}:/usr/bin:/bin"
+    proc = subprocess.run(
+        [str(REPO / "docker" / "entrypoint.sh"), "env", "-0"],
+        env={"PATH": path, **env},
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return dict(item.split("=", 1) for item in proc.stdout.split("\0") if item)
+
+
+def test_entrypoint_advertises_both_listeners_when_unset(
+    tmp_path: Path, stage: list[Instruction]
+) -> None:
+    env = entrypoint_env(tmp_path, {}, hostname="3f2c9a81b7d0")
+    advertised = env["BROOK_ADVERTISED_LISTENERS"]
+    assert advertised == "PLAINTEXT://localhost:9092,DOCKER://3f2c9a81b7d0:29092"
+    # The same names and ports as the image's listeners, which the broker requires.
+    listeners = env_vars(stage)["BROOK_LISTENERS"]
+    assert names_and_ports(advertised) == names_and_ports(listeners)
+
+
+def names_and_ports(listeners: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in listeners.split(","):
+        name, _, address = item.partition("://")
+        pairs.append((name, address.rpartition(":")[2]))
+    return pairs
+
+
+def test_entrypoint_keeps_advertised_listeners_that_are_set(tmp_path: Path) -> None:
+    given = "PLAINTEXT://localhost:39092,DOCKER://brook:29092"
+    env = entrypoint_env(tmp_path, {"BROOK_ADVERTISED_LISTENERS": given})
+    assert env["BROOK_ADVERTISED_LISTENERS"] == given
+    # Set but empty is the broker's own default (listeners advertised as they are).
+    env = entrypoint_env(tmp_path, {"BROOK_ADVERTISED_LISTENERS": ""})
+    assert env["BROOK_ADVERTISED_LISTENERS"] == ""
 
 
 def test_cmd_is_brook_serve_behind_the_entrypoint(stage: list[Instruction]) -> None:

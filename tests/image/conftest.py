@@ -19,6 +19,7 @@ from .podman import (
     Podman,
     base_images,
     build_image,
+    create_network,
     create_volume,
     ensure_base_image,
     remove_leftovers,
@@ -89,3 +90,13 @@ def volume(podman: Podman) -> Iterator[str]:
         yield name
     finally:
         podman("volume", "rm", "--force", name, check=False)
+
+
+@pytest.fixture
+def network(podman: Podman) -> Iterator[str]:
+    """A fresh user-defined network, removed at teardown with any container still on it."""
+    name = create_network(podman, unique_name("net"))
+    try:
+        yield name
+    finally:
+        podman("network", "rm", "--force", name, check=False)

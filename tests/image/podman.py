@@ -9,8 +9,8 @@ No Docker engine runs here and the public registry is out of reach, so:
   (minbase, documentation excluded, apt's caches off), and kept: later runs reuse it and the
   build's cached layers, so only the layers after a source change are built again.
 
-Every container and volume carries the label `brook-tests.owner=<pid>` of the pytest process
-that made it; a later run removes those whose process is gone.
+Every container, network and volume carries the label `brook-tests.owner=<pid>` of the pytest
+process that made it; a later run removes those whose process is gone.
 """
 
 from __future__ import annotations
@@ -257,7 +257,8 @@ def build_image(podman: Podman, context: Path) -> str:
 
 
 def remove_leftovers(podman: Podman) -> None:
-    """Containers and volumes of test runs whose pytest process is gone."""
+    """Containers, networks and volumes of test runs whose pytest process is gone (containers
+    first: a network or volume in use cannot go)."""
     for kind, listing in (("container", ("ps", "--all")), ("volume", ("volume", "ls"))):
         name_field = "{{.Names}}" if kind == "container" else "{{.Name}}"
         template = f'{name_field} {{{{index .Labels "{OWNER_LABEL}"}}}}'
@@ -269,6 +270,19 @@ def remove_leftovers(podman: Podman) -> None:
                     podman("rm", "--force", "--time", "0", name, check=False)
                 else:
                     podman("volume", "rm", "--force", name, check=False)
+        if kind == "container":
+            _remove_leftover_networks(podman)
+
+
+def _remove_leftover_networks(podman: Podman) -> None:
+    # `network ls` has no Go-template access to one label; its JSON has them all.
+    listed = podman("network", "ls", "--filter", f"label={OWNER_LABEL}", "--format", "json")
+    for network in json.loads(listed.stdout or "[]"):
+        name = network.get("name") or network.get("Name")
+        labels = network.get("labels") or network.get("Labels") or {}
+        owner = labels.get(OWNER_LABEL, "")
+        if name and owner.isdigit() and not _alive(int(owner)):
+            podman("network", "rm", "--force", name, check=False)
 
 
 def _alive(pid: int) -> bool:
@@ -341,6 +355,8 @@ def run_container(
     volumes: Sequence[str] = (),
     env: dict[str, str] | None = None,
     user: str | None = None,
+    network: str | None = None,
+    aliases: Sequence[str] = (),
     command: Sequence[str] = (),
 ) -> Container:
     """`docker run -d` with the tests' limits and owner label. The image's health check is
@@ -355,10 +371,21 @@ def run_container(
         args += ["--env", f"{key}={value}"]
     if user is not None:
         args += ["--user", user]
+    if network is not None:
+        args += ["--network", network]
+    for alias in aliases:
+        args += ["--network-alias", alias]
     podman(*args, image, *command)
     return Container(podman, name)
 
 
 def create_volume(podman: Podman, name: str) -> str:
     podman("volume", "create", "--label", f"{OWNER_LABEL}={os.getpid()}", name)
+    return name
+
+
+def create_network(podman: Podman, name: str) -> str:
+    """A user-defined network, whose DNS resolves each container's name, hostname and
+    aliases for the others (as Docker's does)."""
+    podman("network", "create", "--label", f"{OWNER_LABEL}={os.getpid()}", name)
     return name

@@ -1,6 +1,7 @@
 """Brook's image, built from this checkout and run with podman as README's Docker section
-runs it: clients through a host port other than 9092, the health check, a named volume across
-restarts, a clean stop, and a bind-mounted directory the broker cannot write.
+runs it: clients through a host port other than 9092, clients in other containers of a
+network through the second listener, the health check, a named volume across restarts, a
+clean stop, and a bind-mounted directory the broker cannot write.
 """
 
 from __future__ import annotations
@@ -11,18 +12,29 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 
 from brook.broker.testing import free_port
 from tests.integration.clients import consume_all, poll_until, produce
 
-from .podman import ULIMITS, Container, Podman, create_volume, run_container, unique_name
+from .podman import (
+    OWNER_LABEL,
+    ULIMITS,
+    Container,
+    Podman,
+    create_volume,
+    run_container,
+    unique_name,
+)
 
 DATA_DIR = "/var/lib/brook"
 IMAGE_UID = 10001
-LISTENING = "listening on PLAINTEXT://0.0.0.0:9092"
+LISTENING = "listening on PLAINTEXT://0.0.0.0:9092, DOCKER://0.0.0.0:29092"
+NETWORK_CLIENT = Path(__file__).with_name("network_client.py")
 KCAT = shutil.which("kcat")
 
 
@@ -34,18 +46,23 @@ def start_broker(
     host_port: int,
 ) -> Container:
     """README's command: the container's 9092 published on `host_port` (on loopback here)
-    and advertised as localhost:<host_port>, the data directory on `data`."""
+    and advertised as localhost:<host_port> (the DOCKER listener as `brook`, which only
+    containers on a network with it would reach), the data directory on `data`."""
     container = run_container(
         podman,
         image,
         name=unique_name("broker"),
         ports=[f"127.0.0.1:{host_port}:9092"],
         volumes=[f"{data}:{DATA_DIR}"],
-        env={"BROOK_ADVERTISED_LISTENERS": f"PLAINTEXT://localhost:{host_port}"},
+        env={"BROOK_ADVERTISED_LISTENERS": advertising(host_port, "brook")},
     )
     containers.append(container)
     container.wait_for_log(LISTENING)
     return container
+
+
+def advertising(host_port: int, network_name: str) -> str:
+    return f"PLAINTEXT://localhost:{host_port},DOCKER://{network_name}:29092"
 
 
 class RunningBroker:
@@ -118,6 +135,168 @@ def test_confluent_kafka_produces_and_consumes_in_a_group_through_a_host_port(
         assert [(tp.topic, tp.offset) for tp in committed] == [(topic_name, 20)]
     finally:
         consumer.close()
+
+
+def run_network_client(
+    podman: Podman, image: str, network: str, bootstrap: str, topic: str, produce: int, expect: int
+) -> dict[str, Any]:
+    """network_client.py in a container of the image beside the broker's, on `network`:
+    what it saw, as JSON."""
+    script = "/run/brook-tests/network_client.py"
+    result = podman(
+        "run",
+        "--rm",
+        "--name",
+        unique_name("client"),
+        "--label",
+        f"{OWNER_LABEL}={os.getpid()}",
+        *ULIMITS,
+        "--network",
+        network,
+        "--volume",
+        f"{NETWORK_CLIENT}:{script}:ro",
+        "--entrypoint",
+        "python",
+        image,
+        script,
+        bootstrap,
+        topic,
+        str(produce),
+        str(expect),
+        timeout=300,
+    )
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
+
+
+def host_view(bootstrap: str, group: str | None = None) -> tuple[list[str], str | None]:
+    """The brokers Metadata lists to a client on the host and, given a group, the
+    coordinator FindCoordinator names to it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    metadata = admin.list_topics(timeout=30)
+    brokers = sorted(f"{broker.host}:{broker.port}" for broker in metadata.brokers.values())
+    if group is None:
+        return brokers, None
+    coordinator = admin.describe_consumer_groups([group])[group].result(timeout=30).coordinator
+    return brokers, f"{coordinator.host}:{coordinator.port}"
+
+
+def test_host_and_network_clients_share_a_topic_each_through_its_own_listener(
+    podman: Podman,
+    image: str,
+    containers: list[Container],
+    network: str,
+    volume: str,
+    topic_name: str,
+) -> None:
+    """README's compose set-up with a host port other than 9092: the host reaches PLAINTEXT
+    through the mapped port, containers on the network reach DOCKER as `brook`, and each is
+    handed its own listener's endpoint, for Metadata and FindCoordinator alike."""
+    host_port = free_port()
+    container = run_container(
+        podman,
+        image,
+        name=unique_name("broker"),
+        ports=[f"127.0.0.1:{host_port}:9092"],
+        volumes=[f"{volume}:{DATA_DIR}"],
+        env={"BROOK_ADVERTISED_LISTENERS": advertising(host_port, "brook")},
+        network=network,
+        aliases=["brook"],
+    )
+    containers.append(container)
+    container.wait_for_log(LISTENING)
+    bootstrap = f"localhost:{host_port}"
+    from_host = [(b"host-%d" % n, b"from the host %d" % n) for n in range(5)]
+    delivered = produce(bootstrap, topic_name, from_host)
+    assert [m.offset() for m in delivered] == list(range(5))
+
+    inside = run_network_client(podman, image, network, "brook:29092", topic_name, 5, 10)
+    assert inside["brokers"] == ["brook:29092"]
+    assert inside["coordinator"] == "brook:29092"
+    assert inside["written"] == list(range(5, 10))
+    from_network = [[f"inside-{n}", f"from the network {n}"] for n in range(5)]
+    assert inside["received"] == [[k.decode(), v.decode()] for k, v in from_host] + from_network
+    assert inside["committed"] == [[topic_name, 0, 10]]
+
+    # The host sees the records the network client wrote, and the same group's coordinator
+    # at its own listener's address.
+    brokers, coordinator = host_view(bootstrap, group=f"inside-{topic_name}")
+    assert brokers == [bootstrap]
+    assert coordinator == bootstrap
+    received = consume_all(bootstrap, topic_name, 10)
+    written_inside = [(k.encode(), v.encode()) for k, v in from_network]
+    assert [(m.key(), m.value()) for m in received] == from_host + written_inside
+    # The network client dialled the address DOCKER advertises: nothing to warn about.
+    assert "reached listener DOCKER" not in container.logs()
+
+
+def test_containers_reach_the_docker_listener_by_the_default_hostname(
+    podman: Podman,
+    image: str,
+    containers: list[Container],
+    network: str,
+    volume: str,
+    topic_name: str,
+) -> None:
+    """No BROOK_ADVERTISED_LISTENERS: the entrypoint advertises PLAINTEXT as localhost:9092
+    and DOCKER as the container's hostname (its short id), which the network's DNS
+    resolves for the other containers."""
+    host_port = free_port()
+    container = run_container(
+        podman,
+        image,
+        name=unique_name("broker"),
+        ports=[f"127.0.0.1:{host_port}:9092"],
+        volumes=[f"{volume}:{DATA_DIR}"],
+        network=network,
+    )
+    containers.append(container)
+    logs = container.wait_for_log(LISTENING)
+    hostname = container.exec("hostname").stdout.strip()
+    assert hostname == podman.inspect("container", container.name)["Id"][:12]
+    assert f"(advertised PLAINTEXT://localhost:9092, DOCKER://{hostname}:29092)" in logs
+
+    # The health check, then a client on the network: each dials the address its listener
+    # advertises (localhost:9092 is 127.0.0.1:9092 inside), so the broker warns of neither.
+    check = podman("healthcheck", "run", container.name, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    inside = run_network_client(podman, image, network, f"{hostname}:29092", topic_name, 3, 3)
+    assert inside["brokers"] == [f"{hostname}:29092"]
+    assert inside["coordinator"] == f"{hostname}:29092"
+    assert inside["written"] == [0, 1, 2]
+    assert inside["committed"] == [[topic_name, 0, 3]]
+    assert "reached listener" not in container.logs()
+
+    # The host, bootstrapping through the mapped port, is sent to PLAINTEXT's default.
+    brokers, _ = host_view(f"localhost:{host_port}")
+    assert brokers == ["localhost:9092"]
+    assert "reached listener DOCKER" not in container.logs()
+
+
+def test_advertising_the_host_listener_alone_is_refused_naming_the_inter_broker_listener(
+    podman: Podman, image: str, containers: list[Container], volume: str
+) -> None:
+    """Advertising the host's address alone leaves DOCKER, the inter-broker listener,
+    unadvertised: Kafka refuses that at start-up, with this message."""
+    refused = run_container(
+        podman,
+        image,
+        name=unique_name("refused"),
+        volumes=[f"{volume}:{DATA_DIR}"],
+        env={"BROOK_ADVERTISED_LISTENERS": "PLAINTEXT://localhost:39092"},
+    )
+    containers.append(refused)
+    assert refused.wait_for_exit() == 2
+    logs = refused.logs()
+    assert (
+        "Invalid configuration: inter.broker.listener.name must be a listener name defined in"
+        " advertised.listeners. The valid options based on currently configured listeners"
+        " are PLAINTEXT"
+    ) in logs
+    assert "Traceback" not in logs
+    # Refused before it touched the data directory.
+    listed = podman("run", "--rm", *ULIMITS, "--volume", f"{volume}:{DATA_DIR}", image, "ls", "-A")
+    assert listed.stdout == ""
 
 
 def test_healthcheck_passes_while_the_broker_listens(broker: RunningBroker, podman: Podman) -> None:
