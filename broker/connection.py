@@ -80,6 +80,7 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self.reading_paused = False
         self.writing_paused = False
+        self.spoke = False  # whether a request came yet
         # The request whose handler is waiting; nothing behind it is handled meanwhile.
         self.in_flight: asyncio.Future[Any] | None = None
 
@@ -94,11 +95,6 @@ class KafkaConnection(asyncio.Protocol):
             self.closed = True
             transport.abort()
             return
-        local = transport.get_extra_info("sockname")
-        if local:
-            self.services.listeners.check_dialled_address(
-                self.listener_name, local[0], local[1], self.peer
-            )
         # pause_writing/resume_writing then tell when the unsent bytes cross the bounds.
         self.transport.set_write_buffer_limits(high=MAX_UNSENT_BYTES, low=RESUME_UNSENT_BYTES)
         self.connections.add(self)
@@ -166,6 +162,15 @@ class KafkaConnection(asyncio.Protocol):
         return frame
 
     def _handle_frame(self, frame: bytes) -> None:
+        if not self.spoke:
+            # Checked at the first request, not at connect: a bare TCP probe (a health
+            # check) is no client that will be sent elsewhere.
+            self.spoke = True
+            local = self.transport.get_extra_info("sockname") if self.transport else None
+            if local:
+                self.services.listeners.check_dialled_address(
+                    self.listener_name, local[0], local[1], self.peer
+                )
         try:
             request = decode_request(frame, self.api_versions.table)
         except UnsupportedVersionError as exc:

@@ -368,6 +368,13 @@ def test_a_client_reaching_a_listener_by_another_address_is_warned_once(tmp_path
     )
     broker.start()
     try:
+        # A bare TCP probe (a health check) is no client: no warning.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            wait_for(
+                lambda: broker.call(lambda: len(broker.broker.connections)) == 1,
+                what="the broker to take the probe's connection",
+            )
+            assert [r for r in caplog.records if r.name == "brook.listeners"] == []
         for _ in range(3):
             assert _metadata_brokers(port) == [("127.0.0.2", port + 1)]
         warnings = [r for r in caplog.records if r.name == "brook.listeners"]
