@@ -203,6 +203,12 @@ class Broker:
             self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
             self.background.append(asyncio.create_task(self._log_cleaner_loop()))
         self.background.append(asyncio.create_task(_load_message_schemas()))
+        if config.controller_listeners:
+            log.info(
+                "Not listening on %s: controller.listener.names names it, and Brook runs no"
+                " KRaft controller (Kafka serves no client there either)",
+                describe_listeners(config.controller_listeners),
+            )
         where = describe_listeners(self.bound)
         advertised = describe_listeners(self.advertised)
         log.info(
