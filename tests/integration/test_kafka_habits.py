@@ -13,12 +13,14 @@ import re
 import socket
 from pathlib import Path
 
-from confluent_kafka import Producer
+import pytest
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from brook.broker.testing import free_port
 
-from .clients import create_topic
+from .cli import brook
+from .clients import create_topic, poll_until
 from .processes import read_partition, run_brook
 
 KAFKA_PROPERTIES = Path(__file__).with_name("kafka_properties")
@@ -184,3 +186,116 @@ def test_configs_list_prints_booleans_as_kafka_does():
     assert re.search(r"^unclean\.leader\.election\.enable=false ", finished.output, re.M)
     assert re.search(r"^log\.cleanup\.policy=delete ", finished.output, re.M)
     assert not re.search(r"=(True|False|\[)", finished.output), finished.output
+
+
+# --- what the broker logs ---------------------------------------------------------------
+
+
+def test_a_topic_id_is_logged_as_kafka_tools_print_it(brokers, topic_name):
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, 1)
+    described = brook("topics", "--bootstrap-server", broker.bootstrap, "--describe")
+    printed = re.search(rf"Topic: {topic_name}\tTopicId: (\S+)", described.stdout)
+    assert printed, described.stdout
+    created = [line for line in broker.log_text().splitlines() if "Created topic" in line]
+    assert len(created) == 1, created
+    # "1 partition", and the id as kafka-topics.sh --describe prints it (base64).
+    assert created[0].endswith(
+        f"Created topic {topic_name} with 1 partition (topic id {printed[1]})"
+    ), created[0]
+    assert broker.stop() == 0
+
+
+def test_the_first_consumer_group_logs_one_line_for_its_offsets_topic(brokers, topic_name):
+    """The group coordinator's __consumer_offsets (50 partitions) is made on the first
+    group's first request: one line, not two per partition; nor does a consumer's first
+    read of each partition log one."""
+    broker = brokers.start()
+    create_topic(broker.bootstrap, topic_name, 3)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition in range(3):
+        producer.produce(topic_name, value=b"v", partition=partition)
+    assert producer.flush(15) == 0
+    before = len(broker.log_text().splitlines())
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "first-group",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic_name])
+    received = poll_until(consumer, lambda got: len(got) >= 3, timeout=30)
+    consumer.close()
+    assert len(received) == 3
+    logged = broker.log_text().splitlines()[before:]
+    offsets_lines = [line for line in logged if "__consumer_offsets" in line]
+    assert len(offsets_lines) == 1, offsets_lines
+    assert "Created topic __consumer_offsets with 50 partitions" in offsets_lines[0]
+    per_partition = [line for line in logged if re.search(rf"{topic_name}-\d", line)]
+    assert not per_partition, per_partition
+    assert broker.stop() == 0
+
+
+def _log_dir_is_a_file(root: Path) -> tuple[str, str]:
+    (root / "a-file").write_text("not a directory\n")
+    return str(root / "a-file"), f"Log dir {root / 'a-file'} (log.dirs) is not a directory"
+
+
+def _second_log_dir_is_a_file(root: Path) -> tuple[str, str]:
+    (root / "a-file").write_text("not a directory\n")
+    return (
+        f"{root / 'good'},{root / 'a-file'}",
+        f"Log dir {root / 'a-file'} (log.dirs) is not a directory",
+    )
+
+
+def _log_dir_under_a_file(root: Path) -> tuple[str, str]:
+    (root / "a-file").write_text("not a directory\n")
+    return str(root / "a-file" / "data"), f"Cannot create log dir {root / 'a-file' / 'data'}"
+
+
+def _damaged_state_file(name: str):
+    def make(root: Path) -> tuple[str, str]:
+        (root / "data").mkdir()
+        (root / "data" / name).write_text("{ half written")
+        return str(root / "data"), f"{root / 'data' / name} is damaged: not valid JSON"
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _log_dir_is_a_file,
+        _second_log_dir_is_a_file,
+        _log_dir_under_a_file,
+        _damaged_state_file("brook-broker-configs.json"),
+        _damaged_state_file("brook-topic-configs.json"),
+        _damaged_state_file("brook-producer-ids.json"),
+    ],
+    ids=[
+        "a-file",
+        "second-is-a-file",
+        "under-a-file",
+        "damaged-broker-configs",
+        "damaged-topic-configs",
+        "damaged-producer-ids",
+    ],
+)
+def test_a_bad_data_directory_is_named_in_one_line(tmp_path, make):
+    log_dirs, message = make(tmp_path)
+    finished = run_brook(
+        [
+            "serve",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+            "--override",
+            f"log.dirs={log_dirs}",
+        ]
+    )
+    assert finished.returncode == 1, finished.output
+    errors = [line for line in finished.output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and message in errors[0], finished.output
+    assert "Traceback" not in finished.output
+    assert "listening on" not in finished.output
