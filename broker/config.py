@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .config_values import config_to_string
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 ENV_PREFIX = "BROOK_"
@@ -63,10 +65,12 @@ class ConfigKey:
     default: Any
     doc: str
     at_least: int | None = None
-    at_most: float | None = None  # doubles only (Kafka's Range.between)
+    at_most: float | None = None  # Kafka's Range.between
     choices: tuple[str, ...] | None = None
     kafka_default: Any = None  # set where Brook's default differs from Kafka's, with why
     why_different: str = ""
+    # A validator of Kafka's beyond the ranges above: the rule broken, or None.
+    check: Callable[[Any], str | None] | None = None
 
     def parse(self, raw: Any) -> Any:
         if raw is None:
@@ -103,6 +107,11 @@ class ConfigKey:
                     f"Invalid value {value} for configuration {self.name}:"
                     f" Value must be at least {self.at_least}"
                 )
+            if self.at_most is not None and value > self.at_most:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {self.name}:"
+                    f" Value must be no more than {int(self.at_most)}"
+                )
         if self.type == "double":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(
@@ -131,6 +140,11 @@ class ConfigKey:
             raise ConfigError(
                 f"Invalid value {value!r} for configuration {self.name}:"
                 f" String must be one of: {', '.join(self.choices)}"
+            )
+        rule = self.check(value) if self.check is not None else None
+        if rule is not None:
+            raise ConfigError(
+                f"Invalid value {config_to_string(value)!r} for configuration {self.name}: {rule}"
             )
 
 
