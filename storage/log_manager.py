@@ -36,6 +36,7 @@ from .checkpoints import (
     MetaProperties,
     OffsetCheckpointFile,
     read_meta_properties,
+    topic_id_to_string,
     write_meta_properties,
     write_partition_metadata,
 )
@@ -396,7 +397,8 @@ class LogManager:
                     log.topic_id = topic_id
                 elif log.topic_id != topic_id:
                     raise InconsistentTopicIdError(
-                        f"log {log.name} has topic id {log.topic_id}, not {topic_id}"
+                        f"log {log.name} has topic id {topic_id_to_string(log.topic_id)},"
+                        f" not {topic_id_to_string(topic_id)}"
                     )
             if config is not None:
                 log.update_config(config)
