@@ -89,11 +89,13 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                         _error_topic(types, None, entry.topic_id, ErrorCode.unknown_topic_id)
                     )
                     continue
+                name = topic.name
             else:
+                # "" is a name too: INVALID_TOPIC_EXCEPTION below.
                 topic = metadata.get(name)
-            if (injected := ctx.injected_error(name or topic.name)) is not None:
+            if (injected := ctx.injected_error(name)) is not None:
                 topic_id = topic.topic_id if topic is not None else ZERO_UUID
-                results.append(_error_topic(types, name or topic.name, topic_id, injected))
+                results.append(_error_topic(types, name, topic_id, injected))
                 continue
             if topic is None:
                 topic, error = _maybe_create(ctx, name, allow_auto_create)

@@ -74,3 +74,31 @@ def test_group_operations_as_kafka_python_reads_them(brook_broker):
     finally:
         admin.close()
     assert set(described["g"]["authorized_operations"]) == {op.name for op in GROUP_OPERATIONS}
+
+
+def test_an_empty_topic_name_is_invalid_and_asked_operations_still_come(brook_broker):
+    """Metadata names "" (a fuzzer found it crashed the handler): INVALID_TOPIC_EXCEPTION
+    for that topic, the others answered, the operations given to each as asked."""
+    from kio.schema.metadata.v10 import request as metadata10
+
+    from brook.protocol.errors import ErrorCode
+
+    from .raw_client import RawClient
+
+    with RawClient(brook_broker.port) as client:
+        response = client.request(
+            metadata10.MetadataRequest(
+                topics=(
+                    metadata10.MetadataRequestTopic(topic_id=None, name=""),
+                    metadata10.MetadataRequestTopic(topic_id=None, name="auto-made"),
+                ),
+                allow_auto_topic_creation=True,
+                include_cluster_authorized_operations=True,
+                include_topic_authorized_operations=True,
+            )
+        )
+    empty, made = response.topics
+    assert (empty.name, empty.error_code) == ("", ErrorCode.invalid_topic_exception)
+    assert (made.name, made.error_code) == ("auto-made", ErrorCode.none)
+    assert made.topic_authorized_operations == 3576 == empty.topic_authorized_operations
+    assert response.cluster_authorized_operations == 8096
