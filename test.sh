@@ -27,7 +27,9 @@ if [ -n "$missing" ]; then
 fi
 
 venv="${BROOK_VENV:-.venv}"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# Made where missing, made again where a failed first run left it without pip, with
+# python3-venv installed where Debian's python3 lacks it.
+scripts/make-venv.sh "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$venv/bin/ruff" check .
 # Type check protocol/ and storage/ (strict; settings in pyproject.toml). They install as

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from brook.storage.clock import Clock, system_clock
 from brook.storage.log_cleaner_manager import LogCleanerManager
 from brook.storage.log_config import LogConfig
-from brook.storage.log_manager import LogManager
+from brook.storage.log_manager import LogManager, prepare_log_dirs
 from brook.storage.producer_state import ProducerStateManagerConfig
 
 from .api_version_manager import ApiVersionManager
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
-from .controller import Controller
+from .controller import Controller, partitions
 from .coordinator.log_writer import LogPartitionWriter
 from .coordinator.loop_timer import LoopTimer
 from .dynamic_config import DynamicBrokerConfig
@@ -116,6 +116,9 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         raise_open_file_limit()
+        # Before anything reads a file in them: a log dir that is a file or cannot be
+        # made stops the start with an error naming it.
+        prepare_log_dirs(self.dynamic_config.static.log_dirs)
         config = self.dynamic_config.load()
         store = LocalMetadataStore(config.log_dirs[0], self.broker_id)
         stored_configs = store.topic_configs()
@@ -136,10 +139,12 @@ class Broker:
         self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
         self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
         if len(self.metadata):
+            topics = len(self.metadata)
             log.info(
-                "Loaded %d topics with %d partitions",
-                len(self.metadata),
-                len(self.replicas.partitions()),
+                "Loaded %d topic%s with %s",
+                topics,
+                "" if topics == 1 else "s",
+                partitions(len(self.replicas.partitions())),
             )
         self.controller = Controller(
             self.broker_id, lambda: self.config, self.metadata, self.metadata_publisher
@@ -209,6 +214,12 @@ class Broker:
             self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
             self.cleaner.start()
             self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
+        if config.controller_listeners:
+            log.info(
+                "Not listening on %s: controller.listener.names names it, and Brook runs no"
+                " KRaft controller (Kafka serves no client there either)",
+                describe_listeners(config.controller_listeners),
+            )
         where = describe_listeners(self.bound)
         advertised = describe_listeners(self.advertised)
         log.info(

@@ -14,28 +14,35 @@ from brook.protocol.releases import KNOWN_RELEASES
 from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
+from .config_values import config_to_string
 
 log = logging.getLogger("brook.cli")
 
 SERVE_EPILOG = """\
 configuration, lowest precedence first:
-  Kafka's defaults < --config FILE < BROOK_* environment variables < --override
+  Kafka's defaults < the properties file < BROOK_* environment variables < --override
+  the file: a Kafka server.properties (KRaft or ZooKeeper flavour); keys Brook does not
+  know are named in one warning and passed over
   environment: BROOK_<KEY>, the key upper-cased with dots as underscores,
   e.g. BROOK_LOG_DIRS=/data BROOK_LISTENERS=PLAINTEXT://0.0.0.0:9092
 
-example:
+examples:
   brook serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=/tmp/b
+  brook serve config/server.properties --override log.dirs=/tmp/b
 """
 
 
 # Commands that need none of the operator's tools: `brook serve` starts without importing
 # them (their modules and the wire client cost tens of milliseconds of start-up).
-TOOL_FREE_COMMANDS = frozenset({"serve", "configs-list"})
+TOOL_FREE_COMMANDS = frozenset({"serve", "configs-list", "--version"})
 
 
 def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brook", description="Brook: a Kafka-compatible broker written in Python."
+    )
+    parser.add_argument(
+        "--version", action="version", version=version(), help="print the version and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
@@ -44,7 +51,16 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         epilog=SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--config", type=Path, metavar="FILE", help="a Kafka server.properties file")
+    # Kafka's kafka-server-start.sh takes the file as its argument; --config is Brook's
+    # older spelling of the same.
+    serve.add_argument(
+        "properties",
+        type=Path,
+        nargs="?",
+        metavar="FILE",
+        help="a Kafka server.properties file (as kafka-server-start.sh takes it)",
+    )
+    serve.add_argument("--config", type=Path, metavar="FILE", help="the same file, as an option")
     serve.add_argument(
         "--override",
         action="append",
@@ -83,16 +99,35 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def version() -> str:
+    """The installed distribution's version, as Kafka's tools print theirs."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("brook-broker")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     with_tools = not argv or argv[0] not in TOOL_FREE_COMMANDS
-    args = build_parser(with_tools).parse_args(argv)
+    parser = build_parser(with_tools)
+    if not argv:
+        # Kafka's tools given no arguments print their help on stderr and exit 1
+        # (CommandLineUtils.printUsageAndExit).
+        parser.print_help(sys.stderr)
+        sys.exit(1)
+    args = parser.parse_args(argv)
     if hasattr(args, "run"):
         sys.exit(args.run(args))
     if args.command == "configs-list":
         for name, key in sorted(BROKER_CONFIGS.items()):
-            print(f"{name}={'' if key.default is None else key.default}  # {key.doc}")
+            print(f"{name}={config_to_string(key.default) or ''}  # {key.doc}")
         return
+    if args.properties is not None and args.config is not None:
+        parser.error("give the properties file once: as an argument or with --config")
     sys.exit(serve(args))
 
 
@@ -101,8 +136,9 @@ def serve(args: argparse.Namespace) -> int:
         level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    path = args.properties or args.config
     try:
-        properties = read_properties(args.config) if args.config else {}
+        properties = read_properties(path) if path else {}
         overrides = list(args.override)
         if args.emulate is not None:
             # --emulate R is --override brook.emulate.release=R, named as given when refused.
@@ -115,6 +151,20 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         log.error("Invalid configuration: %s", exc)
         return 2
+    if config.unknown_file_keys:
+        log.warning(
+            'Passing over %d key(s) of %s that Brook does not know (Kafka warns "was'
+            " supplied but isn't a known config\"): %s",
+            len(config.unknown_file_keys),
+            path,
+            ", ".join(config.unknown_file_keys),
+        )
+    if config.ignored_env:
+        log.warning(
+            "Passing over environment variable(s) that name no broker config: %s"
+            " (BROOK_<KEY> sets a config: `brook configs-list` lists them)",
+            ", ".join(config.ignored_env),
+        )
     try:
         import uvloop
 

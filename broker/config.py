@@ -18,12 +18,20 @@ from typing import Any
 
 from brook.protocol.releases import KNOWN_RELEASES
 
+from .config_values import config_to_string
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 ENV_PREFIX = "BROOK_"
-# Environment variables under the prefix that are not broker configs
-# (BROOK_CRASH_POINT: tests only, broker/crash_points.py).
-NON_CONFIG_ENV = frozenset({"BROOK_LOG_LEVEL", "BROOK_CRASH_POINT"})
+# Environment variables under the prefix that Brook's own scripts read and that are not
+# broker configs: the log level, a test's crash point (broker/crash_points.py), test.sh's
+# venv and worker count, the fuzz tests' settings. They are passed over in silence; any
+# other BROOK_* that names no config gets one warning at start (BrokerConfig.ignored_env).
+NON_CONFIG_ENV = frozenset(
+    {"BROOK_LOG_LEVEL", "BROOK_CRASH_POINT", "BROOK_VENV", "BROOK_TEST_WORKERS"}
+)
+NON_CONFIG_ENV_PREFIXES = ("BROOK_FUZZ_",)
+MAX_PORT = 65535
 
 
 class ConfigError(ValueError):
@@ -59,10 +67,12 @@ class ConfigKey:
     default: Any
     doc: str
     at_least: int | None = None
-    at_most: float | None = None  # doubles only (Kafka's Range.between)
+    at_most: float | None = None  # Kafka's Range.between
     choices: tuple[str, ...] | None = None
     kafka_default: Any = None  # set where Brook's default differs from Kafka's, with why
     why_different: str = ""
+    # A validator of Kafka's beyond the ranges above: the rule broken, or None.
+    check: Callable[[Any], str | None] | None = None
 
     def parse(self, raw: Any) -> Any:
         if raw is None:
@@ -99,6 +109,11 @@ class ConfigKey:
                     f"Invalid value {value} for configuration {self.name}:"
                     f" Value must be at least {self.at_least}"
                 )
+            if self.at_most is not None and value > self.at_most:
+                raise ConfigError(
+                    f"Invalid value {value} for configuration {self.name}:"
+                    f" Value must be no more than {int(self.at_most)}"
+                )
         if self.type == "double":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(
@@ -128,6 +143,11 @@ class ConfigKey:
                 f"Invalid value {value!r} for configuration {self.name}:"
                 f" String must be one of: {', '.join(self.choices)}"
             )
+        rule = self.check(value) if self.check is not None else None
+        if rule is not None:
+            raise ConfigError(
+                f"Invalid value {config_to_string(value)!r} for configuration {self.name}: {rule}"
+            )
 
 
 def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> ConfigKey:
@@ -150,6 +170,29 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
             kafka_default=-1,
             why_different="a single test broker needs a fixed id without ZooKeeper",
+        ),
+        # KRaft's names, so that a Kafka server.properties of either flavour starts Brook:
+        # node.id is the broker id when broker.id is not given; the controller listeners
+        # are not bound (Brook needs no KRaft controller and Kafka serves no client there).
+        _key(
+            "node.id",
+            "int",
+            -1,
+            "KRaft's id of this node; the broker id when broker.id is not set.",
+            at_least=-1,
+        ),
+        _key(
+            "process.roles",
+            "list",
+            None,
+            "KRaft's roles of this node (broker, controller); Brook runs the broker role.",
+            choices=("broker", "controller"),
+        ),
+        _key(
+            "controller.listener.names",
+            "list",
+            None,
+            "Listeners of the KRaft controller; Brook does not bind them.",
         ),
         _key(
             "listeners",
@@ -565,7 +608,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
     ]
 }
 
-_ADMIN_URL = re.compile(r"^http://(\[[^\]]*\]|[^:/]*):(\d{1,5})/?$")
+_ADMIN_URL = re.compile(r"^http://(\[[^\]]*\]|[^:/]*):(?P<port>\d+)/?$")
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
@@ -578,11 +621,21 @@ class Listener:
     @classmethod
     def parse(cls, text: str, key: str) -> Listener:
         match = _LISTENER.match(text.strip())
-        if not match or int(match["port"]) > 65535:
+        if not match:
             raise ConfigError(
                 f"Invalid value {text!r} for configuration {key}: expected NAME://host:port"
             )
+        _check_port(int(match["port"]), text, key)
         return cls(match["name"].upper(), match["host"].strip("[]"), int(match["port"]))
+
+
+def _check_port(port: int, text: str, key: str) -> None:
+    # Kafka's bind fails with "port out of range"; say so before anything starts.
+    if port > MAX_PORT:
+        raise ConfigError(
+            f"Invalid value {text!r} for configuration {key}: port {port} is out of range"
+            f" (0-{MAX_PORT})"
+        )
 
 
 def _security_protocol_map(entries: list[str]) -> dict[str, str]:
@@ -599,8 +652,11 @@ def _security_protocol_map(entries: list[str]) -> dict[str, str]:
     return protocols
 
 
-def _check_listeners(listeners: list[Listener], protocols: Mapping[str, str]) -> None:
-    """Kafka's checks of `listeners`, and the protocols Brook serves."""
+def _check_listeners(
+    listeners: list[Listener], protocols: Mapping[str, str], controller_names: set[str]
+) -> None:
+    """Kafka's checks of `listeners`, and the protocols Brook serves (on the listeners it
+    binds: not on a KRaft controller's, which Kafka maps to PLAINTEXT when unmapped)."""
     text = ",".join(f"{item.name}://{item.host}:{item.port}" for item in listeners)
     names = [item.name for item in listeners]
     if len(set(names)) != len(names):
@@ -609,6 +665,8 @@ def _check_listeners(listeners: list[Listener], protocols: Mapping[str, str]) ->
     if len(set(ports)) != len(ports):
         raise ConfigError(f"Each listener must have a different port, listeners: {text}")
     for item in listeners:
+        if item.name in controller_names:
+            continue
         protocol = protocols.get(item.name)
         if protocol is None:
             raise ConfigError(f"No security protocol defined for listener {item.name}")
@@ -667,6 +725,7 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
         if name.startswith(ENV_PREFIX)
         and len(name) > len(ENV_PREFIX)
         and name not in NON_CONFIG_ENV
+        and not name.startswith(NON_CONFIG_ENV_PREFIXES)
     }
 
 
@@ -680,20 +739,44 @@ class BrokerConfig:
 
     def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = ()) -> None:
         self._values = dict(values)
+        # What build() passed over: keys of the properties file and BROOK_* variables
+        # that name no config (the caller logs one warning for each list).
+        self.unknown_file_keys: list[str] = []
+        self.ignored_env: list[str] = []
         # Keys given by the operator, as opposed to defaults: deprecated keys apply only
         # where their successors were not given.
         self.explicit = frozenset(explicit)
+        self._resolve_broker_id()
+        roles = self["process.roles"]
+        if roles is not None and "broker" not in roles:
+            raise ConfigError(
+                f"process.roles={','.join(roles)} has no broker role: Brook runs as a broker"
+                " (it needs no KRaft controller)"
+            )
         self.listener_security_protocols = _security_protocol_map(
             self["listener.security.protocol.map"]
         )
-        self.listeners = [Listener.parse(item, "listeners") for item in self["listeners"]]
-        _check_listeners(self.listeners, self.listener_security_protocols)
+        configured = [Listener.parse(item, "listeners") for item in self["listeners"]]
+        # A KRaft file lists the controller's listener among `listeners` (a combined
+        # node). Kafka serves no client there, and Brook has no controller: it is not
+        # bound, nor advertised (Broker.start says so in one line).
+        controller_names = {name.upper() for name in self["controller.listener.names"] or []}
+        _check_listeners(configured, self.listener_security_protocols, controller_names)
+        self.controller_listeners = [item for item in configured if item.name in controller_names]
+        self.listeners = [item for item in configured if item.name not in controller_names]
+        if not self.listeners:
+            raise ConfigError(
+                "listeners names no listener but the controller's"
+                f" (controller.listener.names={','.join(sorted(controller_names))}):"
+                " Brook would serve no client"
+            )
         advertised = self["advertised.listeners"]
         if advertised:
+            parsed = [Listener.parse(item, "advertised.listeners") for item in advertised]
+            _check_advertised(parsed, configured)
             self.advertised_listeners = [
-                Listener.parse(item, "advertised.listeners") for item in advertised
+                item for item in parsed if item.name not in controller_names
             ]
-            _check_advertised(self.advertised_listeners, self.listeners)
         else:
             # A listener on every interface is advertised as localhost: a test broker's
             # clients run on the same machine (Kafka takes the host's canonical name).
@@ -707,11 +790,27 @@ class BrokerConfig:
             ]
         self.inter_broker_listener_name = self._inter_broker_listener_name()
         admin = self["admin.listener"]
-        if admin and not _ADMIN_URL.match(admin):
+        if admin:
+            match = _ADMIN_URL.match(admin)
+            if not match:
+                raise ConfigError(
+                    f"Invalid value {admin!r} for configuration admin.listener: expected"
+                    " http://HOST:PORT"
+                )
+            _check_port(int(match["port"]), admin, "admin.listener")
+
+    def _resolve_broker_id(self) -> None:
+        """KRaft names the broker id node.id: it stands for broker.id when that is not
+        given, and the two must agree when both are."""
+        node_id = self["node.id"]
+        if "node.id" not in self.explicit or node_id < 0:
+            return
+        if "broker.id" in self.explicit and self["broker.id"] != node_id:
             raise ConfigError(
-                f"Invalid value {admin!r} for configuration admin.listener: expected"
-                " http://HOST:PORT"
+                f"broker.id ({self['broker.id']}) and node.id ({node_id}) must be the same"
+                " when both are set"
             )
+        self._values["broker.id"] = node_id
 
     def _inter_broker_listener_name(self) -> str:
         """Kafka's rule: inter.broker.listener.name, or the listener named after
@@ -749,6 +848,13 @@ class BrokerConfig:
         ]
         values = {name: key.default for name, key in BROKER_CONFIGS.items()}
         explicit: set[str] = set()
+        # Keys of a properties file and BROOK_* variables that name no config do not stop
+        # the broker: Kafka starts with a file's unknown keys (each "was supplied but isn't
+        # a known config"), and a real Kafka server.properties sets many keys Brook has no
+        # use for (num.network.threads, zookeeper.connect, ...). The caller warns once
+        # about each list. An unknown --override is a typo on the command line: an error.
+        unknown_file_keys: list[str] = []
+        ignored_env: list[str] = []
         for source, layer in layers:
             for name, raw in layer.items():
                 # The operator set a variable, not a key: name the variable.
@@ -759,13 +865,22 @@ class BrokerConfig:
                 )
                 key = BROKER_CONFIGS.get(name)
                 if key is None:
+                    if source == "the config file":
+                        unknown_file_keys.append(name)
+                        continue
+                    if source == "the environment":
+                        ignored_env.append(_env_name(name))
+                        continue
                     raise ConfigError(f"Unknown configuration {name!r} (from {origin})")
                 try:
                     values[name] = key.parse(raw)
                 except ConfigError as exc:
                     raise ConfigError(f"{exc} (from {origin})") from None
                 explicit.add(name)
-        return cls(values, explicit)
+        config = cls(values, explicit)
+        config.unknown_file_keys = unknown_file_keys
+        config.ignored_env = sorted(ignored_env)
+        return config
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

@@ -24,6 +24,7 @@ from brook.protocol.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from brook.storage.checkpoints import topic_id_to_string
 from brook.storage.errors import KafkaStorageError
 
 from .config import BrokerConfig, ConfigError
@@ -136,7 +137,13 @@ class Controller:
         # All or nothing, as Kafka commits a topic's records together: no partition of a
         # topic that could not be made whole stays behind, on disk or here.
         self._apply(f"create topic {name}", records)
-        log.info("Created topic %s with %d partitions (id %s)", name, num_partitions, topic_id)
+        # The topic id as Kafka's tools print it (kafka-topics.sh --describe, brook topics).
+        log.info(
+            "Created topic %s with %s (topic id %s)",
+            name,
+            partitions(num_partitions),
+            topic_id_to_string(topic_id),
+        )
         topic = self._cache.get(name)
         assert topic is not None
         return topic
@@ -189,7 +196,7 @@ class Controller:
         self._apply(
             f"add partitions to {name}", self._new_partitions(topic.topic_id, current, new_total)
         )
-        log.info("Topic %s now has %d partitions", name, new_total)
+        log.info("Topic %s now has %s", name, partitions(new_total))
 
     def set_configs(self, name: str, configs: dict[str, Any]) -> None:
         """Replace a topic's overrides (validated by the caller); its logs follow at once."""
@@ -213,3 +220,8 @@ class Controller:
             reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
             log.error("Could not %s: %s; nothing of it was kept", action, reason)
             raise KafkaStorageError(f"Could not {action}: {reason}.") from None
+
+
+def partitions(count: int) -> str:
+    """ "1 partition", "3 partitions"."""
+    return f"{count} partition" if count == 1 else f"{count} partitions"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brook.protocol.errors import InvalidRequestError
-from brook.storage.checkpoints import atomic_write_text
+from brook.storage.checkpoints import atomic_write_text, read_json
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
 
@@ -104,10 +104,7 @@ class DynamicBrokerConfig:
 
     def load(self) -> BrokerConfig:
         """Read the stored layers and return the config in force."""
-        try:
-            stored = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            stored = {}
+        stored = read_json(self.path) or {}
         own = stored.get("brokers", {}).get(str(self.static.broker_id), {})
         # A value stored by another version that no longer validates is dropped with a
         # warning rather than keeping the broker down, as Kafka does.
@@ -205,10 +202,7 @@ class DynamicBrokerConfig:
             raise InvalidRequestError(str(exc)) from None
 
     def _store(self) -> None:
-        try:
-            stored = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            stored = {}
+        stored = read_json(self.path) or {}
         stored["cluster_default"] = self.cluster_default
         brokers = stored.setdefault("brokers", {})
         brokers[str(self.static.broker_id)] = self.per_broker

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brook.storage.checkpoints import atomic_write_text
+from brook.storage.checkpoints import atomic_write_text, read_json
+from brook.storage.errors import CorruptCheckpointError
 
 BLOCK_SIZE = 1000
 STATE_FILE = "brook-producer-ids.json"
@@ -21,8 +22,14 @@ class ProducerIdManager:
         self.path = log_dir / STATE_FILE
         self._next = 0
         self._block_end = 0  # exclusive
-        if self.path.exists():
-            self._next = self._block_end = int(json.loads(self.path.read_text())["next_block"])
+        stored = read_json(self.path)
+        if stored is not None:
+            try:
+                self._next = self._block_end = int(stored["next_block"])
+            except (TypeError, KeyError, ValueError):
+                raise CorruptCheckpointError(
+                    f"{self.path} is damaged: no next_block in {stored!r}"
+                ) from None
 
     def next_id(self) -> int:
         if self._next >= self._block_end:

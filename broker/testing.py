@@ -1,7 +1,9 @@
 """Run a Brook broker for tests: in a thread of this process, or as a subprocess.
 
 Both pick a free port on 127.0.0.1 and a data directory given by the caller, and
-stop exactly what they started.
+stop exactly what they started. Both seed and read topics through a real client
+(`produce`, `records`, `create_topic`: broker/testing_records.py); `AsyncBroker` is
+the thread broker for asyncio tests, started and stopped off the test's event loop.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import testing_records
 from .config import BrokerConfig
+from .testing_records import ConsumedRecord, Produced, RecordLike
 
 START_TIMEOUT_S = 30.0
 
@@ -56,7 +60,42 @@ def broker_overrides(
     return overrides
 
 
-class BrokerThread:
+class RecordHelpers:
+    """Seed and read back topics of the broker at `self.bootstrap` with a real client."""
+
+    bootstrap: str
+
+    def produce(
+        self,
+        topic: str,
+        records: Iterable[RecordLike],
+        partition: int | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> list[Produced]:
+        """Produce records (values; (key, value) pairs; or dicts of key, value, headers,
+        partition, timestamp) and wait for the broker to take them; returns where each
+        went. A topic that does not exist yet is created as Kafka auto-creates one.
+        `config`: more producer configuration (confluent-kafka's names)."""
+        return testing_records.produce(self.bootstrap, topic, records, partition, config)
+
+    def records(
+        self,
+        topic: str,
+        partitions: Sequence[int] | None = None,
+        isolation_level: str = "read_uncommitted",
+    ) -> list[ConsumedRecord]:
+        """Every record the topic (or these partitions) holds now, as a consumer reads
+        it: partition by partition, in offset order."""
+        return testing_records.read_records(self.bootstrap, topic, partitions, isolation_level)
+
+    def create_topic(
+        self, name: str, partitions: int = -1, config: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a topic (partitions -1: the broker's num.partitions)."""
+        testing_records.create_topic(self.bootstrap, name, partitions, config)
+
+
+class BrokerThread(RecordHelpers):
     """A broker on its own event loop in a daemon thread of this process."""
 
     def __init__(
@@ -136,7 +175,7 @@ class BrokerThread:
         self.loop = None
 
 
-class BrokerProcess:
+class BrokerProcess(RecordHelpers):
     """`brook serve` as a subprocess, for tests that kill it."""
 
     def __init__(
@@ -218,3 +257,54 @@ class FaultControl:
     def clear(self) -> int:
         cleared: int = self._broker.call(lambda: self._broker.broker.faults.clear())
         return cleared
+
+
+class AsyncBroker:
+    """A BrokerThread for asyncio tests: started and stopped in a worker thread, so the
+    test's event loop keeps running, and helpers to await. The broker runs on a loop of
+    its own, so a test may call blocking clients without stalling it."""
+
+    def __init__(self, data_dir: Path, overrides: Mapping[str, Any] | None = None) -> None:
+        self.thread = BrokerThread(data_dir, overrides)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.thread.bootstrap
+
+    @property
+    def port(self) -> int:
+        return self.thread.port
+
+    @property
+    def faults(self) -> FaultControl:
+        return self.thread.faults
+
+    async def start(self) -> AsyncBroker:
+        await asyncio.to_thread(self.thread.start)
+        return self
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.thread.stop)
+
+    async def produce(
+        self,
+        topic: str,
+        records: Iterable[RecordLike],
+        partition: int | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> list[Produced]:
+        records = list(records)
+        return await asyncio.to_thread(self.thread.produce, topic, records, partition, config)
+
+    async def records(
+        self,
+        topic: str,
+        partitions: Sequence[int] | None = None,
+        isolation_level: str = "read_uncommitted",
+    ) -> list[ConsumedRecord]:
+        return await asyncio.to_thread(self.thread.records, topic, partitions, isolation_level)
+
+    async def create_topic(
+        self, name: str, partitions: int = -1, config: Mapping[str, str] | None = None
+    ) -> None:
+        await asyncio.to_thread(self.thread.create_topic, name, partitions, config)

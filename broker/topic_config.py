@@ -6,12 +6,43 @@ of the synonym (segment.bytes <- log.segment.bytes), as in Kafka.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from brook.storage.log_config import LogConfig
 
 from .config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, ConfigKey
+
+GZIP_LEVELS = (1, 9)
+
+
+def _gzip_level(level: int) -> str | None:
+    low, high = GZIP_LEVELS
+    if level == -1 or low <= level <= high:
+        return None
+    return f"Value must be between {low} and {high} or equal to -1"
+
+
+def _throttled_replicas(replicas: list[str]) -> str | None:
+    # Kafka's ThrottledReplicaListValidator: '*', or partitionId:brokerId pairs.
+    if replicas == ["*"] or all(re.fullmatch(r"[0-9]+:[0-9]+", item) for item in replicas):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format:"
+        " [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
+def _no_tiered_storage(enabled: bool) -> str | None:
+    # Kafka's answer when remote.log.storage.system.enable is off, as it always is here.
+    if not enabled:
+        return None
+    return (
+        "Tiered Storage functionality is disabled in the broker. Topic cannot be"
+        " configured with remote log storage."
+    )
+
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
@@ -95,6 +126,70 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
             "boolean",
             False,
             "Allow out-of-sync replicas to become leader.",
+        ),
+        # The rest of Kafka 4.x's topic keys (LogConfig). Acted on: segment.jitter.ms
+        # and the compression levels; stored and described only: the others (README).
+        ConfigKey(
+            "segment.jitter.ms",
+            "long",
+            0,
+            "Most random jitter taken off segment.ms per segment.",
+            at_least=0,
+        ),
+        ConfigKey(
+            "compression.gzip.level",
+            "int",
+            -1,
+            "Level when the broker compresses with gzip.",
+            check=_gzip_level,
+        ),
+        ConfigKey(
+            "compression.lz4.level",
+            "int",
+            9,
+            "Level when the broker compresses with lz4.",
+            at_least=1,
+            at_most=17,
+        ),
+        ConfigKey(
+            "compression.zstd.level",
+            "int",
+            3,
+            "Level when the broker compresses with zstd.",
+            at_least=-131072,
+            at_most=22,
+        ),
+        ConfigKey("preallocate", "boolean", False, "Preallocate new segment files."),
+        ConfigKey(
+            "leader.replication.throttled.replicas",
+            "list",
+            [],
+            "Replicas throttled on the leader's side.",
+            check=_throttled_replicas,
+        ),
+        ConfigKey(
+            "follower.replication.throttled.replicas",
+            "list",
+            [],
+            "Replicas throttled on the follower's side.",
+            check=_throttled_replicas,
+        ),
+        ConfigKey(
+            "remote.storage.enable",
+            "boolean",
+            False,
+            "Tiered storage for the topic (Brook has none).",
+            check=_no_tiered_storage,
+        ),
+        ConfigKey(
+            "local.retention.ms", "long", -2, "Local retention by time (tiered).", at_least=-2
+        ),
+        ConfigKey(
+            "local.retention.bytes", "long", -2, "Local retention by size (tiered).", at_least=-2
+        ),
+        ConfigKey("remote.log.copy.disable", "boolean", False, "Stop copying to remote storage."),
+        ConfigKey(
+            "remote.log.delete.on.disable", "boolean", False, "Delete remote data on disable."
         ),
     ]
 }

@@ -106,17 +106,26 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
 
 
-def compress(codec: int, data: bytes) -> bytes:
+# Kafka's default levels (compression.gzip.level -1 is zlib's default, 6).
+DEFAULT_LEVELS = {Codec.GZIP: 6, Codec.LZ4: 9, Codec.ZSTD: 3}
+GZIP_DEFAULT_LEVEL = -1
+
+
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """`level`: the codec's compression level (compression.gzip/lz4/zstd.level); None
+    or gzip's -1 is Kafka's default. Snappy has no levels."""
     if codec == Codec.NONE:
         return data
+    if level is None or (codec == Codec.GZIP and level == GZIP_DEFAULT_LEVEL):
+        level = DEFAULT_LEVELS.get(Codec(codec))
     if codec == Codec.GZIP:
-        return gzip.compress(data, compresslevel=6, mtime=0)
+        return gzip.compress(data, compresslevel=level or 6, mtime=0)
     if codec == Codec.SNAPPY:
         return _snappy_compress(data)
     if codec == Codec.LZ4:
-        return bytes(_cramjam().lz4.compress(data))
+        return bytes(_cramjam().lz4.compress(data, level))
     if codec == Codec.ZSTD:
-        return bytes(_cramjam().zstd.compress(data, 3))
+        return bytes(_cramjam().zstd.compress(data, level))
     raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
 
 

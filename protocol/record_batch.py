@@ -326,8 +326,10 @@ def build_batch(
     transactional: bool = False,
     control: bool = False,
     partition_leader_epoch: int = -1,
+    level: int | None = None,
 ) -> bytes:
-    """Encode records as one v2 batch. Record offsets are taken relative to the first."""
+    """Encode records as one v2 batch. Record offsets are taken relative to the first.
+    `level`: the codec's compression level (None: Kafka's default)."""
     if not records:
         raise ValueError("a record batch holds at least one record")
     first_offset = records[0].offset
@@ -337,7 +339,7 @@ def build_batch(
         encode_record(record, record.offset - first_offset, record.timestamp - base_timestamp)
         for record in records
     )
-    body = compress(codec, body)
+    body = compress(codec, body, level)
     attributes = codec
     if log_append_time:
         attributes |= TIMESTAMP_TYPE_BIT
@@ -367,9 +369,13 @@ def build_batch(
 
 
 def rewrite_records(
-    buffer: bytes | bytearray | memoryview, header: BatchHeader, codec: int
+    buffer: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    codec: int,
+    level: int | None = None,
 ) -> bytes:
-    """Re-encode one batch with another codec, keeping every other header field."""
+    """Re-encode one batch with another codec (at `level`, None: Kafka's default),
+    keeping every other header field."""
     records = decode_records(buffer, header)
     return build_batch(
         records,
@@ -382,6 +388,7 @@ def rewrite_records(
         transactional=header.is_transactional,
         control=header.is_control,
         partition_leader_epoch=header.partition_leader_epoch,
+        level=level,
     )
 
 

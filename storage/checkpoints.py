@@ -13,13 +13,14 @@ directory fsynced, so a crash leaves either the old or the new file, never a tor
 from __future__ import annotations
 
 import base64
+import json
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import CorruptCheckpointError
 from .log_file_utils import PARTITION_METADATA_FILE, fsync_dir
@@ -35,6 +36,19 @@ T = TypeVar("T")
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace `path` with `text` so that a crash leaves the old or the new content."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_json(path: Path) -> Any:
+    """A JSON state file the broker keeps beside its logs (None when there is none); a
+    damaged one raises CorruptCheckpointError naming the file, not a parser's traceback."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CorruptCheckpointError(f"{path} is damaged: not valid JSON ({exc})") from None
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -64,6 +64,10 @@ class InconsistentClusterIdError(StorageError):
     """meta.properties in a log dir names another cluster than this broker's."""
 
 
+class LogDirError(StorageError):
+    """A configured log dir that is not a usable directory."""
+
+
 class LogDirLockedError(StorageError):
     """Another process holds the `.lock` file of a log dir."""
 

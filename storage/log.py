@@ -34,7 +34,7 @@ from brook.protocol.errors import KafkaError, OffsetOutOfRangeError
 from brook.protocol.record_batch import BatchHeader, split_batches, verify_crc
 
 from . import log_file_utils as files
-from .checkpoints import read_partition_metadata, write_partition_metadata
+from .checkpoints import read_partition_metadata, topic_id_to_string, write_partition_metadata
 from .clock import Clock, system_clock
 from .end_transaction_marker import read_end_txn_marker
 from .errors import (
@@ -217,8 +217,8 @@ class Log:
         stored_topic_id = read_partition_metadata(dir)
         if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
             raise InconsistentTopicIdError(
-                f"partition {dir.name} has topic id {stored_topic_id} on disk but {topic_id}"
-                " was requested"
+                f"partition {dir.name} has topic id {topic_id_to_string(stored_topic_id)} on"
+                f" disk but {topic_id_to_string(topic_id)} was requested"
             )
         leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
         loaded = None
@@ -259,7 +259,10 @@ class Log:
             producer_state_config=producer_state_config,
         )
         log._prune_snapshots_at_open(clean_shutdown)
-        logger.info(
+        # A log just made is empty: the broker's one line about its topic says enough
+        # (a topic of 50 partitions would otherwise log 50 of these).
+        logger.log(
+            logging.DEBUG if created else logging.INFO,
             "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
             dir.name,
             len(loaded.segments),
@@ -494,7 +497,7 @@ class Log:
         replay_from = max(state.map_end_offset, self._log_start_offset)
         replayed = 0
         if replay_from < self._log_end_offset:
-            logger.info(
+            logger.debug(
                 "Rebuilding the producer state of %s from offset %d to %d",
                 self.name,
                 replay_from,
@@ -519,7 +522,10 @@ class Log:
                 self.name,
                 exc.strerror or exc,
             )
-        logger.info(
+        # A consumer's first fetch of each partition loads its state: one line per
+        # partition only where there are producers to speak of.
+        logger.log(
+            logging.INFO if state.producers else logging.DEBUG,
             "Loaded the producer state of %s (%d producers, %d batches replayed) in %d ms",
             self.name,
             len(state.producers),

@@ -41,6 +41,9 @@ TOPIC_CONFIG_FIELDS: dict[str, str] = {
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
     "preallocate": "preallocate",
+    "compression.gzip.level": "compression_gzip_level",
+    "compression.lz4.level": "compression_lz4_level",
+    "compression.zstd.level": "compression_zstd_level",
 }
 
 
@@ -70,6 +73,11 @@ class LogConfig:
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
     preallocate: bool = False
+    # The level of a batch the broker recompresses to compression.type (Kafka's defaults;
+    # gzip's -1 is zlib's default level).
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
 
     @property
     def delete_enabled(self) -> bool:
@@ -82,6 +90,11 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    def compression_level(self, codec_name: str) -> int | None:
+        """The configured level of a codec (None for one without levels: snappy)."""
+        level: int | None = getattr(self, f"compression_{codec_name}_level", None)
+        return level
 
     def random_segment_jitter(self) -> int:
         """A roll jitter in [0, segment.jitter.ms), drawn once per segment as Kafka does."""

@@ -36,6 +36,7 @@ from .checkpoints import (
     MetaProperties,
     OffsetCheckpointFile,
     read_meta_properties,
+    topic_id_to_string,
     write_meta_properties,
     write_partition_metadata,
 )
@@ -46,6 +47,7 @@ from .errors import (
     InconsistentClusterIdError,
     InconsistentTopicIdError,
     KafkaStorageError,
+    LogDirError,
     LogDirLockedError,
     StorageError,
 )
@@ -65,6 +67,25 @@ TopicPartition = tuple[str, int]
 def generate_cluster_id() -> str:
     """A random id in Kafka's Uuid.toString() form (22 url-safe base64 characters)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+def prepare_log_dirs(log_dirs: Iterable[Path]) -> None:
+    """Make each configured log dir where it is missing; a path that is not a directory,
+    or one that cannot be made, stops start-up with an error naming that configured
+    directory (not a file the broker would have opened in it next)."""
+    for log_dir in log_dirs:
+        if log_dir.exists() and not log_dir.is_dir():
+            raise LogDirError(f"Log dir {log_dir} (log.dirs) is not a directory")
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LogDirError(
+                f"Cannot create log dir {log_dir} (log.dirs): {exc.strerror or exc}"
+            ) from None
+        if not os.access(log_dir, os.R_OK | os.W_OK | os.X_OK):
+            raise LogDirError(
+                f"Log dir {log_dir} (log.dirs) is not readable and writable by this user"
+            )
 
 
 class LogManager:
@@ -159,8 +180,8 @@ class LogManager:
     def startup(self) -> None:
         """Lock and check every log dir, then load every partition log in it."""
         started = time.monotonic()
+        prepare_log_dirs(self.log_dirs)
         for log_dir in self.log_dirs:
-            log_dir.mkdir(parents=True, exist_ok=True)
             self._lock(log_dir)
         self._check_meta_properties()
         future_dirs: list[Path] = []
@@ -376,7 +397,8 @@ class LogManager:
                     log.topic_id = topic_id
                 elif log.topic_id != topic_id:
                     raise InconsistentTopicIdError(
-                        f"log {log.name} has topic id {log.topic_id}, not {topic_id}"
+                        f"log {log.name} has topic id {topic_id_to_string(log.topic_id)},"
+                        f" not {topic_id_to_string(topic_id)}"
                     )
             if config is not None:
                 log.update_config(config)
@@ -409,7 +431,8 @@ class LogManager:
             message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
             self._report_io_error(log_dir, message, exc)
             raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
-        logger.info("Created log %s in %s", log.name, log_dir)
+        # DEBUG: the broker logs one line per topic created, not one per partition.
+        logger.debug("Created log %s in %s", log.name, log_dir)
         self._logs[topic_partition] = log
         self._dir_of[topic_partition] = log_dir
         return log

@@ -135,7 +135,10 @@ def validate_messages_and_assign_offsets(
     if rewrite:
         assert target_codec is not None
         buffer = bytearray(
-            b"".join(rb.rewrite_records(buffer, header, target_codec) for header in batches)
+            b"".join(
+                rb.rewrite_records(buffer, header, target_codec, config.compression_level(target))
+                for header in batches
+            )
         )
         batches = rb.split_batches(buffer)
         if not log_append_time:

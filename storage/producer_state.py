@@ -437,7 +437,7 @@ class ProducerStateManager:
             files.producer_snapshot_file(self.log_dir, offset),
             [entry.to_snapshot_entry() for entry in self.producers.values()],
         )
-        logger.info(
+        logger.debug(
             "Wrote producer snapshot of %s at offset %d with %d producer ids in %d ms",
             self.partition_name,
             offset,

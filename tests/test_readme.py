@@ -4,6 +4,8 @@ its reader example runs."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from brook.broker.config import BROKER_CONFIGS
@@ -57,3 +59,18 @@ def test_the_reader_example_runs(tmp_path, capsys):
     assert [line.strip() for line in printed if line.startswith("    ")] == [
         f"{n} {1_700_000_000_000 + n} b'k' b'hello {n}'" for n in range(12)
     ]
+
+
+def test_the_quick_start_python_example_runs_twice(brook_broker):
+    """Run twice in a row (within a group session timeout), the example reads a record
+    each time and exits: it closes its consumer and polls until a record comes."""
+    section = README.split("## Quick start", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    assert "consumer.close()" in example
+    code = example.replace("127.0.0.1:9092", brook_broker.bootstrap)
+    for _ in range(2):
+        ran = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout == "b'from python'\n"

@@ -8,6 +8,7 @@ from typing import Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
+from brook.storage.checkpoints import topic_id_to_string
 
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -30,7 +31,10 @@ def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
         if name is None:
             topic = metadata.get_by_id(topic_id)
             if topic is None:
-                error, message = ErrorCode.unknown_topic_id, f"Topic id {topic_id} not found"
+                error, message = (
+                    ErrorCode.unknown_topic_id,
+                    f"Topic id {topic_id_to_string(topic_id)} not found",
+                )
             else:
                 name = topic.name
         if error is ErrorCode.none:

@@ -10,16 +10,19 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import ResourceType, authorized_operations
 from ..groups.group import GroupState
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
-
-NO_OPERATIONS = -(2**31)
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
 def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
+    # v3+ may ask for them; every group gets the same, there being no authorizer.
+    operations = authorized_operations(
+        ResourceType.GROUP, getattr(request, "include_authorized_operations", False)
+    )
     described = []
     for group_id in request.groups:
         group = ctx.services.groups.group(group_id)
@@ -33,7 +36,7 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
                     protocol_type="",
                     protocol_data="",
                     members=(),
-                    authorized_operations=NO_OPERATIONS,
+                    authorized_operations=operations,
                 )
             )
             continue
@@ -61,7 +64,7 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
                 protocol_type=group.protocol_type or "",
                 protocol_data=protocol if stable else "",
                 members=members,
-                authorized_operations=NO_OPERATIONS,
+                authorized_operations=operations,
             )
         )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(described))

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import NOT_PROVIDED, ResourceType, authorized_operations
 from ..metadata.cache import PartitionRegistration, TopicMetadata
 from ..partition import Partition
 from ..request_context import RequestContext
@@ -74,7 +76,7 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                 )
                 for entry in requested
             ),
-            cluster_authorized_operations=-2147483648,
+            cluster_authorized_operations=NOT_PROVIDED,
         )
     else:
         allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
@@ -87,11 +89,13 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                         _error_topic(types, None, entry.topic_id, ErrorCode.unknown_topic_id)
                     )
                     continue
+                name = topic.name
             else:
+                # "" is a name too: INVALID_TOPIC_EXCEPTION below.
                 topic = metadata.get(name)
-            if (injected := ctx.injected_error(name or topic.name)) is not None:
+            if (injected := ctx.injected_error(name)) is not None:
                 topic_id = topic.topic_id if topic is not None else ZERO_UUID
-                results.append(_error_topic(types, name or topic.name, topic_id, injected))
+                results.append(_error_topic(types, name, topic_id, injected))
                 continue
             if topic is None:
                 topic, error = _maybe_create(ctx, name, allow_auto_create)
@@ -115,9 +119,20 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
         brokers=tuple(brokers),
         cluster_id=services.cluster_id,
         controller_id=services.broker_id,
-        topics=tuple(results),
-        cluster_authorized_operations=-2147483648,
+        topics=tuple(_with_operations(request, results)),
+        # Asked for from v8 to v10 (DescribeCluster asks from Kafka 2.8 on).
+        cluster_authorized_operations=authorized_operations(
+            ResourceType.CLUSTER, getattr(request, "include_cluster_authorized_operations", False)
+        ),
     )
+
+
+def _with_operations(request: object, topics: list[object]) -> list[object]:
+    """Each topic's authorized operations where the request (v8+) asks for them."""
+    if not getattr(request, "include_topic_authorized_operations", False):
+        return topics
+    operations = authorized_operations(ResourceType.TOPIC, asked=True)
+    return [replace(topic, topic_authorized_operations=operations) for topic in topics]
 
 
 def _unsupported_lookup(requested: object, version: int) -> str | None:
@@ -181,7 +196,7 @@ def _describe(
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=partitions,
-        topic_authorized_operations=-2147483648,
+        topic_authorized_operations=NOT_PROVIDED,
     )
 
 

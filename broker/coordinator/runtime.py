@@ -89,7 +89,7 @@ class CoordinatorRuntime(Generic[S]):
             assert count is not None
             for partition in range(count):
                 self._activate(self._new_context(partition))
-            log.info("Created %s with %d partitions", self.topic.name, count)
+            # The controller has logged the topic's creation (one line for its partitions).
         return count
 
     def partition_for(self, key: str) -> int:
@@ -106,7 +106,7 @@ class CoordinatorRuntime(Generic[S]):
         count = self.topic.partition_count()
         if count is None:
             return
-        log.info("Loading %d partitions of %s", count, self.topic.name)
+        log.info("Loading %d partition%s of %s", count, "" if count == 1 else "s", self.topic.name)
         for partition in range(count):
             await self.load(partition)
 

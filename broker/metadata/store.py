@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from brook.storage.checkpoints import atomic_write_text
+from brook.storage.checkpoints import atomic_write_text, read_json
 from brook.storage.log import Log
 
 from .records import (
@@ -52,11 +52,8 @@ class LocalMetadataStore:
 
     def topic_configs(self) -> dict[str, dict[str, Any]]:
         """The stored overrides by topic name (the log manager opens logs with them)."""
-        try:
-            stored: dict[str, dict[str, Any]] = json.loads(self._configs_path.read_text())
-            return stored
-        except FileNotFoundError:
-            return {}
+        stored: dict[str, dict[str, Any]] = read_json(self._configs_path) or {}
+        return stored
 
     def load(self, local_logs: Iterable[Log]) -> list[MetadataRecord]:
         """The records of the topics whose logs the log manager opened."""

@@ -118,7 +118,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--verify-index-only",
         action="store_true",
-        help="check index files against their segments; print only what is wrong",
+        help="check index files against their segments; print one line per index: what"
+        " was verified, or what is wrong",
     )
     parser.add_argument(
         "--index-sanity-check",
@@ -356,7 +357,9 @@ def _segment_for(index_path: Path) -> tuple[int, SegmentScan | None]:
     return base_offset, _scan_segment(log_path)
 
 
-def _report(path: Path, problems: list[str], options: Options, scan: SegmentScan | None) -> bool:
+def _report(
+    path: Path, problems: list[str], options: Options, scan: SegmentScan | None, entries: int
+) -> bool:
     if scan is None:
         print(f"{path}: no segment {path.with_suffix('.log').name} beside it; entries not checked")
     elif scan.damage is not None:
@@ -371,6 +374,13 @@ def _report(path: Path, problems: list[str], options: Options, scan: SegmentScan
         return False
     if options.sanity_only:
         print(f"{path} passed sanity check.")
+    elif options.verify_only and scan is not None:
+        # Say what was checked, so that a clean run is not mistaken for one that
+        # found nothing to check.
+        print(
+            f"{path}: {entries} entries verified against {path.with_suffix('.log').name}"
+            f" ({len(scan.positions)} batches): no mismatch"
+        )
     return True
 
 
@@ -404,7 +414,7 @@ def _dump_offset_index(path: Path, options: Options) -> bool:
                 f"{where}: index offset {offset}, but the batch there ends at log offset"
                 f" {batch_at[position]}"
             )
-    return _report(path, problems, options, scan)
+    return _report(path, problems, options, scan, len(entries))
 
 
 def _dump_time_index(path: Path, options: Options) -> bool:
@@ -447,7 +457,7 @@ def _dump_time_index(path: Path, options: Options) -> bool:
             problems.append(
                 f"{where}: an earlier batch has the larger timestamp {running_max[slot]}"
             )
-    return _report(path, problems, options, scan)
+    return _report(path, problems, options, scan, len(entries))
 
 
 def _dump_txn_index(path: Path) -> bool:

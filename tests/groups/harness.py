@@ -9,9 +9,8 @@ commit or for the group resolve on the test's own event loop.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from brook.broker.coordinator.in_memory_writer import InMemoryPartitionWriter
@@ -39,16 +38,6 @@ DEFAULTS: dict[str, Any] = {
     "offsets.retention.minutes": 10080,
     "offsets.retention.check.interval.ms": 600_000,
 }
-
-
-def run(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body on a fresh event loop."""
-
-    @functools.wraps(test)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return wrapper
 
 
 async def settle() -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from brook.broker.groups.group import GroupState
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
 
-from .harness import REBALANCE_MS, SESSION_MS, Groups, answer, run, settle
+from .harness import REBALANCE_MS, SESSION_MS, Groups, answer, settle
 
 
-@run
+@pytest.mark.asyncio
 async def test_join_sync_heartbeat_then_the_session_expires() -> None:
     groups = await Groups().start()
     joined = await groups.stable_member("g")
@@ -39,7 +41,7 @@ async def test_join_sync_heartbeat_then_the_session_expires() -> None:
     assert key == cr.GroupMetadataKey("g") and value.generation == 2 and value.members == []
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_member_that_does_not_rejoin_is_removed_after_the_rebalance_timeout() -> None:
     groups = await Groups().start()
     first = await answer(groups.join("g"))
@@ -66,7 +68,7 @@ async def test_a_member_that_does_not_rejoin_is_removed_after_the_rebalance_time
     assert list(groups.coordinator.group("g").members) == [second.member_id]
 
 
-@run
+@pytest.mark.asyncio
 async def test_the_initial_rebalance_delay_waits_for_more_members() -> None:
     groups = await Groups(group_initial_rebalance_delay_ms=3000).start()
     first = asyncio.ensure_future(answer(groups.join("g")))
@@ -81,7 +83,7 @@ async def test_the_initial_rebalance_delay_waits_for_more_members() -> None:
     assert len(groups.coordinator.group("g").members) == 2
 
 
-@run
+@pytest.mark.asyncio
 async def test_the_initial_delay_ends_at_the_rebalance_timeout_whatever_joins() -> None:
     groups = await Groups(group_initial_rebalance_delay_ms=3000).start()
     joins = [asyncio.ensure_future(answer(groups.join("g", rebalance_ms=7000)))]
@@ -97,7 +99,7 @@ async def test_the_initial_delay_ends_at_the_rebalance_timeout_whatever_joins() 
     assert {join.result().generation_id for join in joins} == {1}
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_static_member_rejoining_keeps_its_generation_and_fences_the_old_id() -> None:
     groups = await Groups().start()
     old = await groups.stable_member("g", instance_id="instance-1")
@@ -120,7 +122,7 @@ async def test_a_static_member_rejoining_keeps_its_generation_and_fences_the_old
     assert groups.coordinator.group("g").is_empty
 
 
-@run
+@pytest.mark.asyncio
 async def test_an_invalid_session_timeout_and_an_empty_group_id_are_refused() -> None:
     groups = await Groups().start()
     refused = await answer(groups.join("g", session_ms=10))

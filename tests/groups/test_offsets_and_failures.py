@@ -18,10 +18,10 @@ from brook.protocol.errors import (
 )
 from brook.storage.errors import KafkaStorageError, RecordBatchTooLargeError
 
-from .harness import Groups, answer, run, settle
+from .harness import Groups, answer, settle
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_commit_answers_once_its_records_are_committed() -> None:
     groups = await Groups().start()
     groups.writer.hold_commits = True
@@ -46,7 +46,7 @@ async def test_a_commit_answers_once_its_records_are_committed() -> None:
         (RecordBatchTooLargeError("big"), ErrorCode.invalid_commit_offset_size),
     ],
 )
-@run
+@pytest.mark.asyncio
 async def test_a_refused_commit_answers_kafkas_error_and_keeps_the_old_offsets(
     failure: BaseException, expected: ErrorCode, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -61,7 +61,7 @@ async def test_a_refused_commit_answers_kafkas_error_and_keeps_the_old_offsets(
     assert groups.offsets("g") == {("t", 0): 3}
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_commit_that_never_commits_is_undone_by_reloading_the_partition() -> None:
     groups = await Groups().start()
     assert await answer(groups.commit("g", {("t", 0): 1})) is ErrorCode.none
@@ -74,7 +74,7 @@ async def test_a_commit_that_never_commits_is_undone_by_reloading_the_partition(
     assert groups.offsets("g") == {("t", 0): 1}
 
 
-@run
+@pytest.mark.asyncio
 async def test_offset_reads_wait_for_uncommitted_writes_and_never_show_a_lost_one() -> None:
     groups = await Groups().start()
     assert await answer(groups.commit("g", {("t", 0): 1})) is ErrorCode.none
@@ -102,7 +102,7 @@ class NotLeaderError(KafkaError):
     error_code = ErrorCode.not_leader_or_follower
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_sync_whose_assignment_cannot_be_stored_fails_and_rebalances() -> None:
     groups = await Groups().start()
     joined = await answer(groups.join("g"))
@@ -116,7 +116,7 @@ async def test_a_sync_whose_assignment_cannot_be_stored_fails_and_rebalances() -
     assert group.members[joined.member_id].assignment == b""
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_static_member_whose_new_id_cannot_be_stored_keeps_the_old_one() -> None:
     groups = await Groups().start()
     old = await groups.stable_member("g", instance_id="instance-1")
@@ -128,7 +128,7 @@ async def test_a_static_member_whose_new_id_cannot_be_stored_keeps_the_old_one()
     assert groups.coordinator.heartbeat("g", 1, old.member_id, "instance-1") is ErrorCode.none
 
 
-@run
+@pytest.mark.asyncio
 async def test_offsets_of_an_empty_group_expire_and_the_group_goes() -> None:
     groups = await Groups(
         offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000
@@ -150,7 +150,7 @@ async def test_offsets_of_an_empty_group_expire_and_the_group_goes() -> None:
     ]
 
 
-@run
+@pytest.mark.asyncio
 async def test_offsets_of_a_group_with_members_do_not_expire() -> None:
     groups = await Groups(
         offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000
@@ -164,7 +164,7 @@ async def test_offsets_of_a_group_with_members_do_not_expire() -> None:
     assert groups.offsets("g") == {("t", 0): 7}
 
 
-@run
+@pytest.mark.asyncio
 async def test_deleting_a_group_writes_tombstones_and_answers_when_committed() -> None:
     groups = await Groups().start()
     assert await answer(groups.commit("g", {("t", 0): 1, ("t", 1): 2})) is ErrorCode.none

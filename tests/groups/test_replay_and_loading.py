@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from brook.broker.coordinator.in_memory_writer import InMemoryPartitionWriter
 from brook.broker.coordinator.records import CoordinatorRecord
 from brook.broker.coordinator.runtime import PartitionState
@@ -13,7 +15,7 @@ from brook.broker.groups.group import GroupState
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
 
-from .harness import Groups, answer, offset_record, run
+from .harness import Groups, answer, offset_record
 
 
 def marker(result: cr.ControlRecordType) -> CoordinatorRecord:
@@ -27,7 +29,7 @@ def transactional(producer_id: int) -> dict[str, Any]:
     return {"producer_id": producer_id, "producer_epoch": 0, "transactional": True}
 
 
-@run
+@pytest.mark.asyncio
 async def test_replay_applies_committed_transactions_and_tombstones_only() -> None:
     writer = InMemoryPartitionWriter()
     tp = Groups(writer).tp("g")
@@ -49,7 +51,7 @@ async def test_replay_applies_committed_transactions_and_tombstones_only() -> No
     assert set(shard.pending_transactional_offsets) == {9}
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_group_comes_back_with_its_members_and_a_deleted_one_stays_gone() -> None:
     first = await Groups().start()
     joined = await first.stable_member("kept")
@@ -72,7 +74,7 @@ async def test_a_group_comes_back_with_its_members_and_a_deleted_one_stays_gone(
     assert again.coordinator.group("kept").is_empty
 
 
-@run
+@pytest.mark.asyncio
 async def test_unloading_one_partition_stops_its_groups_only_and_loading_brings_them_back() -> None:
     groups = await Groups().start()
     here, there = (
@@ -106,7 +108,7 @@ async def test_unloading_one_partition_stops_its_groups_only_and_loading_brings_
     assert groups.offsets(here) == {("t", 0): 1}
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_partition_that_cannot_be_read_does_not_serve() -> None:
     class UnreadableWriter(InMemoryPartitionWriter):
         def read(self, tp):  # type: ignore[no-untyped-def]

@@ -49,8 +49,13 @@ class ServeProcess(BrokerProcess):
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         limits: Mapping[int, tuple[int, int]] | None = None,
+        test_listener: bool = True,
     ) -> None:
         super().__init__(data_dir, overrides, port=port, log_path=log_path)
+        if not test_listener:
+            # The properties file in `args` sets the listeners and log.dirs itself (the
+            # port must then be the one it listens on).
+            self.overrides = {key: str(value) for key, value in (overrides or {}).items()}
         self.args = list(args)
         self.env = dict(env or {})
         self.limits = dict(limits or {})
@@ -94,8 +99,11 @@ class Brokers:
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         limits: Mapping[int, tuple[int, int]] | None = None,
+        test_listener: bool = True,
     ) -> ServeProcess:
-        """`limits`: resource limits (resource.RLIMIT_* -> (soft, hard)) of the process."""
+        """`limits`: resource limits (resource.RLIMIT_* -> (soft, hard)) of the process.
+        `test_listener=False`: no listener or data dir of the test's own, for a properties
+        file in `args` that sets them (then `port` is where that file listens)."""
         # One log file per start, so a test reads what exactly this run logged.
         log_path = self.root / f"broker-run-{len(self.started) + 1}.log"
         broker = ServeProcess(
@@ -106,6 +114,7 @@ class Brokers:
             args=args,
             env=env,
             limits=limits,
+            test_listener=test_listener,
         )
         self.started.append(broker)
         broker.start()

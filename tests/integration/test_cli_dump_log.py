@@ -128,7 +128,20 @@ def test_dump_of_a_partition_brook_wrote(written):
     assert index_entries and time_entries
 
     verified = brook("dump-log", "--verify-index-only", str(partition_dir))
-    assert (verified.returncode, verified.stdout, verified.stderr) == (0, "", "")
+    assert (verified.returncode, verified.stderr) == (0, "")
+    # One line per index, saying what was checked against which segment.
+    segments = sorted(partition_dir.glob("*.log"))
+    assert len(verified.lines) == 2 * len(segments), verified.lines
+    for segment in segments:
+        for suffix in (".index", ".timeindex"):
+            index = segment.with_suffix(suffix)
+            line = next(line for line in verified.lines if line.startswith(f"{index}: "))
+            assert re.fullmatch(
+                rf"{re.escape(str(index))}: \d+ entries verified against {segment.name}"
+                r" \(\d+ batches\): no mismatch",
+                line,
+            ), line
+    assert re.search(r": [1-9]\d* entries verified", verified.stdout)
     sanity = brook("dump-log", "--index-sanity-check", str(partition_dir))
     assert sanity.returncode == 0
     assert all(line.endswith("passed sanity check.") for line in sanity.lines)

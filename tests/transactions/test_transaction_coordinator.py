@@ -15,7 +15,6 @@ from brook.broker.transactions.shard import ProducerIdAndEpoch
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
 from brook.storage.errors import KafkaStorageError
-from tests.groups.harness import run
 
 from .harness import TIMEOUT_MS, Transactions, error_of, settle
 
@@ -23,7 +22,7 @@ ORDERS = ("orders", 0)
 AUDIT = ("audit", 1)
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_session_keeps_its_producer_id_and_bumps_the_epoch() -> None:
     txns = await Transactions().start()
     error, first = await txns.init("tx")
@@ -37,7 +36,7 @@ async def test_a_session_keeps_its_producer_id_and_bumps_the_epoch() -> None:
         txns.coordinator.init_producer_id("tx", 900_001, None)
 
 
-@run
+@pytest.mark.asyncio
 async def test_commit_writes_prepare_markers_then_complete() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
@@ -61,7 +60,7 @@ async def test_commit_writes_prepare_markers_then_complete() -> None:
     assert txns.state("tx").state is TransactionState.COMPLETE_ABORT
 
 
-@run
+@pytest.mark.asyncio
 async def test_bad_requests_get_kafkas_errors_and_change_nothing() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
@@ -75,7 +74,7 @@ async def test_bad_requests_get_kafkas_errors_and_change_nothing() -> None:
     assert txns.state("tx").state is TransactionState.EMPTY
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_new_producer_fences_and_aborts_the_open_transaction() -> None:
     txns = await Transactions().start()
     _, zombie = await txns.init("tx")
@@ -91,7 +90,7 @@ async def test_a_new_producer_fences_and_aborts_the_open_transaction() -> None:
     assert await txns.end("tx", zombie, commit=True) is ErrorCode.producer_fenced
 
 
-@run
+@pytest.mark.asyncio
 async def test_requests_while_a_transaction_completes_are_concurrent() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
@@ -112,7 +111,7 @@ async def test_requests_while_a_transaction_completes_are_concurrent() -> None:
     assert txns.state("tx").state is TransactionState.COMPLETE_COMMIT
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_transaction_past_its_timeout_is_aborted_with_a_fence() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
@@ -127,7 +126,7 @@ async def test_a_transaction_past_its_timeout_is_aborted_with_a_fence() -> None:
     assert await txns.end("tx", producer, commit=True) is ErrorCode.producer_fenced
 
 
-@run
+@pytest.mark.asyncio
 async def test_a_restart_completes_a_prepared_transaction() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
@@ -149,7 +148,7 @@ async def test_a_restart_completes_a_prepared_transaction() -> None:
     assert restarted.state("tx").state is TransactionState.COMPLETE_COMMIT
 
 
-@run
+@pytest.mark.asyncio
 async def test_transactional_offsets_count_only_once_committed() -> None:
     txns = await Transactions().start()
     offsets_partition = txns.groups.runtime.partition_for("g")
@@ -176,7 +175,7 @@ async def test_transactional_offsets_count_only_once_committed() -> None:
     assert [name for name, _, _ in markers] == ["ABORT", "COMMIT"]
 
 
-@run
+@pytest.mark.asyncio
 async def test_idle_transactional_ids_expire() -> None:
     txns = await Transactions(transactional_id_expiration_ms=3_600_000).start()
     await txns.init("idle")
@@ -186,7 +185,7 @@ async def test_idle_transactional_ids_expire() -> None:
     assert txns.stored_states("idle")[-1] == "tombstone"
 
 
-@run
+@pytest.mark.asyncio
 async def test_transaction_version_2_hands_over_to_a_new_producer_id_when_the_epoch_runs_out():
     writer_side = await Transactions().start()
     exhausted = ProducerIdAndEpoch(7, 32766)
@@ -233,7 +232,7 @@ async def test_transaction_version_2_hands_over_to_a_new_producer_id_when_the_ep
     assert restarted.state("tx").client_transaction_version == TV_2
 
 
-@run
+@pytest.mark.asyncio
 async def test_transaction_version_2_ends_each_transaction_with_an_epoch_bump() -> None:
     txns = await Transactions().start()
     _, producer = await txns.init("tx")
