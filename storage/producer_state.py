@@ -533,21 +533,26 @@ class ProducerStateManager:
             logger.info(
                 "Loading producer state of %s from snapshot file '%s'", self.partition_name, path
             )
-            loaded = [ProducerStateEntry.from_snapshot_entry(entry) for entry in entries]
-            for entry in loaded:
-                if not self._is_expired(now_ms, entry):
-                    self.producers[entry.producer_id] = entry
-            # Their open transactions, in offset order (Kafka's loadProducerEntry).
-            open_txns = sorted(
-                (entry.current_txn_first_offset, entry.producer_id)
-                for entry in self.producers.values()
-                if entry.current_txn_first_offset is not None
-            )
-            for first, producer_id in open_txns:
-                self.ongoing_txns[first] = TxnMetadata(producer_id, first)
-            self.map_end_offset = self._last_snap_offset = offset
+            self.load_entries(entries, offset, now_ms)
             return
         self.map_end_offset = self._last_snap_offset = log_start_offset
+
+    def load_entries(self, entries: Iterable[SnapshotEntry], offset: int, now_ms: int) -> None:
+        """Take a snapshot's entries as the state at `offset` (producers expired at
+        `now_ms` left out)."""
+        loaded = [ProducerStateEntry.from_snapshot_entry(entry) for entry in entries]
+        for entry in loaded:
+            if not self._is_expired(now_ms, entry):
+                self.producers[entry.producer_id] = entry
+        # Their open transactions, in offset order (Kafka's loadProducerEntry).
+        open_txns = sorted(
+            (entry.current_txn_first_offset, entry.producer_id)
+            for entry in self.producers.values()
+            if entry.current_txn_first_offset is not None
+        )
+        for first, producer_id in open_txns:
+            self.ongoing_txns[first] = TxnMetadata(producer_id, first)
+        self.map_end_offset = self._last_snap_offset = offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and snapshot: the log starts anew at `offset`."""
