@@ -60,15 +60,20 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     commands.add_parser("configs-list", help="list every broker config key with its default")
     if with_tools:
         # The operator's tools: each module adds its subcommand and the function that runs it.
-        from .tools import configs, dump_log, groups, storage_zip, topics, transactions
+        from .tools import audit, configs, dump_log, groups, storage_zip, topics, transactions
 
-        for tool in (topics, configs, groups, transactions, dump_log, storage_zip):
+        for tool in (topics, configs, groups, transactions, dump_log, storage_zip, audit):
             tool.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "audit":
+        # The Spark job parses its own arguments (brook.spark.audit.options).
+        from .tools import audit
+
+        sys.exit(audit.main(argv[1:]))
     with_tools = not argv or argv[0] not in TOOL_FREE_COMMANDS
     args = build_parser(with_tools).parse_args(argv)
     if hasattr(args, "run"):
