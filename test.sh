@@ -6,12 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, mkfs.ext4
-# (e2fsprogs) for the full-disk tests, which mount a small ext4 image, and a JVM for
-# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17).
+# (e2fsprogs) for the full-disk tests, which mount a small ext4 image, a JVM for
+# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17), and Chromium,
+# which opens the audit's HTML report headless and takes its screenshot.
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
 command -v java >/dev/null 2>&1 || missing="$missing openjdk-17-jre-headless"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

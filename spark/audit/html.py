@@ -2,9 +2,9 @@
 
 No external resource: the styles, the charts (inline SVG from charts.py) and a short
 script are inside the file, so it opens offline, from a mail attachment or a CI
-artifact. The script only sorts tables on a click and records on <html> how many
-charts it found drawn (`data-charts-drawn`), which the tests read back from a
-headless browser.
+artifact. The script only sorts tables on a click, and records on <html> how many
+charts it found drawn (`data-charts-drawn`) and on each chart where the page shows it
+(`data-box`: x, y, width, height), which the tests read back from a headless browser.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ SCRIPT = """
   charts.forEach(function (svg) {
     var box = svg.getBBox();
     if (box.width > 0 && box.height > 0 && svg.querySelector("rect, polyline")) drawn += 1;
+    var place = svg.getBoundingClientRect();
+    svg.setAttribute("data-box", [place.left + window.scrollX, place.top + window.scrollY,
+      place.width, place.height].map(Math.round).join(","));
   });
   document.documentElement.setAttribute("data-charts", String(charts.length));
   document.documentElement.setAttribute("data-charts-drawn", String(drawn));
@@ -232,7 +235,8 @@ def _disorder(data: AuditData, partitions: list[dict[str, Any]]) -> str:
     for row in data.regression_decades:
         decades[row["decade"]] = decades.get(row["decade"], 0) + row["count"]
     columns = [
-        (f"≥{duration_text(10**decade)}", float(decades[decade])) for decade in sorted(decades)
+        (f"{duration_text(10**decade)}-{duration_text(10 ** (decade + 1))}", float(count))
+        for decade, count in sorted(decades.items())
     ]
     by_size = charts.column_chart(
         "regression-sizes", columns, charts.DISORDER, "records", "How far timestamps go back"
@@ -435,7 +439,7 @@ def render(data: AuditData, summary: dict[str, Any], tables: dict[str, pa.Table]
     else:
         banner = '<div class="banner ok">Integrity checks passed (exit status 0).</div>'
     severities = summary["findings_by_severity"]
-    counts = ", ".join(f"{n:,} {s}s" for s, n in severities.items())
+    counts = ", ".join(f"{s} {n:,}" for s, n in severities.items())
     spark = data.spark
     total_findings = sum(severities.values())
     body = [
@@ -444,7 +448,7 @@ def render(data: AuditData, summary: dict[str, Any], tables: dict[str, pa.Table]
         f" {escape(spark.get('version', ''))}"
         f" on {escape(spark.get('master', ''))} · {summary['elapsed_seconds']:.1f} s</p>",
         banner,
-        f"<p>Findings: {escape(counts)}.</p>",
+        f"<p>Findings by severity: {escape(counts)}.</p>",
         _overview(summary),
         '<h2 id="records-over-time">Records over time</h2>',
         _records_over_time(data),

@@ -247,7 +247,7 @@ class AuditData:
         by_severity = {severity: 0 for severity in SEVERITIES}
         for check, count in counts.items():
             by_severity[CHECKS[check].severity] += count
-        return ", ".join(f"{count} {severity}s" for severity, count in by_severity.items())
+        return "findings: " + ", ".join(f"{s} {n}" for s, n in by_severity.items())
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
