@@ -222,10 +222,6 @@ def _session(options: AuditOptions) -> SparkSession:
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "WARN",
     }
-    if master.startswith("local"):
-        # Few, small shuffles: Spark's default of 200 partitions would be 200 tasks
-        # each (the audit's shuffles carry batch headers, findings and aggregates).
-        defaults["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 1))
     if master.startswith("local") or "//127.0.0.1:" in master or "//localhost:" in master:
         # Everything runs on this machine: the driver listens on the loopback only.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -233,7 +229,14 @@ def _session(options: AuditOptions) -> SparkSession:
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
     for key, value in {**defaults, **options.spark_conf}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if "spark.sql.shuffle.partitions" not in {**defaults, **options.spark_conf}:
+        # Few, small shuffles (batch headers, findings, aggregates; the records' times
+        # for the disorder check): a few partitions per core of the cluster, not
+        # Spark's 200, each of which would be a task of every shuffle.
+        cores = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(4, 2 * cores)))
+    return spark
 
 
 def main(argv: list[str] | None = None, prog: str = "brook audit") -> int:

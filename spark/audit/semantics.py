@@ -375,7 +375,9 @@ def transaction_findings(txns: DataFrame) -> list[DataFrame]:
 
 
 def offset_gap_findings(batches: DataFrame) -> DataFrame:
-    placed = valid_batches(batches)
+    # A batch failing its CRC still takes up its place in the offsets: counting it keeps
+    # a damaged batch (reported as such) from also showing as a gap.
+    placed = batches.filter(F.col("batch_base_offset").isNotNull())
     in_offset_order = Window.partitionBy(*_PARTITION).orderBy("batch_base_offset")
     followed = placed.select(
         "*", F.lag("batch_last_offset").over(in_offset_order).alias("prev_last")
