@@ -117,7 +117,9 @@ class CoordinatorReplay:
         elif isinstance(key, UnknownRecord):
             self.other_records += 1
 
-    def _commit_offset(self, key: OffsetCommitKey, value: OffsetCommitValue | None, offset: int):
+    def _commit_offset(
+        self, key: OffsetCommitKey, value: OffsetCommitValue | None, offset: int
+    ) -> None:
         if value is None:
             self.offsets.pop(key, None)
         else:

@@ -28,7 +28,7 @@ from brook.spark.data_source import find_partitions
 from brook.storage.reader import PartitionFiles
 
 from . import frames, integrity, semantics, statistics
-from .findings import CHECKS, FINDINGS_SCHEMA
+from .findings import LOCATION, finding
 from .options import AuditOptions, build_parser, from_args
 from .partition_files import PartitionTask, Settings, check_partitions
 from .progress import Progress
@@ -159,16 +159,8 @@ def _gather_findings(frames_found: Sequence[DataFrame], limit: int, data: AuditD
     for row in kept:
         if row["row"] == 1:
             data.counts[(row["check"], row["topic"], row["partition"])] = row["found"]
-        known = CHECKS[row["check"]]
-        data.frame_findings.append(
-            {
-                "check": row["check"],
-                "category": known.category,
-                "severity": known.severity,
-                **{name: row[name] for name in FINDINGS_SCHEMA.names if name in row.asDict()},
-                "message": row["message"],
-            }
-        )
+        where = {name: row[name] for name in LOCATION}
+        data.frame_findings.append(finding(row["check"], message=row["message"], **where))
 
 
 # --- statistics -----------------------------------------------------------------------
@@ -246,9 +238,15 @@ def main(argv: list[str] | None = None, prog: str = "brook audit") -> int:
         print(f"{prog}: error: {options.log_dir}: no such directory", file=sys.stderr)
         return 2
     try:
-        _selected(options)
+        selected = _selected(options)
     except (OSError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    if not selected:
+        which = f" of the topics {', '.join(options.topics)}" if options.topics else ""
+        print(
+            f"{prog}: error: {options.log_dir} holds no partition directory{which}", file=sys.stderr
+        )
         return 2
     spark = _session(options)
     try:

@@ -262,6 +262,12 @@ def test_bad_arguments_are_refused_before_spark_starts(tmp_path):
     assert no_out.returncode == 2 and "--out" in no_out.stderr
     bad = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"), "--max-findings", "0")
     assert bad.returncode == 2 and "--max-findings" in bad.stderr
+    empty = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert empty.returncode == 2 and "holds no partition directory" in empty.stderr
+    (tmp_path / "orders-0").mkdir()
+    other = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"), "--topics", "payments")
+    assert other.returncode == 2
+    assert "holds no partition directory of the topics payments" in other.stderr
     assert not (tmp_path / "r").exists()
     helped = brook("audit", "--help")
     assert helped.returncode == 0 and "exit status" in helped.stdout
