@@ -12,8 +12,9 @@
 - Producers, per partition: a batch of the same producer id, epoch and base sequence
   at a second offset (duplicate_batch: the broker should have answered the retry with
   the first offset); a batch not starting at the sequence after its predecessor's last
-  (sequence_gap forwards, sequence_out_of_order backwards). Coordinators' batches
-  carry no sequence and are left out.
+  (sequence_gap forwards, unless offsets are missing between the two batches: then
+  compaction or retention removed the batches in between; sequence_out_of_order
+  backwards). Coordinators' batches carry no sequence and are left out.
 - Transactions, per producer and partition: its transactional batches up to a COMMIT
   or ABORT marker form one transaction: committed, aborted, open (no marker after them)
   or a marker without data.
@@ -225,8 +226,22 @@ def producer_findings(batches: DataFrame) -> list[DataFrame]:
         F.col("prev_last_sequence"),
         F.col("prev_last_offset"),
     )
+    # A gap over offsets the log no longer has is compaction's (or retention's) doing:
+    # the batches that held those sequences were removed, which is no anomaly.
+    missing = _offset_gaps(batches).select(
+        "topic", "partition", F.col("prev_last").alias("gap_after"), "batch_base_offset"
+    )
+    skipped = followed.filter(F.col("base_sequence") > expected).alias("s")
+    cleaned = skipped.join(
+        missing.alias("g"),
+        (F.col("s.topic") == F.col("g.topic"))
+        & (F.col("s.partition") == F.col("g.partition"))
+        & (F.col("g.gap_after") >= F.col("s.prev_last_offset"))
+        & (F.col("g.batch_base_offset") <= F.col("s.batch_base_offset")),
+        "left_anti",
+    )
     gaps = findings(
-        followed.filter(F.col("base_sequence") > expected),
+        cleaned,
         "sequence_gap",
         F.concat(
             where,
@@ -373,17 +388,21 @@ def transaction_findings(txns: DataFrame) -> list[DataFrame]:
 # --- offsets ------------------------------------------------------------------------
 
 
-def offset_gap_findings(batches: DataFrame) -> DataFrame:
-    # A batch failing its CRC still takes up its place in the offsets: counting it keeps
-    # a damaged batch (reported as such) from also showing as a gap.
+def _offset_gaps(batches: DataFrame) -> DataFrame:
+    """The batches that follow missing offsets, with `prev_last`, the last offset before
+    the gap. A batch failing its CRC still takes up its place in the offsets: counting
+    it keeps a damaged batch (reported as such) from also showing as a gap."""
     placed = batches.filter(F.col("batch_base_offset").isNotNull())
     in_offset_order = Window.partitionBy(*_PARTITION).orderBy("batch_base_offset")
     followed = placed.select(
         "*", F.lag("batch_last_offset").over(in_offset_order).alias("prev_last")
     )
-    gaps = followed.filter(F.col("batch_base_offset") > F.col("prev_last") + 1)
+    return followed.filter(F.col("batch_base_offset") > F.col("prev_last") + 1)
+
+
+def offset_gap_findings(batches: DataFrame) -> DataFrame:
     return findings(
-        gaps,
+        _offset_gaps(batches),
         "offset_gap",
         F.format_string(
             "offsets %d-%d are missing (%d offsets) before the batch at offset %d (%s,"

@@ -263,3 +263,61 @@ def append_duplicate(data: Path, out: Path) -> tuple[Path, int, int]:
     struct.pack_into(">q", batch, 0, copy_base)
     last.write_bytes(bytes(raw) + bytes(batch))
     return target, original, copy_base
+
+
+# --- a log the cleaner compacted -----------------------------------------------------
+
+
+def compacted_partition(directory: Path) -> None:
+    """A partition written through the broker's storage and compacted by its log cleaner:
+    an idempotent producer overwriting 5 keys, an aborted and a committed transaction,
+    several segments; the cleaner removes superseded records (offset and sequence gaps)
+    and the aborted data, keeping the markers. Closed cleanly (snapshot at the end)."""
+    from brook.protocol import coordinator_records as cr
+    from brook.protocol.record_batch import Record, build_batch
+    from brook.storage import Log, LogConfig
+    from brook.storage.log_cleaner import clean, plan_cleaning
+    from brook.storage.log_validator import AppendOrigin
+
+    now = int(time.time() * 1000)
+    config = LogConfig(segment_bytes=2048, index_interval_bytes=128, cleanup_policy=("compact",))
+    log = Log.open(directory, config)
+
+    def append(data: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+        log.append_as_leader(data, 0, now, origin)
+        log.high_watermark = log.log_end_offset
+
+    def transaction(pid: int, result: cr.ControlRecordType) -> None:
+        records = [Record(i, now, b"t%d" % i, b"in a transaction") for i in range(3)]
+        append(
+            build_batch(
+                records, producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True
+            )
+        )
+        control = Record(
+            0,
+            now,
+            cr.encode_key(cr.ControlRecordKey(int(result))),
+            cr.encode_value(cr.EndTxnMarker(coordinator_epoch=0)),
+        )
+        marker = build_batch(
+            [control], producer_id=pid, producer_epoch=0, transactional=True, control=True
+        )
+        append(marker, AppendOrigin.COORDINATOR)
+
+    sequence = 0
+    for round_number in range(40):
+        records = [Record(i, now, b"k%d" % i, b"round %d" % round_number) for i in range(5)]
+        append(build_batch(records, producer_id=7, producer_epoch=0, base_sequence=sequence))
+        sequence += 5
+        if round_number == 10:
+            transaction(8, cr.ControlRecordType.ABORT)
+        if round_number == 20:
+            transaction(9, cr.ControlRecordType.COMMIT)
+    log.roll()
+    plan = plan_cleaning(log, None, now, force=True)
+    assert plan is not None
+    result = clean(plan)
+    sizes = {s.base_offset: size for s, size in zip(plan.segments, plan.sizes, strict=True)}
+    assert log.replace_segments(result.groups, sizes)
+    log.close()

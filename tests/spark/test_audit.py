@@ -23,6 +23,7 @@ from .audit_logs import (
     ORDERS_PARTITIONS,
     ORDERS_PER_PARTITION,
     append_duplicate,
+    compacted_partition,
     damage,
 )
 from .conftest import _audit
@@ -164,6 +165,7 @@ def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
     log_dir = tmp_path / "damaged"
     expected = damage(audit_log.data, log_dir)
     duplicate_dir, original, copy = append_duplicate(audit_log.data, log_dir)
+    compacted_partition(log_dir / "compacted-0")
     data, _ = _audit(spark, log_dir, tmp_path / "report", max_findings=5)
     assert data.exit_status == 1
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
@@ -198,6 +200,12 @@ def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
     [dup] = [r for r in duplicate if r["check"] == "duplicate_batch"]
     assert dup["offset"] == copy and dup["category"] == "semantics"
     assert f"repeats the batch at offsets {original}-" in dup["message"]
+
+    # Compaction leaves offset gaps and sequence gaps over them: information (as the
+    # aborted transaction is), no warning, no error.
+    compacted = found(tmp_path / "report", "compacted-0")
+    assert "offset_gap" in {r["check"] for r in compacted}
+    assert {r["severity"] for r in compacted} == {"info"}
 
 
 def _kafka_python_segment(path: Path) -> int:
