@@ -21,6 +21,10 @@ from brook.spark import register
 SPARK_TESTS = Path(__file__).parent
 
 
+# First among the hooks: pytest-xdist's worker reads the marker in its own
+# pytest_collection_modifyitems (it appends the group to the node id); run after it,
+# this one would leave the Spark tests ungrouped, each worker starting its own JVM.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_TESTS in Path(item.path).parents:

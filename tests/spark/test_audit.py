@@ -28,6 +28,10 @@ from .audit_logs import (
 )
 from .conftest import _audit
 
+# A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
+# a loaded 2-core machine that can pass pytest's 300 s default.
+pytestmark = pytest.mark.timeout(900)
+
 OUTPUTS = [
     "summary.json",
     "report.html",

@@ -14,6 +14,10 @@ from PIL import Image
 
 from brook.spark.audit import charts
 
+# A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
+# a loaded 2-core machine that can pass pytest's 300 s default.
+pytestmark = pytest.mark.timeout(900)
+
 WINDOW = (1000, 2600)
 # The colours each chart of the semantic report must show (see charts.py).
 CHART_COLOURS = {
