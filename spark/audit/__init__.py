@@ -10,8 +10,8 @@ or, from Python, on a session of your own:
 
 One module per concern: integrity.py (the batches), partition_files.py (indexes, leader
 epochs, snapshots, txn indexes: one Spark task per partition directory), semantics.py
-(timestamps, producers, transactions, offset gaps), statistics.py, internal_topics.py
-(`__consumer_offsets`, `__transaction_state`), report.py and html.py (the outputs),
+(timestamps, producers, transactions, offset gaps), stats.py, internal_topics.py
+(`__consumer_offsets`, `__transaction_state`), report.py and page.py (the outputs),
 job.py (the stages and the command line).
 """
 

@@ -27,7 +27,7 @@ from brook.spark import register
 from brook.spark.data_source import find_partitions
 from brook.storage.reader import PartitionFiles
 
-from . import frames, integrity, semantics, statistics
+from . import frames, integrity, semantics, stats
 from .findings import LOCATION, finding
 from .options import AuditOptions, build_parser, from_args
 from .partition_files import PartitionTask, Settings, check_partitions
@@ -179,18 +179,18 @@ def _statistics(
     data: AuditData,
 ) -> None:
     for rows in (
-        _rows(statistics.batch_statistics(batches)),
-        _rows(statistics.record_statistics(records)),
+        _rows(stats.batch_statistics(batches)),
+        _rows(stats.record_statistics(records)),
         _rows(semantics.disorder_by_partition(disorder)),
     ):
         for row in rows:
             data.stats.setdefault((row.pop("topic"), row.pop("partition")), {}).update(row)
     data.regression_decades = _rows(semantics.regression_histogram(disorder))
     data.transactions = transactions.orderBy("topic", "partition", "first_offset").toArrow()
-    span = statistics.time_range(records, options.time_buckets)
+    span = stats.time_range(records, options.time_buckets)
     if span is not None:
         data.time_range = span
-        data.over_time = _rows(statistics.records_over_time(records, span))
+        data.over_time = _rows(stats.records_over_time(records, span))
 
 
 # --- the command line -----------------------------------------------------------------

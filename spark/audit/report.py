@@ -8,7 +8,7 @@ transactions.parquet       one row per transaction of a producer in a partition
 consumer_offsets.parquet   the committed offset of each group, topic and partition
 groups.parquet             each classic group's metadata
 transaction_state.parquet  each transactional id's state
-report.html                all of it for a person, with charts (html.py)
+report.html                all of it for a person, with charts (page.py)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from brook.storage.reader import PartitionFiles
 
 from .findings import CHECKS, FINDINGS_SCHEMA, INTEGRITY, SEVERITIES
 from .options import AuditOptions
-from .statistics import CODECS, TimeRange
+from .stats import CODECS, TimeRange
 
 Key = tuple[str, int]
 TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")
@@ -309,7 +309,7 @@ def summary(data: AuditData, partitions: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def write_report(data: AuditData, out_dir: Path) -> dict[str, Any]:
-    from .html import render
+    from .page import render
 
     partitions = data.partition_rows()
     tables = {

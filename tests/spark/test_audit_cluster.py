@@ -167,3 +167,43 @@ def test_the_audit_runs_on_a_standalone_cluster(standalone_cluster, audit_log, t
     offsets = pq.read_table(out / "consumer_offsets.parquet").to_pylist()
     assert {o["group"] for o in offsets} == {GROUP}
     assert {(o["topic"], o["partition"]) for o in offsets} == set(audit_log.committed)
+
+
+def test_spark_submit_runs_the_audit_module_as_a_script(tmp_path):
+    """spark-submit runs brook/spark/audit/__main__.py as a file, its directory first on
+    sys.path; spark-submit's --master stands."""
+    from brook.spark import audit
+
+    from .test_audit import _kafka_python_segment
+
+    records = _kafka_python_segment(tmp_path / "log" / "kp-0")
+    script = Path(audit.__file__).parent / "__main__.py"
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    ran = subprocess.run(
+        [
+            "bash",
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(script),
+            str(tmp_path / "log"),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["spark"]["master"] == "local[1]"
+    assert summary["totals"]["records"] == records and summary["status"] == "ok"

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import charts
 from .findings import ERROR, INFO, WARNING
 from .report import OUTCOMES, AuditData
-from .statistics import CODECS
+from .stats import CODECS
 
 MAX_ROWS = 1000  # rows of a table shown in the page (the Parquet files have them all)
 MAX_BARS = 30
