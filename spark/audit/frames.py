@@ -99,6 +99,10 @@ def findings(
     ]
     for name in FINDING_COLUMNS[3:]:
         value = where.get(name)
+        if name == "producer_id" and value is not None:
+            # Kafka's NO_PRODUCER_ID (-1): a batch of no idempotent producer.
+            value = F.col(value) if isinstance(value, str) else value
+            value = F.when(value >= 0, value)
         column = (
             F.lit(None) if value is None else (F.col(value) if isinstance(value, str) else value)
         )

@@ -38,7 +38,8 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0;width:100%}
 th,td{border-bottom:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
 th{background:#f9fafb;cursor:pointer;white-space:nowrap}td.n{text-align:right;
  font-variant-numeric:tabular-nums}
-.sev{font-weight:600}.chart{margin:12px 0 24px}figcaption{color:#6b7280;font-size:13px}
+.scroll{overflow-x:auto}.sev{font-weight:600}.chart{margin:12px 0 24px}
+figcaption{color:#6b7280;font-size:13px}
 """
 
 SCRIPT = """
@@ -123,8 +124,8 @@ def _table(headers: list[str], rows: list[list[str]], total: int | None = None) 
     if count > shown:
         note = f'<p class="muted">{shown:,} of {count:,} rows shown; the Parquet file has all.</p>'
     return (
-        f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-        + note
+        f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>{note}"
     )
 
 
