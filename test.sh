@@ -7,9 +7,10 @@ cd "$(dirname "$0")"
 
 # Debian packages the tests use: kcat (librdkafka 2.0.2) as a real client, mkfs.ext4
 # (e2fsprogs) for the full-disk tests, which mount a small ext4 image, a JVM for
-# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17), and for the
-# image tests (tests/image/) podman with runc, mmdebstrap to make the Debian base image
-# and shellcheck for the image's entrypoint script.
+# the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17), Chromium, which
+# opens the audit's HTML report headless and takes its screenshot, and for the image tests
+# (tests/image/) podman with runc, mmdebstrap to make the Debian base image and shellcheck
+# for the image's entrypoint script.
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
@@ -18,6 +19,7 @@ command -v podman >/dev/null 2>&1 || missing="$missing podman"
 command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing="$missing runc"
 command -v mmdebstrap >/dev/null 2>&1 || missing="$missing mmdebstrap"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

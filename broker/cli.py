@@ -84,6 +84,7 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     if with_tools:
         # The operator's tools: each module adds its subcommand and the function that runs it.
         from .tools import (
+            audit,
             compact,
             configs,
             dump_log,
@@ -94,7 +95,8 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
             transactions,
         )
 
-        for tool in (topics, configs, groups, transactions, dump_log, storage_zip, compact, faults):
+        tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
+        for tool in (*tools, faults):
             tool.add_parser(commands)
     return parser
 
@@ -112,6 +114,11 @@ def version() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "audit":
+        # The Spark job parses its own arguments (brook.spark.audit.options).
+        from .tools import audit
+
+        sys.exit(audit.main(argv[1:]))
     with_tools = not argv or argv[0] not in TOOL_FREE_COMMANDS
     parser = build_parser(with_tools)
     if not argv:

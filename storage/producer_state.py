@@ -390,12 +390,15 @@ class ProducerStateManager:
     order (transactions start in log order, and a load inserts them sorted);
     `unreplicated_txns` holds the completed ones whose marker the high watermark has
     not passed yet.
+
+    `log_dir` None keeps the state in memory only, with no snapshot file read, written or
+    deleted: for tools that replay a log's batches to check it without changing it.
     """
 
     def __init__(
         self,
         partition_name: str,
-        log_dir: Path,
+        log_dir: Path | None,
         config: ProducerStateManagerConfig | None = None,
         clock: Clock = system_clock,
     ) -> None:
@@ -411,6 +414,8 @@ class ProducerStateManager:
         self._snapshots = self._scan_snapshot_files()
 
     def _scan_snapshot_files(self) -> list[int]:
+        if self.log_dir is None:
+            return []
         # A snapshot whose write was cut short never got its real name; drop the rest.
         for leftover in self.log_dir.glob(f"*{files.PRODUCER_SNAPSHOT_FILE_SUFFIX}.tmp"):
             logger.info("Deleting leftover snapshot file %s", leftover)
@@ -418,6 +423,11 @@ class ProducerStateManager:
         return list_snapshot_offsets(self.log_dir)
 
     # --- snapshots --------------------------------------------------------------------
+
+    def _snapshot_file(self, offset: int) -> Path:
+        if self.log_dir is None:
+            raise ValueError(f"the producer state of {self.partition_name} has no directory")
+        return files.producer_snapshot_file(self.log_dir, offset)
 
     @property
     def snapshot_offsets(self) -> list[int]:
@@ -434,7 +444,7 @@ class ProducerStateManager:
         offset = self.map_end_offset
         started = time.monotonic()
         write_snapshot(
-            files.producer_snapshot_file(self.log_dir, offset),
+            self._snapshot_file(offset),
             [entry.to_snapshot_entry() for entry in self.producers.values()],
         )
         logger.debug(
@@ -453,7 +463,7 @@ class ProducerStateManager:
         """Delete the snapshot at `offset` (its segment is gone), if there is one."""
         if offset in self._snapshots:
             self._snapshots.remove(offset)
-            files.producer_snapshot_file(self.log_dir, offset).unlink(missing_ok=True)
+            self._snapshot_file(offset).unlink(missing_ok=True)
 
     def delete_snapshots_before(self, offset: int) -> None:
         """Delete every snapshot below `offset` (Kafka's deleteSnapshotsBefore)."""
@@ -509,7 +519,7 @@ class ProducerStateManager:
             if not candidates:
                 break
             offset = candidates[-1]
-            path = files.producer_snapshot_file(self.log_dir, offset)
+            path = self._snapshot_file(offset)
             try:
                 entries = read_snapshot(path)
             except (CorruptSnapshotError, FileNotFoundError) as exc:
@@ -523,21 +533,26 @@ class ProducerStateManager:
             logger.info(
                 "Loading producer state of %s from snapshot file '%s'", self.partition_name, path
             )
-            loaded = [ProducerStateEntry.from_snapshot_entry(entry) for entry in entries]
-            for entry in loaded:
-                if not self._is_expired(now_ms, entry):
-                    self.producers[entry.producer_id] = entry
-            # Their open transactions, in offset order (Kafka's loadProducerEntry).
-            open_txns = sorted(
-                (entry.current_txn_first_offset, entry.producer_id)
-                for entry in self.producers.values()
-                if entry.current_txn_first_offset is not None
-            )
-            for first, producer_id in open_txns:
-                self.ongoing_txns[first] = TxnMetadata(producer_id, first)
-            self.map_end_offset = self._last_snap_offset = offset
+            self.load_entries(entries, offset, now_ms)
             return
         self.map_end_offset = self._last_snap_offset = log_start_offset
+
+    def load_entries(self, entries: Iterable[SnapshotEntry], offset: int, now_ms: int) -> None:
+        """Take a snapshot's entries as the state at `offset` (producers expired at
+        `now_ms` left out)."""
+        loaded = [ProducerStateEntry.from_snapshot_entry(entry) for entry in entries]
+        for entry in loaded:
+            if not self._is_expired(now_ms, entry):
+                self.producers[entry.producer_id] = entry
+        # Their open transactions, in offset order (Kafka's loadProducerEntry).
+        open_txns = sorted(
+            (entry.current_txn_first_offset, entry.producer_id)
+            for entry in self.producers.values()
+            if entry.current_txn_first_offset is not None
+        )
+        for first, producer_id in open_txns:
+            self.ongoing_txns[first] = TxnMetadata(producer_id, first)
+        self.map_end_offset = self._last_snap_offset = offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and snapshot: the log starts anew at `offset`."""

@@ -20,10 +20,9 @@ code 1 (Kafka's tool reports these but exits 0; a script wants to know).
 from __future__ import annotations
 
 import argparse
-import bisect
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,12 @@ from brook.protocol.errors import CorruptRecordError, KafkaError
 from brook.protocol.record_batch import DELETE_HORIZON_BIT, BatchHeader, Record
 from brook.storage.end_transaction_marker import control_type, parse_end_txn_marker
 from brook.storage.errors import StorageError
+from brook.storage.index_check import (
+    SegmentScan,
+    check_offset_index,
+    check_time_index,
+    scan_segment,
+)
 from brook.storage.log_file_utils import offset_from_file_name
 from brook.storage.reader import (
     Batch,
@@ -74,18 +79,6 @@ class Options:
     print_data: bool
     verify_only: bool
     sanity_only: bool
-
-
-@dataclass
-class SegmentScan:
-    """What the index checks need from a segment: each batch's place and facts."""
-
-    size: int = 0
-    positions: list[int] = field(default_factory=list)
-    base_offsets: list[int] = field(default_factory=list)
-    last_offsets: list[int] = field(default_factory=list)
-    max_timestamps: list[int] = field(default_factory=list)
-    damage: Damage | None = None
 
 
 def add_parser(commands: Any) -> None:
@@ -322,25 +315,6 @@ def _control_text(record: Record) -> str:
     return f"endTxnMarker: {marker.name} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
-def _scan_segment(log_path: Path) -> SegmentScan:
-    with SegmentReader(log_path) as segment:
-        return _scan_batches(segment)
-
-
-def _scan_batches(segment: SegmentReader) -> SegmentScan:
-    scan = SegmentScan(size=segment.size)
-    for item in segment.batches():
-        if isinstance(item, Damage):
-            scan.damage = item
-            break
-        header = item.header
-        scan.positions.append(item.position)
-        scan.base_offsets.append(header.base_offset)
-        scan.last_offsets.append(header.last_offset)
-        scan.max_timestamps.append(header.max_timestamp)
-    return scan
-
-
 # --- indexes ------------------------------------------------------------------------------
 
 
@@ -354,7 +328,8 @@ def _segment_for(index_path: Path) -> tuple[int, SegmentScan | None]:
     log_path = index_path.with_suffix(".log")
     if not log_path.is_file():
         return base_offset, None
-    return base_offset, _scan_segment(log_path)
+    with SegmentReader(log_path) as segment:
+        return base_offset, scan_segment(segment)
 
 
 def _report(
@@ -388,32 +363,10 @@ def _dump_offset_index(path: Path, options: Options) -> bool:
     base_offset, scan = _segment_for(path)
     index = OffsetIndex(path, base_offset, writable=False)
     entries = [index.entry(n) for n in range(index.entries)]  # as stored, unchecked
-    listing = not (options.verify_only or options.sanity_only)
-    problems: list[str] = []
-    batch_at = dict(zip(scan.positions, scan.last_offsets, strict=True)) if scan else {}
-    previous: tuple[int, int] | None = None
-    for number, (offset, position) in enumerate(entries):
-        if listing:
+    if not (options.verify_only or options.sanity_only):
+        for offset, position in entries:
             print(f"offset: {offset} position: {position}")
-        where = f"entry {number} (offset {offset}, position {position})"
-        if previous is not None and (offset <= previous[0] or position <= previous[1]):
-            problems.append(
-                f"{where} does not increase on the entry before it"
-                f" (offset {previous[0]}, position {previous[1]})"
-            )
-        previous = (offset, position)
-        if scan is None:
-            continue
-        if position >= scan.size:
-            problems.append(f"{where} points past the end of the segment ({scan.size} bytes)")
-        elif position not in batch_at:
-            if scan.damage is None or position < scan.damage.position:
-                problems.append(f"{where} points inside a batch, not at the start of one")
-        elif batch_at[position] != offset:
-            problems.append(
-                f"{where}: index offset {offset}, but the batch there ends at log offset"
-                f" {batch_at[position]}"
-            )
+    problems = [problem.message for problem in check_offset_index(entries, scan)]
     return _report(path, problems, options, scan, len(entries))
 
 
@@ -421,42 +374,10 @@ def _dump_time_index(path: Path, options: Options) -> bool:
     base_offset, scan = _segment_for(path)
     index = TimeIndex(path, base_offset, writable=False)
     entries = [index.entry(n) for n in range(index.entries)]  # as stored, unchecked
-    listing = not (options.verify_only or options.sanity_only)
-    problems: list[str] = []
-    running_max: list[int] = []
-    if scan is not None:
-        largest = -1
-        for timestamp in scan.max_timestamps:
-            largest = max(largest, timestamp)
-            running_max.append(largest)
-    previous: tuple[int, int] | None = None
-    for number, (timestamp, offset) in enumerate(entries):
-        if listing:
+    if not (options.verify_only or options.sanity_only):
+        for timestamp, offset in entries:
             print(f"timestamp: {timestamp} offset: {offset}")
-        where = f"entry {number} (timestamp {timestamp}, offset {offset})"
-        if previous is not None and (timestamp <= previous[0] or offset < previous[1]):
-            problems.append(
-                f"{where} is out of order after timestamp {previous[0]}, offset {previous[1]}"
-            )
-        previous = (timestamp, offset)
-        if scan is None:
-            continue
-        # The batch holding the entry's offset (Kafka indexes a batch's last offset;
-        # older Kafka versions may name a record inside it).
-        slot = bisect.bisect_right(scan.base_offsets, offset) - 1
-        if slot < 0 or scan.last_offsets[slot] < offset:
-            if scan.damage is None:
-                problems.append(f"{where}: no batch in the segment holds offset {offset}")
-            continue
-        if scan.max_timestamps[slot] != timestamp:
-            problems.append(
-                f"{where}: timestamp mismatch, the batch holding offset {offset} has max"
-                f" timestamp {scan.max_timestamps[slot]}"
-            )
-        elif running_max[slot] != timestamp:
-            problems.append(
-                f"{where}: an earlier batch has the larger timestamp {running_max[slot]}"
-            )
+    problems = [problem.message for problem in check_time_index(entries, scan)]
     return _report(path, problems, options, scan, len(entries))
 
 

@@ -21,6 +21,10 @@ from brook.spark import register
 SPARK_TESTS = Path(__file__).parent
 
 
+# First among the hooks: pytest-xdist's worker reads the marker in its own
+# pytest_collection_modifyitems (it appends the group to the node id); run after it,
+# this one would leave the Spark tests ungrouped, each worker starting its own JVM.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_TESTS in Path(item.path).parents:
@@ -49,3 +53,37 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+# --- the audit's log dirs and reports (tests/spark/audit_logs.py) ---------------------
+
+
+@pytest.fixture(scope="session")
+def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A log dir a Brook broker wrote, with clean topics and semantic cases."""
+    from .audit_logs import write_log
+
+    return write_log(tmp_path_factory.mktemp("audit-log") / "data")
+
+
+def _audit(spark: Any, log_dir: Path, out: Path, **options: Any) -> tuple[Any, str]:
+    import io
+
+    from brook.spark.audit import AuditOptions, run_audit
+
+    progress = io.StringIO()
+    data = run_audit(spark, AuditOptions(str(log_dir), str(out), **options), stream=progress)
+    return data, progress.getvalue()
+
+
+@pytest.fixture(scope="session")
+def semantic_report(
+    spark: Any, audit_log: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, Path]:
+    """The audit of the semantic cases (aborted, open, late), judging timestamps with a
+    before bound of one hour."""
+    from .audit_logs import HOUR_MS, SEMANTIC_TOPICS
+
+    out = tmp_path_factory.mktemp("semantic-report")
+    data, _ = _audit(spark, audit_log.data, out, topics=SEMANTIC_TOPICS, before_max_ms=HOUR_MS)
+    return data, out

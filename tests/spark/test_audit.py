@@ -1,0 +1,287 @@
+"""The Spark audit (brook.spark.audit) on log dirs a real Brook broker wrote with real
+clients: a clean log audits clean, each injected fault is found and named at its place,
+the coordinators' topics are decoded, and segments built by kafka-python read."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from .audit_logs import (
+    CLEAN_TOPICS,
+    GROUP,
+    GZIP_PER_PARTITION,
+    KEYS,
+    ORDERS_PARTITIONS,
+    ORDERS_PER_PARTITION,
+    append_duplicate,
+    compacted_partition,
+    damage,
+)
+from .conftest import _audit
+
+# A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
+# a loaded 2-core machine that can pass pytest's 300 s default.
+pytestmark = pytest.mark.timeout(900)
+
+OUTPUTS = [
+    "summary.json",
+    "report.html",
+    "findings.parquet",
+    "partitions.parquet",
+    "transactions.parquet",
+    "consumer_offsets.parquet",
+    "groups.parquet",
+    "transaction_state.parquet",
+]
+
+
+def table(out: Path, name: str) -> list[dict[str, Any]]:
+    return pq.read_table(out / f"{name}.parquet").to_pylist()
+
+
+def by_partition(out: Path) -> dict[str, dict[str, Any]]:
+    return {f"{r['topic']}-{r['partition']}": r for r in table(out, "partitions")}
+
+
+def found(out: Path, where: str | None = None) -> list[dict[str, Any]]:
+    rows = table(out, "findings")
+    return [r for r in rows if where is None or f"{r['topic']}-{r['partition']}" == where]
+
+
+@pytest.fixture(scope="module")
+def clean_report(spark, audit_log, tmp_path_factory) -> tuple[Any, Path, str]:
+    out = tmp_path_factory.mktemp("clean-report")
+    data, progress = _audit(spark, audit_log.data, out, topics=CLEAN_TOPICS)
+    return data, out, progress
+
+
+def test_a_clean_log_audits_clean(clean_report, audit_log):
+    data, out, progress = clean_report
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
+    summary = json.loads((out / "summary.json").read_text())
+    assert data.exit_status == summary["exit_status"] == 0
+    assert summary["status"] == "ok"
+    assert summary["findings_by_severity"] == {"error": 0, "warning": 0, "info": 0}
+    assert found(out) == []
+    # Every check ran and is listed, each with a count of 0.
+    assert {check["count"] for check in summary["checks"].values()} == {0}
+    assert "crc_mismatch" in summary["checks"] and "txn_index_mismatch" in summary["checks"]
+    # A line per stage on the progress stream.
+    assert "[1/6] reading the batches" in progress and "[6/6] writing the report" in progress
+
+    partitions = by_partition(out)
+    assert {row["topic"] for row in partitions.values()} == set(CLEAN_TOPICS)  # --topics
+    for number in range(ORDERS_PARTITIONS):
+        orders = partitions[f"orders-{number}"]
+        records = ORDERS_PER_PARTITION + GZIP_PER_PARTITION
+        assert orders["records"] == records
+        assert orders["first_offset"] == 0 and orders["last_offset"] == records - 1
+        assert orders["records_none"] == ORDERS_PER_PARTITION
+        assert orders["records_gzip"] == GZIP_PER_PARTITION
+        assert orders["distinct_keys"] == KEYS
+        assert orders["shadowed_records"] == records - KEYS
+        assert orders["shadowed_share"] == pytest.approx((records - KEYS) / records)
+        assert orders["segments"] > 1 and orders["batches"] > orders["segments"]
+        assert orders["producers"] == 2 and orders["timestamp_regressions"] == 0
+        assert orders["bytes"] == orders["size_on_disk"]
+        assert orders["leader_epochs"] == "0@0"
+        assert orders["first_timestamp"] <= orders["last_timestamp"]
+    txn = partitions["txn-0"]
+    assert (txn["records"], txn["txn_committed"], txn["txn_aborted"]) == (40, 2, 0)
+    assert [t["outcome"] for t in table(out, "transactions")] == ["committed", "committed"]
+    assert summary["totals"]["records"] == sum(r["records"] for r in partitions.values())
+
+
+def test_consumer_offsets_written_by_the_group_coordinator_are_decoded(clean_report, audit_log):
+    _, out, _ = clean_report
+    offsets = table(out, "consumer_offsets")
+    assert {(o["topic"], o["partition"]): o["committed_offset"] for o in offsets} == (
+        audit_log.committed
+    )
+    assert {o["group"] for o in offsets} == {GROUP}
+    assert all(o["pending_producer_id"] is None and o["commit_timestamp"] for o in offsets)
+    groups = table(out, "groups")
+    assert [(g["group"], g["protocol_type"]) for g in groups] == [(GROUP, "consumer")]
+    assert groups[0]["generation"] >= 1
+    states = {s["transactional_id"]: s for s in table(out, "transaction_state")}
+    assert states["tx-committed"]["status"] == "COMPLETE_COMMIT"
+    assert states["tx-aborted"]["status"] == "COMPLETE_COMMIT"  # its last one committed
+    assert states["tx-open"]["status"] == "ONGOING"
+    assert states["tx-open"]["partitions"] == ["open-0"]
+    assert all(s["producer_id"] >= 0 and s["timeout_ms"] > 0 for s in states.values())
+
+
+def test_semantic_findings_are_found_and_named(semantic_report, audit_log):
+    data, out = semantic_report
+    assert data.exit_status == 0  # semantics never fail the audit
+    counts = json.loads((out / "summary.json").read_text())["checks"]
+    nonzero = {name: check["count"] for name, check in counts.items() if check["count"]}
+    assert nonzero == {
+        "aborted_transaction": 1,
+        "open_transaction": 1,
+        "timestamp_regression": 4,
+        "timestamp_before_bound": 3,
+        "timestamp_after_bound": 1,
+    }
+    aborted = found(out, "aborted-0")
+    assert [f["check"] for f in aborted] == ["aborted_transaction"]
+    assert aborted[0]["severity"] == "info" and "(10 records) was aborted" in aborted[0]["message"]
+    opened = found(out, "open-0")
+    assert [(f["check"], f["severity"], f["offset"]) for f in opened] == [
+        ("open_transaction", "warning", 0)
+    ]
+    assert "7 records" in opened[0]["message"]
+
+    stamps = audit_log.late_timestamps
+    late = {(f["check"], f["offset"]): f for f in found(out, "late-0")}
+    assert sorted(offset for check, offset in late if check == "timestamp_regression") == [
+        2,
+        4,
+        6,
+        7,
+    ]
+    worst = late[("timestamp_regression", 4)]
+    assert f"{stamps[3] - stamps[4]} ms below" in worst["message"]
+    assert {o for c, o in late if c == "timestamp_before_bound"} == {4, 6, 7}
+    assert {o for c, o in late if c == "timestamp_after_bound"} == {5}
+    partitions = by_partition(out)
+    assert partitions["late-0"]["max_regression_ms"] == stamps[3] - stamps[4]
+    assert partitions["late-0"]["after_bound"] == 1
+
+    outcomes = [(t["topic"], t["outcome"], t["records"]) for t in table(out, "transactions")]
+    assert sorted(outcomes) == [
+        ("aborted", "aborted", 10),
+        ("aborted", "committed", 5),
+        ("open", "open", 7),
+    ]
+
+
+def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
+    log_dir = tmp_path / "damaged"
+    expected = damage(audit_log.data, log_dir)
+    duplicate_dir, original, copy = append_duplicate(audit_log.data, log_dir)
+    compacted_partition(log_dir / "compacted-0")
+    data, _ = _audit(spark, log_dir, tmp_path / "report", max_findings=5)
+    assert data.exit_status == 1
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["exit_status"] == 1
+
+    for partition, check in expected.items():
+        rows = found(tmp_path / "report", partition)
+        integrity = {r["check"] for r in rows if r["category"] == "integrity"}
+        assert integrity == {check}, (partition, rows)
+        assert all(r["severity"] == "error" for r in rows if r["check"] == check)
+
+    [crc] = [r for r in found(tmp_path / "report", "flipped-0") if r["check"] == "crc_mismatch"]
+    assert "fails its CRC" in crc["message"] and crc["offset"] > 0 and crc["segment"] == 0
+    [torn] = [r for r in found(tmp_path / "report", "torn-0") if r["check"] == "torn_tail"]
+    assert "torn batch" in torn["message"]
+    [index] = [r for r in found(tmp_path / "report", "index-0") if r["category"] == "integrity"]
+    assert index["check"] == "offset_index_mismatch" and ".index: entry 0" in index["message"]
+    epoch = found(tmp_path / "report", "epoch-0")
+    assert [r["check"] for r in epoch] == ["leader_epoch_mismatch"]
+    assert (
+        "carry partition leader epoch 0, but leader-epoch-checkpoint gives epoch 5"
+        in (epoch[0]["message"])
+    )
+    snapshot = found(tmp_path / "report", "snapshot-0")
+    assert snapshot and all("lastSequence" in r["message"] for r in snapshot)
+    txn_index = found(tmp_path / "report", "txnindex-0")
+    assert [r["check"] for r in txn_index if r["category"] == "integrity"] == ["txn_index_mismatch"]
+
+    # The copy's records may also go back in time, behind the original's last ones.
+    duplicate = found(tmp_path / "report", duplicate_dir.name)
+    assert {r["check"] for r in duplicate} - {"timestamp_regression"} == {"duplicate_batch"}
+    [dup] = [r for r in duplicate if r["check"] == "duplicate_batch"]
+    assert dup["offset"] == copy and dup["category"] == "semantics"
+    assert f"repeats the batch at offsets {original}-" in dup["message"]
+
+    # Compaction leaves offset gaps and sequence gaps over them: information (as the
+    # aborted transaction is), no warning, no error.
+    compacted = found(tmp_path / "report", "compacted-0")
+    assert "offset_gap" in {r["check"] for r in compacted}
+    assert {r["severity"] for r in compacted} == {"info"}
+
+
+def _kafka_python_segment(path: Path) -> int:
+    """Batches built by kafka-python's record builder (the bytes its producer sends), one
+    per codec, their offsets assigned as a broker assigns them; returns the records."""
+    codecs = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+    data, next_offset = bytearray(), 0
+    for codec in codecs.values():
+        builder = DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=codec,
+            is_transactional=False,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=1 << 20,
+        )
+        for delta in range(10):
+            builder.append(
+                delta,
+                timestamp=1_700_000_000_000 + next_offset + delta,
+                key=b"kp-%d" % ((next_offset + delta) % 7),
+                value=b"value %d" % delta * 5,
+                headers=[("h", b"v")],
+            )
+        batch = builder.build()
+        struct.pack_into(">q", batch, 0, next_offset)  # the broker's offset assignment
+        data += batch
+        next_offset += 10
+    path.mkdir(parents=True)
+    (path / "00000000000000000000.log").write_bytes(bytes(data))
+    return next_offset
+
+
+def test_segments_written_by_kafka_python_are_read(spark, tmp_path):
+    records = _kafka_python_segment(tmp_path / "log" / "kafka-python-0")
+    data, _ = _audit(spark, tmp_path / "log", tmp_path / "report")
+    assert data.exit_status == 0
+    assert found(tmp_path / "report") == []
+    [row] = table(tmp_path / "report", "partitions")
+    assert (row["records"], row["batches"], row["distinct_keys"]) == (records, 5, 7)
+    assert [row[f"records_{codec}"] for codec in ("none", "gzip", "snappy", "lz4", "zstd")] == [
+        10
+    ] * 5
+    assert row["timestamp_regressions"] == 0 and row["last_offset"] == records - 1
+
+
+def brook(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "brook.broker.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_bad_arguments_are_refused_before_spark_starts(tmp_path):
+    missing = brook("audit", str(tmp_path / "nowhere"), "--out", str(tmp_path / "r"))
+    assert missing.returncode == 2
+    assert "no such directory" in missing.stderr and "Traceback" not in missing.stderr
+    no_out = brook("audit", str(tmp_path))
+    assert no_out.returncode == 2 and "--out" in no_out.stderr
+    bad = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"), "--max-findings", "0")
+    assert bad.returncode == 2 and "--max-findings" in bad.stderr
+    empty = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert empty.returncode == 2 and "holds no partition directory" in empty.stderr
+    (tmp_path / "orders-0").mkdir()
+    other = brook("audit", str(tmp_path), "--out", str(tmp_path / "r"), "--topics", "payments")
+    assert other.returncode == 2
+    assert "holds no partition directory of the topics payments" in other.stderr
+    assert not (tmp_path / "r").exists()
+    helped = brook("audit", "--help")
+    assert helped.returncode == 0 and "exit status" in helped.stdout
+    listed = brook("--help")
+    assert "audit" in listed.stdout
