@@ -333,14 +333,7 @@ class TransactionCoordinatorShard:
             current_ids = ProducerIdAndEpoch(current.producer_id, current.producer_epoch)
             return CoordinatorResult([], current_ids)  # a retry of the EndTxn that ended it
         if producer.producer_epoch != current.producer_epoch:
-            raise ProducerFencedError(
-                f"There is a newer producer with the same transactionalId {transactional_id}"
-                f" which fences the current one (epoch {producer.producer_epoch} <"
-                f" {current.producer_epoch})"
-                if producer.producer_epoch < current.producer_epoch
-                else f"Producer epoch {producer.producer_epoch} of {transactional_id} is not"
-                f" the current epoch {current.producer_epoch}"
-            )
+            raise _fenced(transactional_id, producer.producer_epoch, current.producer_epoch)
         open_transaction = current.state is TransactionState.ONGOING
         if not open_transaction and (commit or current.state is TransactionState.DEAD):
             raise InvalidTxnStateError(
@@ -471,15 +464,20 @@ class TransactionCoordinatorShard:
                 f" {transactional_id}"
             )
         if current.producer_epoch != producer.producer_epoch:
-            raise ProducerFencedError(
-                f"There is a newer producer with the same transactionalId {transactional_id}"
-                f" which fences the current one (epoch {producer.producer_epoch} <"
-                f" {current.producer_epoch})"
-                if producer.producer_epoch < current.producer_epoch
-                else f"Producer epoch {producer.producer_epoch} of {transactional_id} is not"
-                f" the current epoch {current.producer_epoch}"
-            )
+            raise _fenced(transactional_id, producer.producer_epoch, current.producer_epoch)
         return current
+
+
+def _fenced(transactional_id: str, epoch: int, current_epoch: int) -> ProducerFencedError:
+    """PRODUCER_FENCED for a request of an epoch that is not the id's, in Kafka's words."""
+    if epoch < current_epoch:
+        return ProducerFencedError(
+            f"There is a newer producer with the same transactionalId {transactional_id}"
+            f" which fences the current one (epoch {epoch} < {current_epoch})"
+        )
+    return ProducerFencedError(
+        f"Producer epoch {epoch} of {transactional_id} is not the current epoch {current_epoch}"
+    )
 
 
 def _check_retry(current: TransactionMetadata, expected: ProducerIdAndEpoch) -> None:
