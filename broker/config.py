@@ -95,6 +95,19 @@ class ConfigKey:
         self.validate(value)
         return value
 
+    def _check_range(self, value: float, shown_as: Callable[[float], Any]) -> None:
+        """Kafka's Range validator; bounds shown as Java prints the key's type."""
+        if self.at_least is not None and value < self.at_least:
+            raise ConfigError(
+                f"Invalid value {value} for configuration {self.name}:"
+                f" Value must be at least {shown_as(self.at_least)}"
+            )
+        if self.at_most is not None and value > self.at_most:
+            raise ConfigError(
+                f"Invalid value {value} for configuration {self.name}:"
+                f" Value must be no more than {shown_as(self.at_most)}"
+            )
+
     def validate(self, value: Any) -> None:
         if value is None:
             return
@@ -104,31 +117,13 @@ class ConfigKey:
                 raise ConfigError(
                     f"Invalid value {value!r} for configuration {self.name}: not a {self.type}"
                 )
-            if self.at_least is not None and value < self.at_least:
-                raise ConfigError(
-                    f"Invalid value {value} for configuration {self.name}:"
-                    f" Value must be at least {self.at_least}"
-                )
-            if self.at_most is not None and value > self.at_most:
-                raise ConfigError(
-                    f"Invalid value {value} for configuration {self.name}:"
-                    f" Value must be no more than {int(self.at_most)}"
-                )
+            self._check_range(value, int)
         if self.type == "double":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(
                     f"Invalid value {value!r} for configuration {self.name}: not a double"
                 )
-            if self.at_least is not None and value < self.at_least:
-                raise ConfigError(
-                    f"Invalid value {value} for configuration {self.name}:"
-                    f" Value must be at least {float(self.at_least)}"
-                )
-            if self.at_most is not None and value > self.at_most:
-                raise ConfigError(
-                    f"Invalid value {value} for configuration {self.name}:"
-                    f" Value must be no more than {self.at_most}"
-                )
+            self._check_range(value, float)
         if self.choices is not None and self.type == "list":
             # A list key with choices (cleanup.policy) checks each element, as Kafka's
             # ValidList does.

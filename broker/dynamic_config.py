@@ -81,6 +81,8 @@ CLEANER_RECONFIGURABLE = (
 PER_BROKER_CONFIGS = frozenset(
     {"advertised.listeners", "listener.security.protocol.map", "listeners"}
 )
+# The keys whose change rebinds or re-advertises the listeners (listeners.py).
+LISTENER_CONFIGS = PER_BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:

@@ -23,9 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .config import BrokerConfig, Listener
-
-# The keys whose change rebinds or re-advertises listeners (per-broker dynamic in Kafka).
-LISTENER_CONFIGS = ("listeners", "advertised.listeners", "listener.security.protocol.map")
+from .dynamic_config import LISTENER_CONFIGS
 
 if TYPE_CHECKING:
     from .connection import KafkaConnection

@@ -19,6 +19,7 @@ from brook.protocol.api_table import SERVED, ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 NO_RESPONSE = object()
 NO_THROTTLE = datetime.timedelta(0)
@@ -119,13 +120,13 @@ def respond(answer: T | Awaitable[T], build_response: Callable[[T], Any]) -> Any
     return build_response(answer)
 
 
-def answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> Awaitable[T]:
+def answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], U]) -> Awaitable[T | U]:
     """The awaited answer, or `on_error` of the KafkaError it fails with (a coordinator's
     write that could not be made or committed), so the response carries the error."""
     return _answer_or_error(answer, on_error)
 
 
-async def _answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> T:
+async def _answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], U]) -> T | U:
     try:
         return await answer
     except KafkaError as exc:

@@ -14,7 +14,6 @@ transaction open is allowed. PRODUCER_FENCED reaches v0-v1 as INVALID_PRODUCER_E
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -24,7 +23,7 @@ from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import TV_0, TV_2
 from ..transactions.shard import ProducerIdAndEpoch
-from . import NO_THROTTLE, build, handles, respond
+from . import NO_THROTTLE, answer_or_error, build, handles, respond
 
 log = logging.getLogger("brook.apis.end_txn")
 
@@ -49,16 +48,7 @@ def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
             return _response(ctx, result)
         return _refused(ctx, request, result, "could not be written")
 
-    return respond(_next_producer_or_error(answer), answered)
-
-
-async def _next_producer_or_error(
-    answer: Awaitable[ProducerIdAndEpoch],
-) -> ProducerIdAndEpoch | ErrorCode:
-    try:
-        return await answer
-    except KafkaError as exc:
-        return exc.error_code
+    return respond(answer_or_error(answer, lambda error: error), answered)
 
 
 def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) -> Any:
