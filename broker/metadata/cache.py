@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import (
+    BrokerEndpoint,
     MetadataRecord,
     PartitionRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicConfigsRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -28,6 +31,7 @@ class PartitionRegistration:
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int
+    partition_epoch: int = 0
 
 
 @dataclass(eq=False)
@@ -46,6 +50,7 @@ class MetadataCache:
     def __init__(self) -> None:
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
+        self._brokers: dict[int, RegisterBrokerRecord] = {}
 
     def get(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
@@ -59,6 +64,21 @@ class MetadataCache:
     def names(self) -> list[str]:
         return list(self._topics)
 
+    def brokers(self) -> list[RegisterBrokerRecord]:
+        """The live brokers, by id."""
+        return [self._brokers[broker_id] for broker_id in sorted(self._brokers)]
+
+    def broker(self, broker_id: int) -> RegisterBrokerRecord | None:
+        return self._brokers.get(broker_id)
+
+    def endpoint(self, broker_id: int, listener_name: str) -> BrokerEndpoint | None:
+        """Where clients of `listener_name` reach a broker (None: not alive, or it has
+        no such listener)."""
+        broker = self._brokers.get(broker_id)
+        if broker is None:
+            return None
+        return next((e for e in broker.endpoints if e.listener_name == listener_name), None)
+
     def __len__(self) -> int:
         return len(self._topics)
 
@@ -71,7 +91,11 @@ class MetadataCache:
             elif isinstance(record, PartitionRecord):
                 topic = self._by_id[record.topic_id]
                 registration = PartitionRegistration(
-                    record.replicas, record.isr, record.leader, record.leader_epoch
+                    record.replicas,
+                    record.isr,
+                    record.leader,
+                    record.leader_epoch,
+                    record.partition_epoch,
                 )
                 if record.partition_id < len(topic.partitions):
                     topic.partitions[record.partition_id] = registration
@@ -82,3 +106,7 @@ class MetadataCache:
             elif isinstance(record, RemoveTopicRecord):
                 removed = self._by_id.pop(record.topic_id)
                 del self._topics[removed.name]
+            elif isinstance(record, RegisterBrokerRecord):
+                self._brokers[record.broker_id] = record
+            elif isinstance(record, UnregisterBrokerRecord):
+                self._brokers.pop(record.broker_id, None)

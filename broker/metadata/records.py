@@ -26,6 +26,35 @@ class PartitionRecord:
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int = 0
+    # Bumped by every change of the registration (the state znode's version in
+    # ZooKeeper): an ISR change proposed against an older one is refused.
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    """One advertised listener of a broker (Kafka's BrokerEndpoint)."""
+
+    listener_name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    """A broker is alive, reachable at its endpoints (ZooKeeper: /brokers/ids/<id>)."""
+
+    broker_id: int
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord:
+    """A broker is gone (its registration znode went with its session)."""
+
+    broker_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,4 +70,11 @@ class RemoveTopicRecord:
     topic_id: uuid.UUID
 
 
-MetadataRecord = TopicRecord | PartitionRecord | TopicConfigsRecord | RemoveTopicRecord
+MetadataRecord = (
+    TopicRecord
+    | PartitionRecord
+    | TopicConfigsRecord
+    | RemoveTopicRecord
+    | RegisterBrokerRecord
+    | UnregisterBrokerRecord
+)
