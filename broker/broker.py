@@ -9,27 +9,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
-from brook.storage.log_cleaner_manager import LogCleanerManager
 from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager, prepare_log_dirs
-from brook.storage.producer_state import ProducerStateManagerConfig
+from brook.storage.producer_state_config import ProducerStateManagerConfig
 
 from .api_version_manager import ApiVersionManager
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .controller import Controller, partitions
-from .coordinator.log_writer import LogPartitionWriter
-from .coordinator.loop_timer import LoopTimer
+from .coordinators import CoordinatorParts, Coordinators
 from .dynamic_config import DynamicBrokerConfig
 from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
-from .groups.coordinator import GroupCoordinator, offsets_topic
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
-from .log_cleaner import LogCleaner
 from .log_dir_mover import LogDirMover
-from .metadata.cache import MetadataCache
+from .metadata.cache import INTERNAL_TOPICS, MetadataCache
 from .metadata.publisher import MetadataPublisher
 from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
@@ -37,10 +33,14 @@ from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .services import BrokerServices
 from .topic_config import log_config_for
-from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
 
 if TYPE_CHECKING:
+    from brook.storage.log_cleaner_manager import LogCleanerManager
+
     from .admin_server import AdminServer
+    from .groups.coordinator import GroupCoordinator
+    from .log_cleaner import LogCleaner
+    from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.broker")
 
@@ -151,27 +151,9 @@ class Broker:
         )
         self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
-        # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
-        # broker's clock, so a test that holds it holds them too.
-        self.coordinator_timer = LoopTimer(self.clock)
-        self.groups = GroupCoordinator(
-            config,
-            offsets_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas.partition),
-            self.coordinator_timer,
-            self.clock,
-        )
-        await self.groups.start()
-        self.transactions = TransactionCoordinator(
-            config,
-            transaction_state_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas.partition),
-            self.coordinator_timer,
-            self.clock,
-            self.groups,
-            self.producer_ids.next_id,
-        )
-        await self.transactions.start()
+        self.coordinators = Coordinators(self._make_coordinators)
+        if any(self.metadata.get(name) for name in INTERNAL_TOPICS):
+            await self.coordinators.start()
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -179,8 +161,7 @@ class Broker:
             metadata=self.metadata,
             replicas=self.replicas,
             controller=self.controller,
-            groups=self.groups,
-            transactions=self.transactions,
+            coordinators=self.coordinators,
             producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions,
             fetch_purgatory=self.fetch_purgatory,
@@ -199,21 +180,6 @@ class Broker:
             )
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
-        if config["admin.listener"]:
-            from .admin_server import AdminServer  # only when asked for
-
-            self.admin = AdminServer(
-                config["admin.listener"], asyncio.get_running_loop(), self.faults
-            )
-            self.admin.start()
-        self.background.append(asyncio.create_task(self._checkpoint_loop()))
-        self.background.append(asyncio.create_task(self._flush_loop()))
-        self.background.append(asyncio.create_task(self._retention_loop()))
-        self.background.append(asyncio.create_task(self._producer_expiration_loop()))
-        if config["log.cleaner.enable"]:
-            self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
-            self.cleaner.start()
-            self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
         if config.controller_listeners:
             log.info(
                 "Not listening on %s: controller.listener.names names it, and Brook runs no"
@@ -232,6 +198,24 @@ class Broker:
             self.cluster_id,
             (time.monotonic() - started) * 1000,
         )
+        if config["admin.listener"]:
+            from .admin_server import AdminServer  # only when asked for
+
+            self.admin = AdminServer(
+                config["admin.listener"], asyncio.get_running_loop(), self.faults
+            )
+            self.admin.start()
+        self.background.append(asyncio.create_task(self._checkpoint_loop()))
+        self.background.append(asyncio.create_task(self._flush_loop()))
+        self.background.append(asyncio.create_task(self._retention_loop()))
+        self.background.append(asyncio.create_task(self._producer_expiration_loop()))
+        if config["log.cleaner.enable"]:
+            # Imported once the listeners accept: cleaning starts after the start anyway.
+            from .log_cleaner import LogCleaner
+
+            self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
+            self.cleaner.start()
+            self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
         self.started.set()
 
     def request_stop(self, exit_code: int = 0) -> None:
@@ -271,11 +255,46 @@ class Broker:
         if self.cleaner is not None:
             # A cleaning under way stops at its next segment and leaves no file behind.
             await self.cleaner.stop()
-        self.transactions.stop()
-        self.coordinator_timer.close()
+        self.coordinators.stop()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
         log.info("Broker %d stopped cleanly", self.broker_id)
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.coordinators.groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.coordinators.transactions
+
+    def _make_coordinators(self) -> CoordinatorParts:
+        from .coordinator.log_writer import LogPartitionWriter
+        from .coordinator.loop_timer import LoopTimer
+        from .groups.coordinator import GroupCoordinator, offsets_topic
+        from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
+
+        config = self.config
+        # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
+        # broker's clock, so a test that holds it holds them too.
+        timer = LoopTimer(self.clock)
+        groups = GroupCoordinator(
+            config,
+            offsets_topic(self.metadata, self.controller, lambda: self.config),
+            LogPartitionWriter(self.replicas.partition),
+            timer,
+            self.clock,
+        )
+        transactions = TransactionCoordinator(
+            config,
+            transaction_state_topic(self.metadata, self.controller, lambda: self.config),
+            LogPartitionWriter(self.replicas.partition),
+            timer,
+            self.clock,
+            groups,
+            self.producer_ids.next_id,
+        )
+        return groups, transactions, timer
 
     def _log_config(self, overrides: dict[str, Any]) -> LogConfig:
         """A topic's log config: its overrides over the broker's defaults in force."""

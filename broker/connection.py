@@ -37,8 +37,6 @@ from brook.protocol.wire import (
 )
 
 from .apis import NO_RESPONSE, handler_for
-from .apis.api_versions import unsupported_version_response
-from .faults.error_responses import error_response
 from .faults.model import FaultKind
 from .faults.registry import request_label
 from .request_context import RequestContext
@@ -293,6 +291,8 @@ class KafkaConnection(asyncio.Protocol):
         if api_key == ApiKey.API_VERSIONS and self.transport is not None:
             # Kafka answers an ApiVersions it cannot parse with a v0 body listing what
             # it serves, so the client can pick a version both sides know.
+            from .apis.api_versions import unsupported_version_response  # rare: load then
+
             response = unsupported_version_response(self.api_versions.table)
             self.transport.write(encode_response(correlation_id, response))
             return
@@ -346,6 +346,8 @@ def _with_faults(ctx: RequestContext, body: Any) -> Any:
 
     def run() -> Any:
         if faults.error is not None:
+            from .faults.error_responses import error_response  # only once a fault fires
+
             return error_response(ctx.api_key, ctx.api_version, body, faults.error)
         return handler_for(ctx.api_key)(ctx, body)
 

@@ -15,13 +15,15 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brook.protocol.errors import KafkaError
-from brook.protocol.record_batch import split_batches
-from brook.storage.log import Log
 from brook.storage.log_manager import LogManager
 
-from .partition import Partition
+if TYPE_CHECKING:
+    from brook.storage.log import Log
+
+    from .partition import Partition
 
 log = logging.getLogger("brook.log_dir_mover")
 
@@ -31,7 +33,7 @@ log = logging.getLogger("brook.log_dir_mover")
 COPY_CHUNK_BYTES = 1024 * 1024
 COPY_TURN_S = 0.005
 
-PartitionLookup = Callable[[str, int], Partition | None]
+PartitionLookup = Callable[[str, int], "Partition | None"]
 
 
 class LogDirMover:
@@ -113,6 +115,8 @@ class LogDirMover:
                 future.truncate_fully_and_start_at(current.log_end_offset)
             return True
         data = current.read(fetch_offset, COPY_CHUNK_BYTES, min_one_message=True)
+        from brook.protocol.record_batch import split_batches  # only once a move runs
+
         batches = split_batches(data.records)
         if not batches:
             return False

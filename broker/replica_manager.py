@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import UnknownTopicOrPartitionError
 from brook.storage.errors import KafkaStorageError
@@ -25,7 +25,9 @@ from .metadata.records import (
     TopicConfigsRecord,
     TopicRecord,
 )
-from .partition import Partition
+
+if TYPE_CHECKING:
+    from .partition import Partition
 
 TopicPartition = tuple[str, int]
 
@@ -121,6 +123,8 @@ class ReplicaManager:
     ) -> Partition:
         # An existing log without partition.metadata (placed by hand, or written by a
         # tool that keeps none) gets the topic id now, or it would change at every start.
+        from .partition import Partition  # with the first partition: see LogManager's Log
+
         log_ = self._log_manager.get_or_create_log(
             name, record.partition_id, self._log_config_of(overrides), record.topic_id
         )

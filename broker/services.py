@@ -5,6 +5,7 @@ builds one at start; handlers reach it as `ctx.services`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from brook.storage.clock import Clock
 from brook.storage.log_manager import LogManager
@@ -12,17 +13,20 @@ from brook.storage.log_manager import LogManager
 from .api_version_manager import ApiVersionManager
 from .config import BrokerConfig
 from .controller import Controller
+from .coordinators import Coordinators
 from .dynamic_config import DynamicBrokerConfig
 from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
-from .groups.coordinator import GroupCoordinator
 from .listeners import ListenerManager
 from .log_dir_mover import LogDirMover
 from .metadata.cache import MetadataCache
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
-from .transactions.coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .groups.coordinator import GroupCoordinator
+    from .transactions.coordinator import TransactionCoordinator
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +37,8 @@ class BrokerServices:
     metadata: MetadataCache
     replicas: ReplicaManager
     controller: Controller
-    groups: GroupCoordinator
-    transactions: TransactionCoordinator
+    # The group and transaction coordinators, made by the first request that needs one.
+    coordinators: Coordinators
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
     fetch_purgatory: FetchPurgatory
@@ -47,6 +51,14 @@ class BrokerServices:
     faults: FaultRegistry
     # The API versions advertised and served (an emulated Kafka release's, if asked for).
     api_versions: ApiVersionManager
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.coordinators.groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.coordinators.transactions
 
     @property
     def config(self) -> BrokerConfig:

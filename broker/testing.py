@@ -210,6 +210,16 @@ class BrokerProcess(RecordHelpers):
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def wait_for_log(self, text: str, timeout_s: float = 10.0) -> str:
+        """The log once `text` is in it: lines the start logs after the bind may come
+        after the port accepts (the kernel accepts as soon as the socket listens)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            log_text = self.log_text()
+            if text in log_text or time.monotonic() > deadline:
+                return log_text
+            time.sleep(0.01)
+
     def kill(self) -> None:
         """SIGKILL: no flush, no checkpoint, no clean-shutdown marker."""
         if self.process is not None and self.process.poll() is None:

@@ -59,8 +59,8 @@ from .producer_state import (
     ProducerAppendInfo,
     ProducerStateEntry,
     ProducerStateManager,
-    ProducerStateManagerConfig,
 )
+from .producer_state_config import ProducerStateManagerConfig
 from .transaction_index import AbortedTxn
 
 logger = logging.getLogger("brook.storage.log")

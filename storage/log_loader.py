@@ -36,7 +36,8 @@ from .errors import CorruptIndexError
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_segment import LogSegment
-from .producer_state import ProducerStateManager, ProducerStateManagerConfig
+from .producer_state import ProducerStateManager
+from .producer_state_config import ProducerStateManagerConfig
 
 logger = logging.getLogger("brook.storage.log")
 

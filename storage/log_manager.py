@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import log_file_utils as files
 from .checkpoints import (
@@ -51,12 +52,23 @@ from .errors import (
     LogDirLockedError,
     StorageError,
 )
-from .log import Log
 from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
-from .producer_state import ProducerStateManagerConfig
+from .producer_state_config import ProducerStateManagerConfig
+
+if TYPE_CHECKING:
+    from .log import Log
 
 logger = logging.getLogger("brook.storage.log_manager")
+
+
+def _log_class() -> type[Log]:
+    """Log, imported with the first log to open: a broker on an empty data dir starts
+    (and accepts connections) without loading the segment, index and producer-state code."""
+    from .log import Log
+
+    return Log
+
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -311,7 +323,7 @@ class LogManager:
             def progress(message: str, number: int = number) -> None:
                 self._report(f"[{number}/{total} in {log_dir}] {message}")
 
-            log = Log.open(
+            log = _log_class().open(
                 path,
                 self._config_factory(topic),
                 recovery_point=recovery_points.get(topic_partition, 0),
@@ -354,7 +366,7 @@ class LogManager:
             logger.info("Completing the move of %s-%d to %s", topic, partition, path.parent)
             os.rename(path, target)
             files.fsync_dir(path.parent)
-            self._logs[topic_partition] = Log.open(
+            self._logs[topic_partition] = _log_class().open(
                 target,
                 self._config_factory(topic),
                 clean_shutdown=False,
@@ -417,7 +429,7 @@ class LogManager:
                 counts[log_dir] += 1
         log_dir = min(online, key=lambda d: counts[d])
         try:
-            log = Log.open(
+            log = _log_class().open(
                 log_dir / f"{topic}-{partition}",
                 config or self._config_factory(topic),
                 topic_id=topic_id,
@@ -459,7 +471,7 @@ class LogManager:
         self.abandon_future_log(topic, partition)
         path = log_dir / files.future_dir_name(topic, partition)
         try:
-            future = Log.open(
+            future = _log_class().open(
                 path,
                 current.config,
                 topic_id=current.topic_id,
@@ -510,7 +522,7 @@ class LogManager:
             message = f"Error while moving {topic}-{partition} to {target_dir}"
             self._report_io_error(target_dir, message, exc)
             raise KafkaStorageError(f"{message}: {exc.strerror or exc}") from exc
-        replaced = Log.open(
+        replaced = _log_class().open(
             final,
             current.config,
             topic_id=current.topic_id,

@@ -46,6 +46,7 @@ from .producer_snapshot import (
     read_snapshot,
     write_snapshot,
 )
+from .producer_state_config import ProducerStateManagerConfig
 
 logger = logging.getLogger("brook.storage.producer_state")
 
@@ -54,8 +55,6 @@ BATCHES_TO_REMEMBER = 5
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 NO_COORDINATOR_EPOCH = -1
-# Kafka's default producer.id.expiration.ms: a day.
-DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 class OutOfOrderSequenceError(KafkaError):
@@ -370,14 +369,6 @@ def _check_sequence(
             f" {partition_name}: {header.base_sequence} (incoming seq. number),"
             f" {entry.last_sequence} (current end sequence number)"
         )
-
-
-@dataclass(slots=True)
-class ProducerStateManagerConfig:
-    """The broker-wide settings of every partition's producer state (Kafka's
-    ProducerStateManagerConfig); shared by all logs, so a dynamic change reaches all."""
-
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 
 class ProducerStateManager:

@@ -2,6 +2,8 @@
 
 A controller turns a request (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs)
 into records; the publisher applies them. The same records rebuild the state at start.
+They are few and short-lived, so they go without slots (a slotted dataclass costs
+twice as much to define, and these are defined at every start).
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TopicRecord:
     name: str
     topic_id: uuid.UUID
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PartitionRecord:
     topic_id: uuid.UUID
     partition_id: int
@@ -31,7 +33,7 @@ class PartitionRecord:
     partition_epoch: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class BrokerEndpoint:
     """One advertised listener of a broker (Kafka's BrokerEndpoint)."""
 
@@ -41,7 +43,7 @@ class BrokerEndpoint:
     security_protocol: str = "PLAINTEXT"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RegisterBrokerRecord:
     """A broker is alive, reachable at its endpoints (ZooKeeper: /brokers/ids/<id>)."""
 
@@ -50,14 +52,14 @@ class RegisterBrokerRecord:
     rack: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class UnregisterBrokerRecord:
     """A broker is gone (its registration znode went with its session)."""
 
     broker_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TopicConfigsRecord:
     """A topic's whole set of config overrides (Kafka writes a ConfigRecord a key)."""
 
@@ -65,7 +67,7 @@ class TopicConfigsRecord:
     configs: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RemoveTopicRecord:
     topic_id: uuid.UUID
 

@@ -14,10 +14,12 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.storage.checkpoints import atomic_write_text, read_json
-from brook.storage.log import Log
+
+if TYPE_CHECKING:
+    from brook.storage.log import Log
 
 from .records import (
     MetadataRecord,

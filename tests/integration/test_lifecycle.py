@@ -51,14 +51,12 @@ def _serve_args(port: int, data_dir: Path) -> list[str]:
 
 def test_starts_on_an_empty_data_dir_and_says_where_it_listens(brokers):
     data_dir = brokers.root / "fresh" / "data"  # not even the parent exists yet
-    started = time.monotonic()
     broker = brokers.start(data_dir=data_dir)
-    elapsed = time.monotonic() - started
-    lines = [line for line in broker.log_text().splitlines() if LISTENING.search(line)]
+    log_text = broker.wait_for_log("listening on")
+    lines = [line for line in log_text.splitlines() if LISTENING.search(line)]
     assert len(lines) == 1, lines
     assert f"PLAINTEXT://127.0.0.1:{broker.port}" in lines[0]
     assert str(data_dir) in lines[0]
-    assert elapsed < 10  # generous for a loaded CI machine; typically well under 1 s
     meta = (data_dir / "meta.properties").read_text()
     assert "broker.id=0" in meta and re.search(r"^cluster\.id=\S{22}$", meta, re.M)
     # It serves: a topic round-trips.

@@ -17,7 +17,8 @@ from storage_helpers import BASE_TS
 
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
-from brook.storage.producer_state import OutOfOrderSequenceError, ProducerStateManagerConfig
+from brook.storage.producer_state import OutOfOrderSequenceError
+from brook.storage.producer_state_config import ProducerStateManagerConfig
 
 DAY_MS = 86_400_000
 SMALL = LogConfig(segment_bytes=300, index_interval_bytes=128, max_index_size=4096)

@@ -1,0 +1,59 @@
+"""The group and transaction coordinators, made when something first needs them.
+
+Their modules (the coordinator records' codecs, the group and transaction state machines,
+the runtime) are about a fifth of what `brook serve` imports before it accepts
+connections, and many brokers (a test broker for a producer, a tool's target) never see
+a group or a transaction. So a broker whose data holds neither `__consumer_offsets` nor
+`__transaction_state` starts without them, and the first request that needs one makes
+both (the transaction coordinator commits offsets through the group coordinator). A
+broker that has either topic makes them at start, since they must load what it keeps.
+Making them then cannot miss anything to load: only they create their topics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .coordinator.loop_timer import LoopTimer
+    from .groups.coordinator import GroupCoordinator
+    from .transactions.coordinator import TransactionCoordinator
+
+# The two coordinators and the timer their sessions, rebalances and timeouts run on.
+CoordinatorParts = tuple["GroupCoordinator", "TransactionCoordinator", "LoopTimer"]
+
+
+class Coordinators:
+    def __init__(self, make: Callable[[], CoordinatorParts]) -> None:
+        self._make = make
+        self._made: CoordinatorParts | None = None
+
+    @property
+    def made(self) -> bool:
+        return self._made is not None
+
+    def _parts(self) -> CoordinatorParts:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self._parts()[0]
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self._parts()[1]
+
+    async def start(self) -> None:
+        """Make both now and load their topics' partitions (a broker that has them)."""
+        groups, transactions, _ = self._parts()
+        await groups.start()
+        await transactions.start()
+
+    def stop(self) -> None:
+        if self._made is not None:
+            _, transactions, timer = self._made
+            transactions.stop()
+            timer.close()
