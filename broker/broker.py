@@ -209,14 +209,33 @@ class Broker:
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
-        if config["log.cleaner.enable"]:
-            # Imported once the listeners accept: cleaning starts after the start anyway.
-            from .log_cleaner import LogCleaner
-
-            self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
-            self.cleaner.start()
-            self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
+        # Every topic's logs follow the broker's new defaults, then the cleaner looks
+        # whether one of them is compacted now.
+        self.dynamic_config.reconfigurables.append(
+            lambda *_: self.replicas.refresh_configs(
+                (topic.name, topic.configs) for topic in self.metadata.topics()
+            )
+        )
+        self._maybe_start_cleaner()
+        self.metadata_publisher.listeners.append(lambda _: self._maybe_start_cleaner())
+        self.dynamic_config.reconfigurables.append(lambda *_: self._maybe_start_cleaner())
         self.started.set()
+
+    def _maybe_start_cleaner(self) -> None:
+        """Start the log cleaner's threads with the first compacted log (at start, or when
+        a topic is created or altered to compact, or the broker's default policy changes).
+
+        Kafka starts them with the broker; until a log is compacted they have nothing to
+        do, and cost a thread and the cleaner's modules (about 1.3 MB of an idle broker)."""
+        if self.cleaner is not None or not self.config["log.cleaner.enable"]:
+            return
+        if not any(log_.config.compact for log_ in self.log_manager.all_logs()):
+            return
+        from .log_cleaner import LogCleaner
+
+        self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
+        self.cleaner.start()
+        self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
 
     def request_stop(self, exit_code: int = 0) -> None:
         """Ask whoever runs the broker to stop it; the first exit code asked for wins."""

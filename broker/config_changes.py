@@ -175,11 +175,8 @@ def _alter_broker(
     dynamic.validate(props, per_broker)
     if validate_only:
         return
+    # Every topic's logs follow the broker's new defaults (a reconfigurable of the broker).
     dynamic.replace(props, per_broker)
-    # Every topic's logs follow the broker's new defaults.
-    services.replicas.refresh_configs(
-        (topic.name, topic.configs) for topic in services.metadata.topics()
-    )
 
 
 def _apply_broker_ops(

@@ -12,7 +12,7 @@ later) is handed to the loop first, so changes never interleave.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .cache import MetadataCache
@@ -31,6 +31,9 @@ class MetadataPublisher:
         self._store = store
         self._replicas = replicas
         self._thread = threading.get_ident()
+        # Told of every change once it is real (the broker starts its log cleaner with
+        # the first compacted log this way).
+        self.listeners: list[Callable[[Sequence[MetadataRecord]], None]] = []
 
     def apply(self, records: Sequence[MetadataRecord]) -> None:
         """Apply one change whole, or raise and leave everything as it was."""
@@ -44,3 +47,5 @@ class MetadataPublisher:
             raise
         self._cache.apply(records)
         change.complete()
+        for listener in self.listeners:
+            listener(records)

@@ -97,9 +97,46 @@ def test_a_full_offset_map_cleans_as_far_as_it_fits(brook_broker, topic_name):
     assert len(records) < 12 * KEYS / 2
 
 
+def _cleaner_started(brook_broker: Any) -> bool:
+    return bool(brook_broker.call(lambda: brook_broker.broker.cleaner is not None))
+
+
 @pytest.mark.brook_config(log_cleaner_backoff_ms=20)
-def test_cleaner_keys_update_dynamically_and_are_checked(brook_broker):
+def test_the_cleaner_starts_with_the_first_compacted_log(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, f"{topic_name}-deleted", 1)
+    assert not _cleaner_started(brook_broker)
+    # A topic altered to compact starts it, at once (the change is applied on the loop).
+    incremental(
+        bootstrap, ResourceType.TOPIC, f"{topic_name}-deleted", [("cleanup.policy", SET, "compact")]
+    )
+    assert _cleaner(brook_broker) == (1, 128 * 1024 * 1024, 1.7976931348623157e308)
+
+
+@pytest.mark.brook_config(log_cleaner_backoff_ms=20)
+def test_a_compacted_topic_or_default_starts_the_cleaner(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, f"{topic_name}-plain", 1)
+    assert not _cleaner_started(brook_broker)
+    # The broker's default policy turned to compact makes every plain topic compacted.
+    incremental(bootstrap, ResourceType.BROKER, "0", [("log.cleanup.policy", SET, "compact")])
+    assert _cleaner_started(brook_broker)
+    # ... and the logs took it (a new reconfigurable of the broker).
+    assert brook_broker.call(
+        lambda: brook_broker.broker.replicas.partition(f"{topic_name}-plain", 0).log.config.compact
+    )
+
+
+@pytest.mark.brook_config(log_cleaner_backoff_ms=20, log_cleaner_enable="false")
+def test_no_cleaner_when_disabled_even_with_compacted_topics(brook_broker, topic_name):
+    create_topic(brook_broker.bootstrap, topic_name, 1, COMPACTED)
+    assert not _cleaner_started(brook_broker)
+
+
+@pytest.mark.brook_config(log_cleaner_backoff_ms=20)
+def test_cleaner_keys_update_dynamically_and_are_checked(brook_broker, topic_name):
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name, 1, COMPACTED)  # starts the cleaner
     assert _cleaner(brook_broker) == (1, 128 * 1024 * 1024, 1.7976931348623157e308)
     described = describe(bootstrap, ResourceType.BROKER, "0")
     assert described["log.cleaner.io.max.bytes.per.second"].value == "1.7976931348623157E308"
