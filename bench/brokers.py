@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import compileall
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -41,8 +43,20 @@ def brook_command() -> list[str]:
     return [sys.executable, "-m", "brook.broker.cli"]
 
 
+def compile_brook_bytecode() -> None:
+    """Write the bytecode caches of Brook's packages, as `pip install` does for a regular
+    install. An editable install (./test.sh makes one) run under PYTHONDONTWRITEBYTECODE
+    would otherwise compile every module at every start: about 100 ms of each start and
+    3 MB of memory that no installed broker pays."""
+    for package in ("brook.broker", "brook.protocol", "brook.storage"):
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            compileall.compile_dir(location, quiet=1)
+
+
 def brook_spec() -> BrokerSpec:
     base = brook_command()
+    compile_brook_bytecode()
 
     def argv(port: int, data_dir: Path) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{port}"
