@@ -31,6 +31,7 @@ from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .replication.fetcher_manager import ReplicaFetcherManager
 from .services import BrokerServices
 from .topic_config import log_config_for
 
@@ -134,7 +135,14 @@ class Broker:
         self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id or ""
-        self.replicas = ReplicaManager(self.broker_id, self.log_manager, self._log_config)
+        self.replicas = ReplicaManager(
+            self.broker_id, self.log_manager, self._log_config, self.clock
+        )
+        # Fetchers start only for partitions another broker leads (never on a single
+        # broker, which leads them all).
+        self.replicas.fetchers = ReplicaFetcherManager(
+            self.broker_id, self.metadata, lambda: self.config
+        )
         # Every metadata change from here on goes through this one publisher.
         self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
         self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
@@ -209,6 +217,7 @@ class Broker:
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
+        self.background.append(asyncio.create_task(self._isr_expiration_loop()))
         # Every topic's logs follow the broker's new defaults, then the cleaner looks
         # whether one of them is compacted now.
         self.dynamic_config.reconfigurables.append(
@@ -264,6 +273,8 @@ class Broker:
         for task in self.background:
             task.cancel()
         self.stopping = True
+        if self.replicas.fetchers is not None:
+            await self.replicas.fetchers.shutdown()
         self.fetch_purgatory.close()
         in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
@@ -354,6 +365,14 @@ class Broker:
             self.log_manager.remove_expired_producers(
                 self.clock(), self.config["producer.id.expiration.ms"]
             )
+
+    async def _isr_expiration_loop(self) -> None:
+        """Kafka's isr-expiration task: every half of replica.lag.time.max.ms, the
+        partitions led here drop the followers that have not caught up for that long."""
+        while True:
+            lag_time_max_ms = self.config["replica.lag.time.max.ms"]
+            await asyncio.sleep(lag_time_max_ms / 2 / 1000)
+            self.replicas.maybe_shrink_isr(lag_time_max_ms)
 
     async def _flush_loop(self) -> None:
         """fsync what flush.messages/flush.ms ask for, and the segments left behind by a

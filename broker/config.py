@@ -600,6 +600,59 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             False,
             "Allow a replica outside the ISR to become leader.",
         ),
+        # Replication (a follower's fetches from its leaders, the leader's ISR upkeep).
+        _key(
+            "num.replica.fetchers",
+            "int",
+            1,
+            "Fetchers per source broker that copy its partitions to this one.",
+            at_least=1,
+        ),
+        _key(
+            "replica.fetch.max.bytes",
+            "int",
+            1048576,
+            "Bytes a follower asks for per partition in one fetch.",
+            at_least=0,
+        ),
+        _key(
+            "replica.fetch.min.bytes",
+            "int",
+            1,
+            "Bytes a follower's fetch waits for (up to replica.fetch.wait.max.ms).",
+        ),
+        _key(
+            "replica.fetch.response.max.bytes",
+            "int",
+            10485760,
+            "Bytes a follower asks for in one fetch, all partitions together.",
+            at_least=0,
+        ),
+        _key(
+            "replica.fetch.wait.max.ms",
+            "int",
+            500,
+            "How long a follower's fetch may wait at the leader for data (ms).",
+        ),
+        _key(
+            "replica.fetch.backoff.ms",
+            "int",
+            1000,
+            "How long a follower waits after a failed fetch (ms).",
+            at_least=0,
+        ),
+        _key(
+            "replica.lag.time.max.ms",
+            "long",
+            30000,
+            "A follower not caught up for this long leaves the ISR (ms).",
+        ),
+        _key(
+            "replica.socket.timeout.ms",
+            "int",
+            30000,
+            "How long a follower waits for a fetch response (ms).",
+        ),
     ]
 }
 

@@ -15,22 +15,33 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from brook.protocol.errors import (
     ErrorCode,
     InvalidRequestError,
     KafkaError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     OffsetOutOfRangeError,
     PolicyViolationError,
 )
+from brook.protocol.record_batch import split_batches
+from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log import AppendInfo, FetchDataInfo, Log
 from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 from brook.storage.producer_state import ProducerStateEntry
+
+if TYPE_CHECKING:
+    from .metadata.cache import PartitionRegistration
+
+logger = logging.getLogger("brook.partition")
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP).
 LATEST_TIMESTAMP = -1
@@ -80,10 +91,52 @@ class ReplicaRole(enum.Enum):
 
 @dataclass(slots=True)
 class ReplicaState:
-    """What the leader knows of a follower: how far its log reaches."""
+    """What the leader knows of a follower (Kafka's Replica): how far its log reaches,
+    and when it last had everything the leader had."""
 
     broker_id: int
-    log_end_offset: int = -1
+    log_end_offset: int = -1  # unknown until it fetches
+    log_start_offset: int = -1
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    # The leader's log end offset at the follower's previous fetch.
+    last_fetch_leader_log_end_offset: int = -1
+
+    def update_fetch_state(
+        self, fetch_offset: int, log_start_offset: int, leader_log_end_offset: int, now_ms: int
+    ) -> None:
+        """A fetch from `fetch_offset` says the follower has everything below it. It was
+        caught up at this fetch if it asked for the leader's end, or at the previous one
+        if it asked for at least what the leader had then (Kafka's updateFetchState)."""
+        if fetch_offset >= leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start_offset
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_time_ms = now_ms
+
+    def reset(self, now_ms: int, in_sync: bool) -> None:
+        """A new leadership: nothing is known of the follower until it fetches; an
+        in-sync one counts as caught up now, so it has replica.lag.time.max.ms to fetch."""
+        self.log_end_offset = -1
+        self.log_start_offset = -1
+        self.last_fetch_leader_log_end_offset = -1
+        self.last_fetch_time_ms = 0
+        self.last_caught_up_time_ms = now_ms if in_sync else 0
+
+
+class AlterPartition(Protocol):
+    """How a leader changes its partition's ISR (Kafka's AlterPartitionManager): a
+    conditional write against the partition epoch the leader knows. The future gives the
+    registration written, or fails when the write was refused (another change came
+    first, or this broker is no longer the leader); the leader then waits for the
+    metadata to tell it the new state."""
+
+    def __call__(
+        self, partition: Partition, new_isr: list[int]
+    ) -> asyncio.Future[PartitionRegistration]: ...
 
 
 @dataclass(eq=False)
@@ -97,14 +150,27 @@ class Partition:
     leader_epoch: int = 0
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
-    # Fetches parked until the high watermark moves (long polling).
+    # Bumped by every change of the registration; ISR changes are made against it.
+    partition_epoch: int = 0
+    # Consumers' fetches parked until the high watermark moves (long polling).
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    # Followers' fetches parked until the log end moves.
+    follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     # acks=all produces waiting for the high watermark to pass their offset.
     commit_waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    # Where ISR changes go (None with a single broker: it is the whole ISR for ever).
+    alter_partition: AlterPartition | None = None
+    # The ISR asked for and not yet written (Kafka's pending ISR state): until it is,
+    # the high watermark waits for the union of both (the "maximal" ISR).
+    pending_isr: list[int] | None = None
+    # Milliseconds; when a partition made as leader starts counting its followers' lag.
+    clock: Callable[[], int] = system_clock
 
     def __post_init__(self) -> None:
         self._track_remote_replicas()
+        if self.role is ReplicaRole.LEADER:
+            self._become_leader(self.clock(), announce=False)
         self._maybe_increment_high_watermark()
 
     def _track_remote_replicas(self) -> None:
@@ -115,14 +181,25 @@ class Partition:
         }
 
     def update_registration(
-        self, replicas: list[int], isr: list[int], leader_id: int, leader_epoch: int
+        self,
+        replicas: list[int],
+        isr: list[int],
+        leader_id: int,
+        leader_epoch: int,
+        partition_epoch: int = 0,
+        now_ms: int = 0,
     ) -> None:
         """Take a new assignment, leader or ISR from the metadata (Kafka's makeLeader /
         makeFollower): waiters that only the old leader could answer are answered now."""
         was_leader = self.role is ReplicaRole.LEADER
+        new_leadership = leader_epoch != self.leader_epoch or leader_id != self.leader_id
         self.replicas, self.isr = replicas, isr
         self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None  # a change in flight was decided one way or the other
         self._track_remote_replicas()
+        if self.role is ReplicaRole.LEADER and (new_leadership or not was_leader):
+            self._become_leader(now_ms, announce=True)
         if was_leader and self.role is not ReplicaRole.LEADER:
             self.fail_waiters(
                 NotLeaderOrFollowerError(
@@ -131,7 +208,30 @@ class Partition:
             )
         else:
             self._maybe_increment_high_watermark()
+            self._complete_commit_waiters()  # the ISR may have shrunk below min.insync
             self.wake_waiters()  # parked fetches answer with the new epoch
+
+    def _become_leader(self, now_ms: int, announce: bool) -> None:
+        """The epoch starts at the log end (OffsetForLeaderEpoch answers from it before
+        the first write of the epoch); nothing is known of the followers yet."""
+        if self.is_offline:
+            return
+        cache = self.log.leader_epoch_cache
+        latest = cache.latest_epoch
+        if latest is None or self.leader_epoch > latest:
+            cache.assign(self.leader_epoch, self.log.log_end_offset)
+        for broker_id, replica in self.remote_replicas.items():
+            replica.reset(now_ms, in_sync=broker_id in self.isr)
+        if not announce:
+            return
+        logger.info(
+            "Broker %d leads %s from offset %d with leader epoch %d, ISR %s",
+            self.local_broker_id,
+            self.name,
+            self.log.log_end_offset,
+            self.leader_epoch,
+            ",".join(map(str, self.isr)),
+        )
 
     @property
     def name(self) -> str:
@@ -217,6 +317,7 @@ class Partition:
             origin,
             max_decompressed_bytes=max_decompressed_bytes,
         )
+        self._wake_followers()
         self._maybe_increment_high_watermark()
         return info
 
@@ -230,16 +331,109 @@ class Partition:
         self.commit_waiters.append((required_offset, waiter))
         return waiter
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> None:
-        """A follower fetched from `fetch_offset`: it has everything below it."""
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int = -1, now_ms: int = 0
+    ) -> None:
+        """A follower fetched from `fetch_offset`: it has everything below it. It may
+        join the ISR now, and the high watermark may move."""
         replica = self.remote_replicas.get(replica_id)
         if replica is None:
             raise NotLeaderOrFollowerError(
                 f"Replica {replica_id} is not a replica of {self.name} on broker"
                 f" {self.local_broker_id}"
             )
-        replica.log_end_offset = fetch_offset
+        replica.update_fetch_state(fetch_offset, log_start_offset, self.log.log_end_offset, now_ms)
+        self._maybe_expand_isr(replica)
         self._maybe_increment_high_watermark()
+
+    # --- the ISR ------------------------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> set[int]:
+        """The ISR the high watermark waits for: while a change is being written, both
+        the old and the new members (Kafka's maximalIsr)."""
+        return set(self.isr) | set(self.pending_isr or ())
+
+    def _maybe_expand_isr(self, replica: ReplicaState) -> None:
+        """A follower outside the ISR joins once it has caught up to the high watermark
+        and to the start of this leader's epoch (Kafka's isFollowerInSync)."""
+        if (
+            self.role is not ReplicaRole.LEADER
+            or self.pending_isr is not None
+            or replica.broker_id in self.isr
+            or replica.broker_id not in self.replicas
+        ):
+            return
+        epoch_entry = self.log.leader_epoch_cache.epoch_entry(self.leader_epoch)
+        if replica.log_end_offset < self.high_watermark or (
+            epoch_entry is not None and replica.log_end_offset < epoch_entry.start_offset
+        ):
+            return
+        logger.info(
+            "Expanding the ISR of %s from %s to %s",
+            self.name,
+            ",".join(map(str, self.isr)),
+            ",".join(map(str, [*self.isr, replica.broker_id])),
+        )
+        self._submit_isr([*self.isr, replica.broker_id])
+
+    def maybe_shrink_isr(self, now_ms: int, lag_time_max_ms: int) -> None:
+        """Followers that have not caught up within `lag_time_max_ms` leave the ISR
+        (Kafka's maybeShrinkIsr, run every half of replica.lag.time.max.ms)."""
+        if self.role is not ReplicaRole.LEADER or self.pending_isr is not None:
+            return
+        out_of_sync = [
+            broker_id
+            for broker_id in self.isr
+            if (replica := self.remote_replicas.get(broker_id)) is not None
+            and now_ms - replica.last_caught_up_time_ms > lag_time_max_ms
+        ]
+        if not out_of_sync:
+            return
+        new_isr = [broker_id for broker_id in self.isr if broker_id not in out_of_sync]
+        logger.info(
+            "Shrinking the ISR of %s from %s to %s (high watermark %d, log end %d); out of"
+            " sync: %s",
+            self.name,
+            ",".join(map(str, self.isr)),
+            ",".join(map(str, new_isr)),
+            self.high_watermark,
+            self.log.log_end_offset,
+            ", ".join(
+                f"broker {broker_id} (log end {self.remote_replicas[broker_id].log_end_offset},"
+                f" last caught up {now_ms - self.remote_replicas[broker_id].last_caught_up_time_ms}"
+                " ms ago)"
+                for broker_id in out_of_sync
+            ),
+        )
+        self._submit_isr(new_isr)
+
+    def _submit_isr(self, new_isr: list[int]) -> None:
+        if self.alter_partition is None:
+            return
+        self.pending_isr = new_isr
+        epoch = self.leader_epoch
+        written = self.alter_partition(self, new_isr)
+
+        def done(future: asyncio.Future[PartitionRegistration]) -> None:
+            if self.leader_epoch != epoch or self.pending_isr is not new_isr:
+                return  # the metadata moved on meanwhile; it said what holds
+            self.pending_isr = None
+            if future.cancelled() or future.exception() is not None:
+                logger.info(
+                    "The ISR change of %s to %s was not written: %s",
+                    self.name,
+                    ",".join(map(str, new_isr)),
+                    "cancelled" if future.cancelled() else future.exception(),
+                )
+                return
+            registration = future.result()
+            self.isr = list(registration.isr)
+            self.partition_epoch = registration.partition_epoch
+            self._maybe_increment_high_watermark()
+            self._complete_commit_waiters()
+
+        written.add_done_callback(done)
 
     def _maybe_increment_high_watermark(self) -> None:
         """The high watermark is the smallest log end offset among the in-sync
@@ -247,7 +441,7 @@ class Partition:
         if self.role is not ReplicaRole.LEADER or self.is_offline:
             return
         new_high_watermark = self.log.log_end_offset
-        for broker_id in self.isr:
+        for broker_id in self.maximal_isr:
             replica = self.remote_replicas.get(broker_id)
             if replica is not None:
                 new_high_watermark = min(new_high_watermark, replica.log_end_offset)
@@ -258,17 +452,28 @@ class Partition:
         self.wake_waiters()
 
     def _complete_commit_waiters(self) -> None:
-        if not self.commit_waiters:
+        """acks=all writes the whole ISR has are answered: done, or, when the ISR has
+        shrunk below min.insync.replicas meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+        if not self.commit_waiters or self.role is not ReplicaRole.LEADER:
             return
         high_watermark = self.high_watermark
+        min_insync = self.log.config.min_insync_replicas
         pending = []
         for required_offset, waiter in self.commit_waiters:
             if waiter.done():
                 continue
-            if required_offset <= high_watermark:
-                waiter.set_result(None)
-            else:
+            if required_offset > high_watermark:
                 pending.append((required_offset, waiter))
+            elif len(self.isr) < min_insync:
+                waiter.set_exception(
+                    NotEnoughReplicasAfterAppendError(
+                        f"The size of the current ISR {set(self.isr)} is insufficient to"
+                        f" satisfy the min.isr requirement of {min_insync} for partition"
+                        f" {self.name}"
+                    )
+                )
+            else:
+                waiter.set_result(None)
         self.commit_waiters = pending
 
     def fail_waiters(self, error: KafkaError) -> None:
@@ -278,6 +483,33 @@ class Partition:
             if not waiter.done():
                 waiter.set_exception(error)
         self.wake_waiters()
+        self._wake_followers()
+
+    # --- as a follower --------------------------------------------------------------------
+
+    def append_records_as_follower(
+        self, records: bytes | bytearray | memoryview, leader_high_watermark: int
+    ) -> AppendInfo | None:
+        """What the leader sent, with its offsets and epochs (None when it sent nothing);
+        the high watermark follows the leader's, as far as this log reaches."""
+        if self.role is not ReplicaRole.FOLLOWER:
+            raise NotLeaderOrFollowerError(f"Broker {self.local_broker_id} leads {self.name}")
+        # A response cut at its size limit may end in part of a batch: it comes again.
+        batches = split_batches(records, allow_partial_tail=True)
+        info = None
+        if batches:
+            whole = batches[-1].position + batches[-1].size
+            info = self.log.append_as_follower(memoryview(records)[:whole], batches)
+        self.update_follower_high_watermark(leader_high_watermark)
+        return info
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        if leader_high_watermark > self.log.high_watermark:
+            self.log.high_watermark = leader_high_watermark  # bounded by the log end
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove what diverged from the leader (a follower, before it fetches)."""
+        self.log.truncate_to(offset)
 
     # --- reading ----------------------------------------------------------------------
 
@@ -289,6 +521,8 @@ class Partition:
         min_one_message: bool,
         current_leader_epoch: int = -1,
         replica_id: int = CONSUMER_REPLICA_ID,
+        replica_log_start_offset: int = -1,
+        now_ms: int = 0,
     ) -> FetchDataInfo:
         """Fetch: whole batches from `fetch_offset`, as far as `isolation` allows, with
         the partition's offsets as they were at the read.
@@ -315,7 +549,9 @@ class Partition:
             include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED,
         )
         if replica_id >= 0:
-            self.update_follower_fetch_state(replica_id, fetch_offset)
+            self.update_follower_fetch_state(
+                replica_id, fetch_offset, replica_log_start_offset, now_ms
+            )
         return data
 
     def fetch_offset_for_timestamp(
@@ -375,16 +611,26 @@ class Partition:
 
     # --- long polls -------------------------------------------------------------------
 
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self.waiters.append(waiter)
+    def add_waiter(self, waiter: asyncio.Future[None], follower: bool = False) -> None:
+        """Park a fetch: a consumer's until the high watermark moves, a follower's until
+        the log end does."""
+        (self.follower_waiters if follower else self.waiters).append(waiter)
 
     def wake_waiters(self) -> None:
-        if not self.waiters:
-            return
-        waiters, self.waiters = self.waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        if self.waiters:
+            waiters, self.waiters = self.waiters, []
+            _wake(waiters)
+
+    def _wake_followers(self) -> None:
+        if self.follower_waiters:
+            waiters, self.follower_waiters = self.follower_waiters, []
+            _wake(waiters)
+
+
+def _wake(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 def _with_epoch(found: TimestampAndOffset, leader_epoch: int) -> TimestampAndOffset:

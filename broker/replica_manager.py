@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import UnknownTopicOrPartitionError
+from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
@@ -27,7 +28,8 @@ from .metadata.records import (
 )
 
 if TYPE_CHECKING:
-    from .partition import Partition
+    from .partition import AlterPartition, Partition
+    from .replication.fetcher_manager import ReplicaFetcherManager
 
 TopicPartition = tuple[str, int]
 
@@ -38,9 +40,15 @@ class ReplicaManager:
         broker_id: int,
         log_manager: LogManager,
         log_config_of: Callable[[dict[str, Any]], LogConfig],
+        now_ms: Callable[[], int] = system_clock,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
+        self._now_ms = now_ms
+        # In a cluster: the fetchers that copy what other brokers lead, and where a
+        # leader's ISR changes go. A single broker has neither.
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.alter_partition: AlterPartition | None = None
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -87,7 +95,8 @@ class ReplicaManager:
                 configs.setdefault(record.topic_id, {})
             elif isinstance(record, TopicConfigsRecord):
                 configs[record.topic_id] = dict(record.configs)
-        made: list[Partition] = []  # partitions whose logs this change created
+        opened: list[Partition] = []  # partitions this change made
+        made: list[Partition] = []  # of them, those whose logs this change created
         changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
         try:
             for record in records:
@@ -100,6 +109,7 @@ class ReplicaManager:
                     continue
                 is_new = self._log_manager.get_log(name, record.partition_id) is None
                 partition = self._make_partition(name, record, configs[record.topic_id])
+                opened.append(partition)
                 if is_new:
                     made.append(partition)
         except BaseException:
@@ -111,7 +121,7 @@ class ReplicaManager:
             for r in records
             if isinstance(r, TopicConfigsRecord)
         ]
-        return ReplicaChange(self, made, changed, removed, reconfigured)
+        return ReplicaChange(self, opened, made, changed, removed, reconfigured)
 
     def refresh_configs(self, topics: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """The broker's defaults changed: every log takes its topic's new config."""
@@ -138,12 +148,35 @@ class ReplicaManager:
             leader_epoch=record.leader_epoch,
             replicas=list(record.replicas),
             isr=list(record.isr),
+            partition_epoch=record.partition_epoch,
+            alter_partition=self.alter_partition,
+            clock=self._now_ms,
         )
         self._partitions[(name, record.partition_id)] = partition
         return partition
 
+    def follow_or_lead(self, partition: Partition) -> None:
+        """A partition's registration is new or changed: a follower fetches from its
+        leader (truncating first, when the leader or its epoch changed), a leader stops
+        fetching."""
+        if self.fetchers is None:
+            return
+        if partition.leader_id == self.broker_id:
+            self.fetchers.remove_partition(partition)
+        else:
+            self.fetchers.add_partition(partition)
+
+    def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
+        """Every partition led here drops the followers that fell behind."""
+        now_ms = self._now_ms()
+        for partition in self._partitions.values():
+            if partition.remote_replicas and partition.leader_id == self.broker_id:
+                partition.maybe_shrink_isr(now_ms, lag_time_max_ms)
+
     def remove_partitions(self, partitions: list[Partition]) -> None:
         for partition in partitions:
+            if self.fetchers is not None:
+                self.fetchers.remove_partition(partition)
             self._partitions.pop((partition.topic, partition.index), None)
             self._log_manager.delete_log(partition.topic, partition.index)
 
@@ -166,6 +199,7 @@ class ReplicaChange:
     the logs) once it is."""
 
     _manager: ReplicaManager
+    _opened: list[Partition]
     _made: list[Partition]
     _changed: list[tuple[Partition, PartitionRecord]]
     _removed: list[str]
@@ -175,10 +209,18 @@ class ReplicaChange:
         self._manager.remove_partitions(self._made)
 
     def complete(self) -> None:
+        now_ms = self._manager._now_ms()
         for partition, record in self._changed:
             partition.update_registration(
-                list(record.replicas), list(record.isr), record.leader, record.leader_epoch
+                list(record.replicas),
+                list(record.isr),
+                record.leader,
+                record.leader_epoch,
+                record.partition_epoch,
+                now_ms,
             )
+        for partition in [*self._opened, *(partition for partition, _ in self._changed)]:
+            self._manager.follow_or_lead(partition)
         for name in self._removed:
             self._manager.remove_topic(name)
         self._manager.refresh_configs(self._reconfigured)

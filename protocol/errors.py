@@ -128,6 +128,13 @@ class NotEnoughReplicasError(KafkaError):
     error_code = ErrorCode.not_enough_replicas
 
 
+class NotEnoughReplicasAfterAppendError(KafkaError):
+    """NOT_ENOUGH_REPLICAS_AFTER_APPEND: an acks=all write reached every in-sync replica,
+    but the ISR had shrunk below min.insync.replicas by then."""
+
+    error_code = ErrorCode.not_enough_replicas_after_append
+
+
 class InvalidTimestampError(KafkaError):
     error_code = ErrorCode.invalid_timestamp
 

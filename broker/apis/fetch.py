@@ -54,6 +54,8 @@ class FetchTarget:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    # A follower's own log start (from v5; -1 from consumers).
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ async def _wait_then_respond(
         waiter: asyncio.Future[None] = loop.create_future()
         for partition in partitions:
             if partition is not None:
-                partition.add_waiter(waiter)
+                partition.add_waiter(waiter, follower=reader.replica_id >= 0)
         ctx.services.fetch_purgatory.park(waiter)
         try:
             await asyncio.wait_for(waiter, remaining)
@@ -184,6 +186,7 @@ def _targets(ctx: RequestContext, request: Any, session: FetchSession | None) ->
             partition.fetch_offset,
             partition.partition_max_bytes,
             getattr(partition, "current_leader_epoch", -1),  # from v9
+            getattr(partition, "log_start_offset", -1),  # from v5
         )
         for topic in request.topics
         for partition in topic.partitions
@@ -261,6 +264,8 @@ def _read_one(
             min_one,
             target.current_leader_epoch,
             reader.replica_id,
+            target.log_start_offset,
+            ctx.services.clock(),
         )
     except KafkaError as exc:
         # As Kafka, a failed read tells no offsets.

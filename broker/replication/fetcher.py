@@ -1,0 +1,447 @@
+"""One follower fetcher: copies the partitions one leader leads (Kafka's
+ReplicaFetcherThread, here a task on the broker's loop).
+
+For each partition it first truncates what may have diverged from the leader, by
+OffsetForLeaderEpoch (KIP-101/279): it asks where its latest epoch ends on the leader
+and cuts its log there, round after round while the leader answers an epoch this log
+does not have. Then it fetches from its log end with its broker id and the leader epoch
+it knows, appends what comes back with the leader's offsets and epochs, and follows the
+leader's high watermark and log start. Errors that new metadata will resolve (fenced
+epoch, not the leader) hold the partition back for replica.fetch.backoff.ms; a lost
+connection holds the whole fetcher back as long, then it connects again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.fetch.v12 import request as fetch_request
+from kio.schema.list_offsets.v7 import request as list_offsets_request
+from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
+
+from brook.protocol.errors import ErrorCode, KafkaError
+from brook.storage.errors import KafkaStorageError, StorageError
+from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+
+from ..client import Client, ConnectionClosedError, InvalidResponseError
+from ..partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
+
+if TYPE_CHECKING:
+    from ..config import BrokerConfig
+    from ..partition import Partition
+
+log = logging.getLogger("brook.replication.fetcher")
+
+TopicPartition = tuple[str, int]
+# (host, port) of the leader on the inter-broker listener, None while it is unknown.
+EndpointLookup = Callable[[], tuple[str, int] | None]
+
+# Errors that new metadata resolves (a leader or epoch this broker does not know yet):
+# the partition waits for it, retrying after the backoff.
+_WAIT_FOR_METADATA = frozenset(
+    {
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+    }
+)
+_NETWORK_ERRORS = (OSError, ConnectionClosedError, InvalidResponseError, TimeoutError)
+
+
+@dataclass(eq=False)
+class PartitionFetchState:
+    partition: Partition
+    # The leader epoch this state was made for: the fetcher sends it as the current
+    # epoch, and a new one (from the metadata) makes a new state.
+    leader_epoch: int
+    truncated: bool = False
+    delayed_until: float = 0.0  # loop time
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        source_broker_id: int,
+        fetcher_id: int,
+        local_broker_id: int,
+        endpoint: EndpointLookup,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        self.source_broker_id = source_broker_id
+        self.fetcher_id = fetcher_id
+        self.local_broker_id = local_broker_id
+        self._endpoint = endpoint
+        self._config = config
+        self.states: dict[TopicPartition, PartitionFetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._client: Client | None = None
+        self._failing = False  # the connection is down: say so once, and when it is back
+        # Fetch rounds answered so far: what a test waits on instead of sleeping.
+        self.fetches = 0
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    @property
+    def name(self) -> str:
+        return (
+            f"ReplicaFetcher-{self.fetcher_id}-{self.source_broker_id}"
+            f" (broker {self.local_broker_id})"
+        )
+
+    # --- the partitions -----------------------------------------------------------------
+
+    def add(self, partition: Partition) -> None:
+        """Follow `partition` (again, with truncation first, when its epoch is new)."""
+        key = (partition.topic, partition.index)
+        current = self.states.get(key)
+        if (
+            current is not None
+            and current.partition is partition
+            and current.leader_epoch == partition.leader_epoch
+        ):
+            return
+        self.states[key] = PartitionFetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, partition: Partition) -> None:
+        key = (partition.topic, partition.index)
+        current = self.states.get(key)
+        if current is not None and current.partition is partition:
+            del self.states[key]
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._disconnect()
+
+    # --- the loop -----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            ready = self._ready(loop.time())
+            if not ready:
+                await self._idle(loop.time())
+                continue
+            try:
+                client = await self._connect()
+                untruncated = [state for state in ready if not state.truncated]
+                if untruncated:
+                    await self._truncate(client, untruncated)
+                else:
+                    await self._fetch(client, ready)
+                if self._failing:
+                    log.info("%s: connected to broker %d again", self.name, self.source_broker_id)
+                    self._failing = False
+            except _NETWORK_ERRORS as exc:
+                await self._disconnect()
+                if not self._failing:
+                    log.warning(
+                        "%s: lost broker %d (%s); retrying every %d ms",
+                        self.name,
+                        self.source_broker_id,
+                        exc or type(exc).__name__,
+                        self._config()["replica.fetch.backoff.ms"],
+                    )
+                    self._failing = True
+                await asyncio.sleep(self._backoff_s())
+            except Exception:
+                # A bug must not end replication silently: say where, and go on.
+                log.exception("%s: fetch round failed", self.name)
+                await self._disconnect()
+                await asyncio.sleep(self._backoff_s())
+
+    def _ready(self, now: float) -> list[PartitionFetchState]:
+        return [
+            state
+            for state in self.states.values()
+            if state.delayed_until <= now
+            and state.partition.role is ReplicaRole.FOLLOWER
+            and not state.partition.is_offline
+        ]
+
+    async def _idle(self, now: float) -> None:
+        """Nothing to fetch: wait for a partition to be added or a delay to end."""
+        delays = [state.delayed_until - now for state in self.states.values()]
+        self._wakeup.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), min(delays) if delays else None)
+
+    def _backoff_s(self) -> float:
+        return float(self._config()["replica.fetch.backoff.ms"]) / 1000
+
+    def _delay(self, state: PartitionFetchState) -> None:
+        state.delayed_until = asyncio.get_running_loop().time() + self._backoff_s()
+
+    async def _connect(self) -> Client:
+        if self._client is not None:
+            return self._client
+        endpoint = self._endpoint()
+        if endpoint is None:
+            raise ConnectionClosedError(f"broker {self.source_broker_id} has no endpoint")
+        host, port = endpoint
+        timeout_s = self._config()["replica.socket.timeout.ms"] / 1000
+        self._client = await asyncio.wait_for(
+            Client.connect(host, port, client_id=f"broker-{self.local_broker_id}-fetcher"),
+            timeout_s,
+        )
+        return self._client
+
+    async def _disconnect(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def _request(self, client: Client, request: Any, wait_ms: int = 0) -> Any:
+        timeout_s = (self._config()["replica.socket.timeout.ms"] + wait_ms) / 1000
+        return await asyncio.wait_for(client.request(request), timeout_s)
+
+    # --- truncation ---------------------------------------------------------------------
+
+    async def _truncate(self, client: Client, states: list[PartitionFetchState]) -> None:
+        """One round of OffsetForLeaderEpoch for the partitions not yet truncated."""
+        asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        by_topic: dict[str, list[epoch_request.OffsetForLeaderPartition]] = {}
+        for state in states:
+            partition = state.partition
+            latest = partition.log.leader_epoch_cache.latest_epoch
+            if latest is None:
+                # No epochs (an empty log, or one written before KIP-101): Kafka cuts
+                # back to the high watermark, below which everything is committed.
+                self._truncate_to(state, partition.high_watermark)
+                continue
+            asked[(partition.topic, partition.index)] = (state, latest)
+            by_topic.setdefault(partition.topic, []).append(
+                epoch_request.OffsetForLeaderPartition(
+                    partition=i32(partition.index),
+                    current_leader_epoch=i32(state.leader_epoch),
+                    leader_epoch=i32(latest),
+                )
+            )
+        if not by_topic:
+            return
+        response = await self._request(
+            client,
+            epoch_request.OffsetForLeaderEpochRequest(
+                replica_id=BrokerId(self.local_broker_id),
+                topics=tuple(
+                    epoch_request.OffsetForLeaderTopic(
+                        topic=TopicName(topic), partitions=tuple(partitions)
+                    )
+                    for topic, partitions in by_topic.items()
+                ),
+            ),
+        )
+        for topic in response.topics:
+            for answer in topic.partitions:
+                entry = asked.get((topic.topic, answer.partition))
+                if (
+                    entry is None
+                    or self.states.get((topic.topic, answer.partition)) is not entry[0]
+                ):
+                    continue
+                state, _ = entry
+                if answer.error_code != ErrorCode.none:
+                    self._partition_error(state, answer.error_code, "OffsetForLeaderEpoch")
+                    continue
+                self._apply_epoch_end_offset(state, answer.leader_epoch, answer.end_offset)
+
+    def _apply_epoch_end_offset(
+        self, state: PartitionFetchState, leader_epoch: int, leader_end_offset: int
+    ) -> None:
+        """Kafka's getOffsetTruncationState: where this log agrees with the leader's."""
+        partition = state.partition
+        log_end = partition.log_end_offset
+        if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+            # The leader knows no epoch up to ours (its log is older than KIP-101, or
+            # ours holds epochs it never had): the high watermark is safe.
+            self._truncate_to(state, partition.high_watermark)
+            return
+        cache = partition.log.leader_epoch_cache
+        follower_epoch, follower_end = cache.end_offset_for(leader_epoch, log_end)
+        if leader_epoch != UNDEFINED_EPOCH and follower_epoch != leader_epoch:
+            # This log never had the leader's epoch: cut to where our last epoch below
+            # it ends, and ask again with the epoch that leaves us.
+            partition.truncate_to(min(follower_end, log_end))
+            return
+        self._truncate_to(state, min(leader_end_offset, follower_end, log_end))
+
+    def _truncate_to(self, state: PartitionFetchState, offset: int) -> None:
+        partition = state.partition
+        if offset < partition.log_end_offset:
+            log.info(
+                "%s: truncating %s to offset %d to match leader %d (epoch %d)",
+                self.name,
+                partition.name,
+                offset,
+                self.source_broker_id,
+                state.leader_epoch,
+            )
+            partition.truncate_to(offset)
+        state.truncated = True
+
+    # --- fetching -----------------------------------------------------------------------
+
+    async def _fetch(self, client: Client, states: list[PartitionFetchState]) -> None:
+        config = self._config()
+        by_topic: dict[str, list[fetch_request.FetchPartition]] = {}
+        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        for state in states:
+            partition = state.partition
+            fetch_offset = partition.log_end_offset
+            sent[(partition.topic, partition.index)] = (state, fetch_offset)
+            by_topic.setdefault(partition.topic, []).append(
+                fetch_request.FetchPartition(
+                    partition=i32(partition.index),
+                    current_leader_epoch=i32(state.leader_epoch),
+                    fetch_offset=i64(fetch_offset),
+                    log_start_offset=i64(partition.log_start_offset),
+                    partition_max_bytes=i32(config["replica.fetch.max.bytes"]),
+                )
+            )
+        wait_ms = config["replica.fetch.wait.max.ms"]
+        request = fetch_request.FetchRequest(
+            replica_id=BrokerId(self.local_broker_id),
+            max_wait=datetime.timedelta(milliseconds=wait_ms),
+            min_bytes=i32(config["replica.fetch.min.bytes"]),
+            max_bytes=i32(config["replica.fetch.response.max.bytes"]),
+            isolation_level=i8(0),
+            topics=tuple(
+                fetch_request.FetchTopic(topic=TopicName(topic), partitions=tuple(partitions))
+                for topic, partitions in by_topic.items()
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        response = await self._request(client, request, wait_ms)
+        self.fetches += 1
+        if response.error_code != ErrorCode.none:
+            log.warning("%s: fetch refused: %s", self.name, ErrorCode(response.error_code).name)
+            for state, _ in sent.values():
+                self._delay(state)
+            return
+        out_of_range: list[PartitionFetchState] = []
+        for topic in response.responses:
+            for data in topic.partitions:
+                entry = sent.get((topic.topic, data.partition_index))
+                if entry is None:
+                    continue
+                state, fetch_offset = entry
+                if self.states.get((topic.topic, data.partition_index)) is not state:
+                    continue  # removed, or re-added for a new epoch, while it was in flight
+                if state.partition.log_end_offset != fetch_offset:
+                    continue  # truncated meanwhile: the next fetch asks again
+                if data.error_code == ErrorCode.offset_out_of_range:
+                    out_of_range.append(state)
+                elif data.error_code != ErrorCode.none:
+                    self._partition_error(state, data.error_code, "Fetch")
+                else:
+                    self._process(state, data)
+        if out_of_range:
+            await self._handle_out_of_range(client, out_of_range)
+
+    def _process(self, state: PartitionFetchState, data: Any) -> None:
+        partition = state.partition
+        try:
+            partition.append_records_as_follower(data.records or b"", data.high_watermark)
+            leader_log_start = min(data.log_start_offset, partition.high_watermark)
+            if leader_log_start > partition.log_start_offset:
+                partition.log.maybe_increment_log_start_offset(leader_log_start)
+        except KafkaStorageError as exc:
+            log.error("%s: %s went offline: %s", self.name, partition.name, exc.message)
+            self.remove(partition)
+        except (KafkaError, StorageError, ValueError) as exc:
+            # The leader sent what this log cannot take (offsets below its end, a bad
+            # batch): nothing of it was kept; try again after the backoff.
+            log.error("%s: could not append to %s: %s", self.name, partition.name, exc)
+            self._delay(state)
+
+    async def _handle_out_of_range(self, client: Client, states: list[PartitionFetchState]) -> None:
+        """The fetch offset is outside the leader's log (Kafka's handleOutOfRangeError):
+        past its end, this log holds what the leader lost (an unclean election) and is
+        cut back to it; below its start, the leader deleted it, and this log starts
+        over empty at the leader's start."""
+        ends = await self._list_offsets(client, states, LATEST_TIMESTAMP)
+        starts = await self._list_offsets(client, states, EARLIEST_TIMESTAMP)
+        for state in states:
+            partition = state.partition
+            key = (partition.topic, partition.index)
+            if key not in ends or key not in starts or self.states.get(key) is not state:
+                self._delay(state)
+                continue
+            if ends[key] < partition.log_end_offset:
+                log.warning(
+                    "%s: %s is ahead of leader %d (log end %d > %d): truncating to its end",
+                    self.name,
+                    partition.name,
+                    self.source_broker_id,
+                    partition.log_end_offset,
+                    ends[key],
+                )
+                partition.truncate_to(ends[key])
+            else:
+                log.warning(
+                    "%s: %s starts over at leader %d's log start %d (it fetched from %d)",
+                    self.name,
+                    partition.name,
+                    self.source_broker_id,
+                    starts[key],
+                    partition.log_end_offset,
+                )
+                partition.log.truncate_fully_and_start_at(starts[key])
+
+    async def _list_offsets(
+        self, client: Client, states: list[PartitionFetchState], timestamp: int
+    ) -> dict[TopicPartition, int]:
+        by_topic: dict[str, list[list_offsets_request.ListOffsetsPartition]] = {}
+        for state in states:
+            by_topic.setdefault(state.partition.topic, []).append(
+                list_offsets_request.ListOffsetsPartition(
+                    partition_index=i32(state.partition.index),
+                    current_leader_epoch=i32(state.leader_epoch),
+                    timestamp=i64(timestamp),
+                )
+            )
+        response = await self._request(
+            client,
+            list_offsets_request.ListOffsetsRequest(
+                replica_id=BrokerId(self.local_broker_id),
+                isolation_level=i8(0),
+                topics=tuple(
+                    list_offsets_request.ListOffsetsTopic(
+                        name=TopicName(topic), partitions=tuple(partitions)
+                    )
+                    for topic, partitions in by_topic.items()
+                ),
+            ),
+        )
+        return {
+            (topic.name, answer.partition_index): int(answer.offset)
+            for topic in response.topics
+            for answer in topic.partitions
+            if answer.error_code == ErrorCode.none
+        }
+
+    def _partition_error(self, state: PartitionFetchState, error: int, api: str) -> None:
+        code = ErrorCode(error)
+        if code in _WAIT_FOR_METADATA:
+            log.info(
+                "%s: %s of %s answered %s; waiting for new metadata",
+                self.name,
+                api,
+                state.partition.name,
+                code.name,
+            )
+        else:
+            log.warning("%s: %s of %s failed: %s", self.name, api, state.partition.name, code.name)
+        self._delay(state)
