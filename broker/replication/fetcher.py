@@ -86,6 +86,7 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._client: Client | None = None
         self._failing = False  # the connection is down: say so once, and when it is back
+        self._stopping = False
         # Fetch rounds answered so far: what a test waits on instead of sleeping.
         self.fetches = 0
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
@@ -119,16 +120,20 @@ class ReplicaFetcher:
             del self.states[key]
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: a cancel that arrives as a request completes
+        # can be lost inside asyncio's timeouts, and the loop must end all the same.
+        self._stopping = True
+        self._wakeup.set()
+        await self._disconnect()  # fails the request in flight
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        await self._disconnect()
 
     # --- the loop -----------------------------------------------------------------------
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             ready = self._ready(loop.time())
             if not ready:
                 await self._idle(loop.time())
@@ -145,6 +150,8 @@ class ReplicaFetcher:
                     self._failing = False
             except _NETWORK_ERRORS as exc:
                 await self._disconnect()
+                if self._stopping:
+                    return
                 if not self._failing:
                     log.warning(
                         "%s: lost broker %d (%s); retrying every %d ms",
@@ -175,7 +182,8 @@ class ReplicaFetcher:
         delays = [state.delayed_until - now for state in self.states.values()]
         self._wakeup.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), min(delays) if delays else None)
+            async with asyncio.timeout(min(delays) if delays else None):
+                await self._wakeup.wait()
 
     def _backoff_s(self) -> float:
         return float(self._config()["replica.fetch.backoff.ms"]) / 1000
@@ -191,10 +199,10 @@ class ReplicaFetcher:
             raise ConnectionClosedError(f"broker {self.source_broker_id} has no endpoint")
         host, port = endpoint
         timeout_s = self._config()["replica.socket.timeout.ms"] / 1000
-        self._client = await asyncio.wait_for(
-            Client.connect(host, port, client_id=f"broker-{self.local_broker_id}-fetcher"),
-            timeout_s,
-        )
+        async with asyncio.timeout(timeout_s):
+            self._client = await Client.connect(
+                host, port, client_id=f"broker-{self.local_broker_id}-fetcher"
+            )
         return self._client
 
     async def _disconnect(self) -> None:
@@ -204,7 +212,8 @@ class ReplicaFetcher:
 
     async def _request(self, client: Client, request: Any, wait_ms: int = 0) -> Any:
         timeout_s = (self._config()["replica.socket.timeout.ms"] + wait_ms) / 1000
-        return await asyncio.wait_for(client.request(request), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await client.request(request)
 
     # --- truncation ---------------------------------------------------------------------
 
