@@ -638,6 +638,16 @@ class Log:
                 f"batch of {size} bytes exceeds segment size {self._config.segment_bytes}"
             )
         first_offset = batches[0].base_offset
+        if (
+            first_offset < self._log_end_offset
+            and self._log_end_offset == self._log_start_offset
+            and batches[0].last_offset >= self._log_end_offset
+        ):
+            # An empty log that starts inside the leader's first batch (DeleteRecords
+            # moved the leader's log start into a batch, and this log started over
+            # there): it starts again at the batch, as Kafka's follower does; the log
+            # start offset the leader sends moves it back up.
+            self.truncate_fully_and_start_at(first_offset)
         if first_offset < self._log_end_offset:
             raise UnexpectedAppendOffsetError(
                 f"first offset {first_offset} of a follower append to {self.name} is below"

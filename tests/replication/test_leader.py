@@ -84,7 +84,7 @@ def test_a_follower_copies_producer_state_and_open_transactions(cluster: Scripte
     producers = [
         cluster.brokers[b].call(
             lambda b=b: sorted(
-                (p.producer_id, p.last_seq)
+                (p.producer_id, p.producer_epoch, p.last_sequence, p.current_txn_first_offset)
                 for p in cluster.brokers[b]
                 .broker.replicas.partition("ledger", 0)
                 .active_producers()

@@ -189,6 +189,24 @@ def test_follower_append_checks_offsets(
         follower.append_as_follower(bytes(leader.read(0, 100).records))
 
 
+def test_an_empty_follower_log_starting_inside_a_batch_starts_at_the_batch(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory, tmp_path: Path
+) -> None:
+    """The leader's log start moved into a batch (DeleteRecords): a follower that
+    started over there gets the whole batch, and takes it from its first offset."""
+    leader = open_log(partition_dir, small_config)
+    append(leader, make_batch(5), epoch=0)  # offsets 0-4 in one batch
+    follower = open_log(tmp_path / "f" / "topic-0", small_config)
+    follower.truncate_fully_and_start_at(3)
+    follower.append_as_follower(bytes(leader.read(3, 10**6).records))
+    assert (follower.log_start_offset, follower.log_end_offset) == (0, 5)
+    # A log that is not empty refuses an overlapping batch, as before.
+    from brook.storage import UnexpectedAppendOffsetError
+
+    with pytest.raises(UnexpectedAppendOffsetError):
+        follower.append_as_follower(bytes(leader.read(0, 10**6).records))
+
+
 def test_truncate_to_and_fully(
     partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
 ) -> None:
