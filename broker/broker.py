@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .admin_server import AdminServer
     from .groups.coordinator import GroupCoordinator
     from .log_cleaner import LogCleaner
+    from .partition import Partition
     from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.broker")
@@ -162,6 +163,9 @@ class Broker:
         self.coordinators = Coordinators(self._make_coordinators)
         if any(self.metadata.get(name) for name in INTERNAL_TOPICS):
             await self.coordinators.start()
+        # From here on, a partition of an internal topic that changes hands here is
+        # loaded or dropped by its coordinator.
+        self.replicas.leadership_listeners.append(self._on_leadership_change)
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -297,6 +301,15 @@ class Broker:
     @property
     def transactions(self) -> TransactionCoordinator:
         return self.coordinators.transactions
+
+    def _on_leadership_change(self, partition: Partition) -> None:
+        if partition.topic in INTERNAL_TOPICS:
+            self.coordinators.on_leadership_change(
+                partition.topic,
+                partition.index,
+                leads=partition.leader_id == self.broker_id,
+                empty=partition.log_end_offset == partition.log_start_offset,
+            )
 
     def _make_coordinators(self) -> CoordinatorParts:
         from .coordinator.log_writer import LogPartitionWriter

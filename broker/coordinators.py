@@ -52,6 +52,16 @@ class Coordinators:
         await groups.start()
         await transactions.start()
 
+    def on_leadership_change(self, topic: str, partition: int, leads: bool, empty: bool) -> None:
+        """A partition of `__consumer_offsets` or `__transaction_state` changed hands:
+        its coordinator loads it here, or drops it (Kafka's onElection/onResignation)."""
+        groups, transactions, _ = self._parts()
+        coordinator = groups if topic == groups.runtime.topic.name else transactions
+        if leads:
+            coordinator.on_election(partition, empty)
+        else:
+            coordinator.on_resignation(partition)
+
     def stop(self) -> None:
         if self._made is not None:
             _, transactions, timer = self._made

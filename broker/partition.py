@@ -188,9 +188,10 @@ class Partition:
         leader_epoch: int,
         partition_epoch: int = 0,
         now_ms: int = 0,
-    ) -> None:
+    ) -> bool:
         """Take a new assignment, leader or ISR from the metadata (Kafka's makeLeader /
-        makeFollower): waiters that only the old leader could answer are answered now."""
+        makeFollower): waiters that only the old leader could answer are answered now.
+        True when the leadership changed (a new leader or leader epoch)."""
         was_leader = self.role is ReplicaRole.LEADER
         new_leadership = leader_epoch != self.leader_epoch or leader_id != self.leader_id
         self.replicas, self.isr = replicas, isr
@@ -210,6 +211,7 @@ class Partition:
             self._maybe_increment_high_watermark()
             self._complete_commit_waiters()  # the ISR may have shrunk below min.insync
             self.wake_waiters()  # parked fetches answer with the new epoch
+        return new_leadership
 
     def _become_leader(self, now_ms: int, announce: bool) -> None:
         """The epoch starts at the log end (OffsetForLeaderEpoch answers from it before

@@ -49,6 +49,9 @@ class ReplicaManager:
         # leader's ISR changes go. A single broker has neither.
         self.fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartition | None = None
+        # Told when a partition's leadership changes here (the coordinators load or
+        # drop their partitions).
+        self.leadership_listeners: list[Callable[[Partition], None]] = []
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -155,16 +158,18 @@ class ReplicaManager:
         self._partitions[(name, record.partition_id)] = partition
         return partition
 
-    def follow_or_lead(self, partition: Partition) -> None:
+    def follow_or_lead(self, partition: Partition, leadership_changed: bool) -> None:
         """A partition's registration is new or changed: a follower fetches from its
         leader (truncating first, when the leader or its epoch changed), a leader stops
-        fetching."""
-        if self.fetchers is None:
-            return
-        if partition.leader_id == self.broker_id:
-            self.fetchers.remove_partition(partition)
-        else:
-            self.fetchers.add_partition(partition)
+        fetching; the listeners hear of a new leadership."""
+        if self.fetchers is not None:
+            if partition.leader_id == self.broker_id:
+                self.fetchers.remove_partition(partition)
+            else:
+                self.fetchers.add_partition(partition)
+        if leadership_changed:
+            for listener in self.leadership_listeners:
+                listener(partition)
 
     def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
         """Every partition led here drops the followers that fell behind."""
@@ -210,8 +215,10 @@ class ReplicaChange:
 
     def complete(self) -> None:
         now_ms = self._manager._now_ms()
+        for partition in self._opened:
+            self._manager.follow_or_lead(partition, leadership_changed=True)
         for partition, record in self._changed:
-            partition.update_registration(
+            changed = partition.update_registration(
                 list(record.replicas),
                 list(record.isr),
                 record.leader,
@@ -219,8 +226,7 @@ class ReplicaChange:
                 record.partition_epoch,
                 now_ms,
             )
-        for partition in [*self._opened, *(partition for partition, _ in self._changed)]:
-            self._manager.follow_or_lead(partition)
+            self._manager.follow_or_lead(partition, changed)
         for name in self._removed:
             self._manager.remove_topic(name)
         self._manager.refresh_configs(self._reconfigured)

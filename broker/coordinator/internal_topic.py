@@ -24,6 +24,8 @@ class InternalTopic:
     partition_of: Callable[[str, int], int]
     partition_count: Callable[[], int | None]
     create: Callable[[], None]
+    # Whether this broker leads a partition: its coordinator is the one to load it.
+    leads: Callable[[int], bool] = lambda partition: True
 
 
 def broker_internal_topic(
@@ -43,6 +45,10 @@ def broker_internal_topic(
         topic = metadata.get(name)
         return len(topic.partitions) if topic is not None else None
 
+    def leads(partition: int) -> bool:
+        topic = metadata.get(name)
+        return topic is not None and topic.partitions[partition].leader == controller.broker_id
+
     def create() -> None:
         settings = config()
         controller.create(
@@ -57,4 +63,4 @@ def broker_internal_topic(
             internal=True,
         )
 
-    return InternalTopic(name, partition_of, partition_count, create)
+    return InternalTopic(name, partition_of, partition_count, create, leads)

@@ -87,8 +87,8 @@ class CoordinatorRuntime(Generic[S]):
             self.topic.create()
             count = self.topic.partition_count()
             assert count is not None
-            for partition in range(count):
-                self._activate(self._new_context(partition))
+            # The partitions led here were activated as their leadership arrived (see
+            # on_election); the others are served by their leaders.
             # The controller has logged the topic's creation (one line for its partitions).
         return count
 
@@ -106,9 +106,30 @@ class CoordinatorRuntime(Generic[S]):
         count = self.topic.partition_count()
         if count is None:
             return
-        log.info("Loading %d partition%s of %s", count, "" if count == 1 else "s", self.topic.name)
-        for partition in range(count):
+        led = [partition for partition in range(count) if self.topic.leads(partition)]
+        if not led:
+            return
+        log.info("Loading %d of %d partitions of %s", len(led), count, self.topic.name)
+        for partition in led:
             await self.load(partition)
+
+    def on_election(self, partition: int, empty: bool) -> asyncio.Future[None] | None:
+        """This broker now leads `partition` (Kafka's onElection): an empty partition
+        serves at once, one with records loads (COORDINATOR_LOAD_IN_PROGRESS meanwhile);
+        the future, when there is one, completes with the load."""
+        if empty:
+            self.unload(partition)
+            self._activate(self._new_context(partition))
+            return None
+        loading = asyncio.get_running_loop().create_task(self.load(partition))
+        self._reloads.add(loading)
+        loading.add_done_callback(self._reloads.discard)
+        return loading
+
+    def on_resignation(self, partition: int) -> None:
+        """Another broker leads `partition` now (Kafka's onResignation): NOT_COORDINATOR
+        from here on, and the shard's state and timers go."""
+        self.unload(partition)
 
     async def load(self, partition: int) -> None:
         """Replay one partition into a new shard, which then serves its keys."""

@@ -87,6 +87,13 @@ class GroupCoordinator:
         """Create `__consumer_offsets` the first time a client looks for a coordinator."""
         self.runtime.ensure_topic()
 
+    def on_election(self, partition: int, empty: bool) -> None:
+        """This broker leads a partition of `__consumer_offsets` now: load its groups."""
+        self.runtime.on_election(partition, empty)
+
+    def on_resignation(self, partition: int) -> None:
+        self.runtime.on_resignation(partition)
+
     def complete_transaction(
         self,
         partition: int,

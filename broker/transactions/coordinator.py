@@ -94,13 +94,34 @@ class TransactionCoordinator:
         """Load `__transaction_state`, and finish the transactions a stop left completing."""
         await self.runtime.start()
         for shard in self.runtime.active_shards():
-            for prepared in shard.completing():
-                log.info(
-                    "Transactional id %s: completing its transaction (%s) after a restart",
-                    prepared.transactional_id,
-                    prepared.state.name,
-                )
-                self.markers.write(prepared)
+            self._complete_left_over(shard, "after a restart")
+
+    def on_election(self, partition: int, empty: bool) -> None:
+        """This broker leads a partition of `__transaction_state` now: load it, then
+        finish the transactions its previous coordinator left completing."""
+        loading = self.runtime.on_election(partition, empty)
+        if loading is None:
+            return
+
+        def loaded(_: asyncio.Future[None]) -> None:
+            for shard in self.runtime.active_shards():
+                if shard.tp.partition == partition:
+                    self._complete_left_over(shard, "after a coordinator change")
+
+        loading.add_done_callback(loaded)
+
+    def on_resignation(self, partition: int) -> None:
+        self.runtime.on_resignation(partition)
+
+    def _complete_left_over(self, shard: TransactionCoordinatorShard, why: str) -> None:
+        for prepared in shard.completing():
+            log.info(
+                "Transactional id %s: completing its transaction (%s) %s",
+                prepared.transactional_id,
+                prepared.state.name,
+                why,
+            )
+            self.markers.write(prepared)
 
     def stop(self) -> None:
         self.markers.stop()
