@@ -1,9 +1,10 @@
 """FindCoordinator (key 10), v0-v5: which broker coordinates a group or a transaction.
 
-A single broker coordinates every group (key type 0) and every transactional id (key
-type 1). The first request creates the coordinator's topic (`__consumer_offsets`,
-`__transaction_state`), as Kafka does. Batched keys arrive from v4. The endpoint is the
-one advertised for the listener the request came in on.
+The coordinator of a group (key type 0) or a transactional id (key type 1) is the leader
+of the key's partition of `__consumer_offsets` or `__transaction_state` (a single broker:
+itself). The first request creates the coordinator's topic, as Kafka does. Batched keys
+arrive from v4. The endpoint is the one advertised for the listener the request came in
+on.
 """
 
 from __future__ import annotations
@@ -39,54 +40,43 @@ def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
 
 
 def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        return _not_found(ErrorCode.invalid_request, f"Unknown coordinator type {key_type}")
+    if not key:
+        error = (
+            ErrorCode.invalid_group_id if key_type == GROUP_KEY_TYPE else ErrorCode.invalid_request
+        )
+        return _not_found(error, None)
     services = ctx.services
-    endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
-    if endpoint is None:
-        return {
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-            "error_code": ErrorCode.coordinator_not_available,
-            "error_message": f"The coordinator is not available on listener {ctx.listener_name}",
-        }
-    found = {
-        "node_id": services.broker_id,
-        "host": endpoint.host,
-        "port": endpoint.port,
+    coordinator = services.groups if key_type == GROUP_KEY_TYPE else services.transactions
+    try:
+        partition = coordinator.runtime.partition_for(key)  # creates the topic on first use
+    except KafkaError as exc:
+        log.warning("Cannot create the coordinator's internal topic: %s", exc.message)
+        return _not_found(ErrorCode.coordinator_not_available, exc.message)
+    topic = services.metadata.get(coordinator.runtime.topic.name)
+    leader = topic.partitions[partition].leader if topic is not None else -1
+    # The coordinator is the leader of the key's partition, reached on the request's
+    # listener; none while the partition has no leader (Kafka's COORDINATOR_NOT_AVAILABLE).
+    if leader == services.broker_id:
+        endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
+        where = (endpoint.host, endpoint.port) if endpoint is not None else None
+    else:
+        found = services.metadata.endpoint(leader, ctx.listener_name) if leader >= 0 else None
+        where = (found.host, found.port) if found is not None else None
+    if where is None:
+        return _not_found(
+            ErrorCode.coordinator_not_available,
+            f"The coordinator is not available on listener {ctx.listener_name}",
+        )
+    return {
+        "node_id": leader,
+        "host": where[0],
+        "port": where[1],
         "error_code": ErrorCode.none,
         "error_message": None,
     }
-    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
-        return {
-            **found,
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-            "error_code": ErrorCode.invalid_request,
-            "error_message": f"Unknown coordinator type {key_type}",
-        }
-    if not key:
-        return {
-            **found,
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-            "error_code": ErrorCode.invalid_group_id
-            if key_type == GROUP_KEY_TYPE
-            else ErrorCode.invalid_request,
-            "error_message": None,
-        }
-    coordinator = services.groups if key_type == GROUP_KEY_TYPE else services.transactions
-    try:
-        coordinator.ensure_topic()
-    except KafkaError as exc:
-        log.warning("Cannot create the coordinator's internal topic: %s", exc.message)
-        return {
-            **found,
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-            "error_code": ErrorCode.coordinator_not_available,
-            "error_message": exc.message,
-        }
-    return found
+
+
+def _not_found(error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}

@@ -58,3 +58,28 @@ def test_committed_offsets_fail_over_with_their_partition(cluster: ScriptedContr
     assert _committed(second.bootstrap, "invoices") == 42
     # The old coordinator dropped the partition: it answers NOT_COORDINATOR.
     assert first.call(lambda: first.broker.groups.runtime.state_of(0)) is None
+
+
+def test_find_coordinator_answers_the_leader_of_the_keys_partition(cluster: ScriptedController):
+    from kio.schema.find_coordinator.v4 import request as find4
+
+    from tests.integration.raw_client import RawClient
+
+    first = cluster.start(0)
+    second = cluster.start(1)
+    cluster.create_topic("__consumer_offsets", [0, 1], partitions=1)
+
+    def locate(port: int) -> tuple[int, int, int]:
+        with RawClient(port) as client:
+            response = client.request(
+                find4.FindCoordinatorRequest(key_type=0, coordinator_keys=(GROUP,))
+            )
+        found = response.coordinators[0]
+        return int(found.error_code), int(found.node_id), int(found.port)
+
+    assert locate(first.port) == locate(second.port) == (0, 0, first.port)
+    cluster.elect("__consumer_offsets", 0, leader=1)
+    assert locate(first.port) == locate(second.port) == (0, 1, second.port)
+    # No leader (its only live replica gone, as the controller would write it): none.
+    cluster.elect("__consumer_offsets", 0, leader=-1, isr=[])
+    assert locate(first.port) == (15, -1, -1)  # COORDINATOR_NOT_AVAILABLE
