@@ -42,22 +42,16 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     requested = request.topics  # type: ignore[attr-defined]
     metadata = services.metadata
     # Kafka's rule: every endpoint handed out is that of the listener the request came
-    # in on; a listener this broker does not advertise leaves its partitions leaderless.
+    # in on; a leader without one leaves its partitions leaderless.
     endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
-    unreachable = None
-    if endpoint is None:
-        unreachable = (
-            ErrorCode.listener_not_found
-            if version >= FIRST_LISTENER_NOT_FOUND_VERSION
-            else ErrorCode.leader_not_available
-        )
+    leaders = _Leaders(services, ctx.listener_name, version)
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
         results = [
             _error_topic(types, topic.name, topic.topic_id, injected)
             if (injected := ctx.injected_error(topic.name)) is not None
-            else _describe(services, types, topic, unreachable)
+            else _describe(services, types, topic, leaders)
             for topic in metadata.topics()
         ]
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
@@ -102,7 +96,7 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                 if topic is None:
                     results.append(_error_topic(types, name, ZERO_UUID, error))
                     continue
-            results.append(_describe(services, types, topic, unreachable))
+            results.append(_describe(services, types, topic, leaders))
     brokers = [
         build(
             types.MetadataResponseBroker,
@@ -177,15 +171,45 @@ def _error_topic(types: object, name: str | None, topic_id: uuid.UUID, error: Er
     )
 
 
+class _Leaders:
+    """Which partitions' leaders a client of this request can reach: a leader that is
+    not alive leaves its partition LEADER_NOT_AVAILABLE, one alive without an endpoint
+    on the request's listener LISTENER_NOT_FOUND (from v6; LEADER_NOT_AVAILABLE before);
+    replicas whose brokers are not alive are offline (Kafka's MetadataCache)."""
+
+    def __init__(self, services: BrokerServices, listener_name: str, version: int) -> None:
+        self._services = services
+        self._listener_name = listener_name
+        self._no_listener = (
+            ErrorCode.listener_not_found
+            if version >= FIRST_LISTENER_NOT_FOUND_VERSION
+            else ErrorCode.leader_not_available
+        )
+
+    def alive(self, broker_id: int) -> bool:
+        services = self._services
+        return broker_id == services.broker_id or services.metadata.broker(broker_id) is not None
+
+    def error(self, leader: int) -> ErrorCode | None:
+        services = self._services
+        if leader < 0 or not self.alive(leader):
+            return ErrorCode.leader_not_available
+        if leader == services.broker_id:
+            reachable = services.listeners.advertised_endpoint(self._listener_name) is not None
+        else:
+            reachable = services.metadata.endpoint(leader, self._listener_name) is not None
+        return None if reachable else self._no_listener
+
+
 def _describe(
     services: BrokerServices,
     types: object,
     topic: TopicMetadata,
-    unreachable: ErrorCode | None = None,
+    leaders: _Leaders,
 ) -> object:
     partitions = tuple(
         _describe_partition(
-            types, index, registration, services.replicas.hosted(topic.name, index), unreachable
+            types, index, registration, services.replicas.hosted(topic.name, index), leaders
         )
         for index, registration in enumerate(topic.partitions)
     )
@@ -205,40 +229,23 @@ def _describe_partition(
     index: int,
     registration: PartitionRegistration,
     local: Partition | None,
-    unreachable: ErrorCode | None = None,
+    leaders: _Leaders,
 ) -> object:
-    if unreachable is not None:
-        # The leader has no endpoint on the listener the request came in on.
-        return build(
-            types.MetadataResponsePartition,
-            error_code=unreachable,
-            partition_index=index,
-            leader_id=-1,
-            leader_epoch=registration.leader_epoch,
-            replica_nodes=registration.replicas,
-            isr_nodes=registration.isr,
-            offline_replicas=(),
-        )
+    offline = tuple(broker for broker in registration.replicas if not leaders.alive(broker))
+    error = leaders.error(registration.leader)
     if local is not None and local.is_offline:
-        # Its only replica sits in a failed log dir: no leader, as Kafka reports an
-        # offline partition, with the replica listed as offline.
-        return build(
-            types.MetadataResponsePartition,
-            error_code=ErrorCode.leader_not_available,
-            partition_index=index,
-            leader_id=-1,
-            leader_epoch=registration.leader_epoch,
-            replica_nodes=registration.replicas,
-            isr_nodes=registration.isr,
-            offline_replicas=registration.replicas,
-        )
+        # This broker's replica sits in a failed log dir: offline, and when it leads,
+        # the partition has no leader (Kafka reports an offline partition so).
+        offline = (*offline, local.local_broker_id)
+        if registration.leader == local.local_broker_id:
+            error = ErrorCode.leader_not_available
     return build(
         types.MetadataResponsePartition,
-        error_code=ErrorCode.none,
+        error_code=error or ErrorCode.none,
         partition_index=index,
-        leader_id=registration.leader,
+        leader_id=-1 if error is not None else registration.leader,
         leader_epoch=registration.leader_epoch,
         replica_nodes=registration.replicas,
         isr_nodes=registration.isr,
-        offline_replicas=(),
+        offline_replicas=offline,
     )
