@@ -48,6 +48,9 @@ class ListenerManager:
         self._advertised_addresses: dict[str, frozenset[str]] = {}
         self._warned: set[tuple[str, str]] = set()
         self._reconfiguring: asyncio.Task[None] | None = None
+        # Called once the listeners of a reconfiguration are bound and advertised (the
+        # broker announces its new endpoints to the cluster).
+        self.on_reconfigured: list[Callable[[], None]] = []
 
     # --- what the broker hands out ------------------------------------------------------
 
@@ -120,6 +123,8 @@ class ListenerManager:
             describe(self.bound),
             describe(self.advertised()),
         )
+        for callback in self.on_reconfigured:
+            callback()
 
     async def _bind(self, listener: Listener) -> None:
         loop = asyncio.get_running_loop()
