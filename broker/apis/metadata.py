@@ -111,12 +111,11 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
         build(
             types.MetadataResponseBroker,
             node_id=broker.broker_id,
-            host=broker_endpoint.host,
-            port=broker_endpoint.port,
+            host=reachable.host,
+            port=reachable.port,
             rack=broker.rack,
         )
-        for broker in metadata.brokers()
-        if (broker_endpoint := metadata.endpoint(broker.broker_id, ctx.listener_name)) is not None
+        for broker, reachable in metadata.reachable_on(ctx.listener_name)
     ]
     return build(
         ctx.response_type,

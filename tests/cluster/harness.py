@@ -24,7 +24,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from brook.broker.testing import BrokerProcess
 from tests.integration.processes import ServeProcess
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import RawClient, make
 
 WAIT_S = 30.0
 # Short sessions, so that a killed broker's registration goes within seconds (the
@@ -215,3 +215,14 @@ def metadata_of(port: int) -> MetadataSeen:
         response.cluster_id,
         {b.node_id: (b.host, b.port, b.rack) for b in response.brokers},
     )
+
+
+def describe_cluster_of(port: int, version: int, **fields: Any) -> Any:
+    """DescribeCluster of one version from exactly the broker at `port`."""
+    from kio.index import load_request_schema
+
+    request_type = load_request_schema(60, version)
+    values = {"include_cluster_authorized_operations": False, "endpoint_type": 1}
+    values.update(fields)
+    with RawClient(port) as client:
+        return client.request(make(request_type, include_fenced_brokers=False, **values))

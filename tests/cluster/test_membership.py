@@ -13,9 +13,10 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka.admin import KafkaAdminClient
 
 from brook.broker.testing import free_port
+from brook.protocol.errors import ErrorCode
 from brook.storage.checkpoints import read_meta_properties
 
-from .harness import Cluster, ZooKeeperView, eventually, metadata_of
+from .harness import Cluster, ZooKeeperView, describe_cluster_of, eventually, metadata_of
 
 KAFKA_PROPERTIES = Path(__file__).parent.parent / "integration" / "kafka_properties"
 PASSING_OVER = re.compile(r"WARNING .*Passing over \d+ key\(s\) of ")
@@ -219,3 +220,48 @@ def test_a_kafka_zookeeper_server_properties_joins_the_cluster(cluster: Cluster,
         assert key not in passed_over[0], passed_over[0]
     assert "Traceback" not in broker.log_text()
     assert broker.stop() == 0
+
+
+def test_describe_cluster_lists_the_live_brokers_and_the_controller(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    brokers = _three_brokers(cluster, zk)
+    controller = zk.json("/controller")["brokerid"]
+    cluster_id = zk.json("/cluster/id")["id"]
+    expected = {i + 1: ("127.0.0.1", b.port, f"rack-{i + 1}") for i, b in enumerate(brokers)}
+    for broker in brokers:
+        eventually(lambda b=broker: metadata_of(b.port).brokers, lambda seen: seen == expected)
+        for version in (0, 1, 2):
+            described = describe_cluster_of(broker.port, version)
+            assert described.error_code == ErrorCode.none
+            assert described.cluster_id == cluster_id
+            assert described.controller_id == controller
+            assert {b.broker_id: (b.host, b.port, b.rack) for b in described.brokers} == expected
+    # librdkafka's describe_cluster asks DescribeCluster.
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    described = admin.describe_cluster(include_authorized_operations=True).result(15)
+    assert described.controller.id == controller
+    assert described.cluster_id == cluster_id
+    assert sorted((n.id, n.host, n.port, n.rack) for n in described.nodes) == [
+        (i, *expected[i]) for i in (1, 2, 3)
+    ]
+    assert described.authorized_operations  # no authorizer: every cluster operation
+
+
+def test_describe_cluster_for_controllers_or_an_unknown_endpoint_type_is_refused(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    broker = cluster.start(1)
+    zk.wait_broker_ids([1])
+    asked_controllers = describe_cluster_of(broker.port, 2, endpoint_type=2)
+    assert asked_controllers.error_code == ErrorCode.mismatched_endpoint_type
+    assert asked_controllers.error_message == (
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of"
+        " type CONTROLLER"
+    )
+    assert asked_controllers.brokers == ()
+    unknown = describe_cluster_of(broker.port, 1, endpoint_type=7)
+    assert unknown.error_code == ErrorCode.unsupported_endpoint_type
+    assert unknown.error_message == "Unsupported endpoint type 7"
+    # The broker goes on answering.
+    assert describe_cluster_of(broker.port, 2).error_code == ErrorCode.none
