@@ -137,15 +137,23 @@ class ControllerElection:
                 return False
             self._set(current)
             return True
-        self._set(ControllerState(self._broker_id, epoch, written.version))
+        self._set(ControllerState(self._broker_id, epoch, written.version), won=True)
         return True
 
-    def _set(self, state: ControllerState) -> None:
+    def _set(self, state: ControllerState, won: bool = False) -> None:
         if state == self.state:
             return
         was_controller = self.is_controller
         self.state = state
-        if self.is_controller and not was_controller:
+        if self.is_controller and not was_controller and not won:
+            # /controller of our own session, read again after a disconnection.
+            log.info(
+                "[Controller id=%d] Still the controller after reconnecting to ZooKeeper"
+                " (controller epoch %d)",
+                self._broker_id,
+                state.epoch,
+            )
+        elif self.is_controller and not was_controller:
             # Kafka's line, so that a grep for it finds the same moment.
             log.info(
                 "[Controller id=%d] %d successfully elected as the controller. Epoch"

@@ -6,7 +6,9 @@
 3. refuse a broker.id another live broker has registered;
 4. once listening, register the ephemeral /brokers/ids/<id>, follow the live brokers
    into the metadata cache, and take part in the controller election;
-5. in a new session after an expiry, register and elect again;
+5. disconnected for a quarter of the session timeout, stop acting as controller (before
+   ZooKeeper can expire the session); in a new session after an expiry, register and
+   elect again; back in the same session, take up what it still holds;
 6. at shutdown, close the session, so the registration goes at once.
 """
 
@@ -39,6 +41,11 @@ log = logging.getLogger("brook.zookeeper")
 
 # ZooKeeper's default tickTime: a session expires up to one tick after its timeout.
 ZOOKEEPER_TICK_MS = 2000
+# Disconnected for this part of the session timeout, the broker acts as if its session
+# had expired (it resigns as controller). kazoo notices a silent server after 2/3 of the
+# timeout at the latest, and ZooKeeper expires a session one timeout after it last heard
+# from it: so the broker steps down before ZooKeeper can hand its role to another.
+PRESUME_LOST_AFTER = 0.25
 
 
 class ZkMembership:
@@ -67,6 +74,7 @@ class ZkMembership:
         self._registration: RegisterBrokerRecord | None = None
         self._registration_gone = asyncio.Event()
         self._rejoin = SerialJob("registering again in a new session", self._register_again)
+        self._presume_lost: asyncio.TimerHandle | None = None
         self._update = SerialJob("updating the broker registration", self._update_registration)
 
     # --- what the broker reads ----------------------------------------------------------
@@ -260,11 +268,32 @@ class ZkMembership:
     # --- sessions -----------------------------------------------------------------------
 
     def _session_changed(self, state: SessionState, new_session: bool) -> None:
+        if self._presume_lost is not None:
+            self._presume_lost.cancel()
+            self._presume_lost = None
         if state is SessionState.LOST:
             # Our /controller and /brokers/ids/<id> went with the session.
             self.election.session_lost()
-        elif state is SessionState.CONNECTED and new_session:
+        elif state is SessionState.SUSPENDED:
+            delay_s = self.client.negotiated_session_timeout_ms * PRESUME_LOST_AFTER / 1000
+            self._presume_lost = asyncio.get_running_loop().call_later(
+                delay_s, self._session_presumed_lost, delay_s
+            )
+        elif new_session:
             self._rejoin.schedule()
+        else:
+            # The same session: what we held is ours still; the election reads it again.
+            self.election.schedule()
+
+    def _session_presumed_lost(self, delay_s: float) -> None:
+        self._presume_lost = None
+        if self.election.is_controller:
+            log.warning(
+                "No ZooKeeper for %d ms: acting as if the session had expired, before"
+                " ZooKeeper can expire it and another broker take over",
+                delay_s * 1000,
+            )
+        self.election.session_lost()
 
     async def _register_again(self) -> None:
         log.info(
@@ -287,6 +316,8 @@ class ZkMembership:
     # --- stop ---------------------------------------------------------------------------
 
     async def close(self) -> None:
+        if self._presume_lost is not None:
+            self._presume_lost.cancel()
         for job in (self._rejoin, self._update):
             job.close()
         self.election.close()

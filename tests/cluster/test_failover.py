@@ -4,7 +4,10 @@ a frozen broker and the broker registering again in a new one."""
 
 from __future__ import annotations
 
+import os
 import signal
+
+from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .harness import Cluster, ZooKeeperView, eventually, metadata_of
 
@@ -125,3 +128,32 @@ def test_a_broker_restarted_after_a_kill_waits_for_its_old_registration(
     assert "waiting up to" in log and "/brokers/ids/1 is gone: registering broker 1" in log
     eventually(lambda: metadata_of(second.port).brokers, lambda b: sorted(b) == [1, 2])
     assert restarted.stop() == 0
+
+
+def test_a_controller_cut_off_from_zookeeper_steps_down_on_its_own(
+    cluster: Cluster, zk: ZooKeeperView, zookeeper: ZooKeeperServer
+):
+    """ZooKeeper frozen (SIGSTOP): no session can expire, and no broker hears from it. The
+    controller stops acting as one after a quarter of its session timeout, before
+    ZooKeeper could have expired its session; once ZooKeeper is back the cluster agrees on
+    one controller again."""
+    brokers = _start_three(cluster, zk)
+    controller = zk.json("/controller")["brokerid"]
+    assert zookeeper.process is not None
+    os.kill(zookeeper.process.pid, signal.SIGSTOP)
+    try:
+        log = eventually(
+            brokers[controller].log_text,
+            lambda text: "acting as if the session had expired" in text,
+        )
+        assert "Resigning" in log
+        assert all(b.process is not None and b.process.poll() is None for b in brokers.values())
+    finally:
+        os.kill(zookeeper.process.pid, signal.SIGCONT)
+    zk.wait_broker_ids([1, 2, 3])
+    agreed = zk.wait_controller(lambda c: c is not None)
+    for broker_id in (1, 2, 3):
+        eventually(
+            lambda b=broker_id: metadata_of(brokers[b].port),
+            lambda s: s.controller_id == agreed and sorted(s.brokers) == [1, 2, 3],
+        )
