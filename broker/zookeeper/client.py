@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,9 +27,27 @@ from .connect_string import ConnectString
 from .errors import ZooKeeperClientTimeoutError
 
 log = logging.getLogger("brook.zookeeper")
-# kazoo's own lines: every connection attempt at INFO; its warnings and errors stay.
-kazoo_log = logging.getLogger("brook.zookeeper.kazoo")
-kazoo_log.setLevel(logging.WARNING)
+_NEGOTIATED = re.compile(r"negotiated session timeout: (\d+)")
+
+
+class _KazooLog(logging.Filter):
+    """kazoo's own log: its warnings and errors pass; below them (every connection
+    attempt, every packet) nothing does, but the session timeout ZooKeeper granted is
+    read from kazoo's line that tells it, since kazoo keeps it nowhere else."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.negotiated_timeout_ms: int | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        if record.msg.startswith("Session created"):
+            found = _NEGOTIATED.search(record.getMessage())
+            if found is not None:
+                self.negotiated_timeout_ms = int(found[1])
+        return False
+
 
 T = TypeVar("T")
 # How long kazoo waits between two attempts to reach ZooKeeper at most: its default
@@ -57,6 +76,13 @@ class ZooKeeperClient:
         self.connect = connect
         self._loop = loop
         hosts = str(connect) if chroot else connect.servers
+        # A logger of this client's own (what its filter learns is this session's), not
+        # kept in logging's registry; its lines go out through brook.zookeeper's.
+        self._kazoo_log = _KazooLog()
+        kazoo_log = logging.Logger("brook.zookeeper.kazoo", level=1)  # BLATHER (5) too
+        kazoo_log.parent = log
+        kazoo_log.addFilter(self._kazoo_log)
+        self._requested_timeout_ms = session_timeout_ms
         self._kazoo = KazooClient(
             hosts=hosts,
             timeout=session_timeout_ms / 1000,
@@ -78,7 +104,12 @@ class ZooKeeperClient:
         """Connect within the timeout, or close and raise as Kafka does."""
         live = self._kazoo.start_async()
         await asyncio.to_thread(live.wait, connection_timeout_ms / 1000)
-        if not self._kazoo.connected:
+        client_id = self._kazoo.client_id
+        if self._kazoo.connected and client_id is not None:
+            # Known now, not when kazoo's own report of it reaches the loop.
+            self._session_id = client_id[0]
+            self._connected.set()
+        else:
             state = self._kazoo.client_state
             await self.close()
             raise ZooKeeperClientTimeoutError(
@@ -105,7 +136,9 @@ class ZooKeeperClient:
 
     @property
     def negotiated_session_timeout_ms(self) -> int:
-        return int(self._kazoo._session_timeout)
+        """The session timeout ZooKeeper granted (it bounds the one asked for to 2-20
+        of its ticks)."""
+        return self._kazoo_log.negotiated_timeout_ms or self._requested_timeout_ms
 
     def add_session_listener(self, listener: SessionListener) -> None:
         """`listener(state, new_session)` on the loop at every change of the session."""
@@ -121,6 +154,8 @@ class ZooKeeperClient:
             return
         new_session = False
         if state is SessionState.CONNECTED:
+            if self._connected.is_set() and session_id == self._session_id:
+                return  # the connection start() saw already
             new_session = session_id != self._session_id
             self._session_id = session_id
             self._connected.set()

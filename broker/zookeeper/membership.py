@@ -112,6 +112,9 @@ class ZkMembership:
             if self.connect.chroot is not None:
                 await self._make_chroot()
             await asyncio.gather(*(self._make_path(path) for path in znodes.PERSISTENT_PATHS))
+            # From here on a session that expires is followed (register() may not have
+            # run yet: then there is nothing to register again).
+            self.client.add_session_listener(self._session_changed)
             self.cluster_id = await self._get_or_create_cluster_id()
             log.info("Cluster ID = %s", self.cluster_id)
             await self._wait_for_broker_id()
@@ -174,7 +177,9 @@ class ZkMembership:
         """
         path = znodes.broker_id_path(self._broker_id)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self._session_timeout_ms + ZOOKEEPER_TICK_MS) / 1000
+        # The old session's timeout was granted as ours was (ZooKeeper bounds it).
+        timeout_ms = max(self._session_timeout_ms, self.client.negotiated_session_timeout_ms)
+        deadline = loop.time() + (timeout_ms + ZOOKEEPER_TICK_MS) / 1000
         waiting = False
         while True:
             self._registration_gone.clear()
@@ -216,10 +221,12 @@ class ZkMembership:
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
         """Step 4, once the listeners are bound (their ports are in the registration)."""
         self._registration = broker
+        # Clients may ask already: Metadata lists this broker from the start, as it
+        # lists the others once the watch has read them.
+        publisher.apply([broker])
         await self._create_registration()
         self.brokers = BrokerWatcher(self.client, publisher)
         await self.brokers.start()
-        self.client.add_session_listener(self._session_changed)
         await self.election.start()
 
     async def _create_registration(self) -> None:
@@ -281,7 +288,7 @@ class ZkMembership:
             )
         elif new_session:
             self._rejoin.schedule()
-        else:
+        elif self._registration is not None:
             # The same session: what we held is ours still; the election reads it again.
             self.election.schedule()
 
@@ -296,6 +303,8 @@ class ZkMembership:
         self.election.session_lost()
 
     async def _register_again(self) -> None:
+        if self._registration is None:
+            return  # not registered yet: register() does it in this session
         log.info(
             "New ZooKeeper session 0x%x: registering broker %d again",
             self.client.session_id or 0,

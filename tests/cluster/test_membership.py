@@ -265,3 +265,36 @@ def test_describe_cluster_for_controllers_or_an_unknown_endpoint_type_is_refused
     assert unknown.error_message == "Unsupported endpoint type 7"
     # The broker goes on answering.
     assert describe_cluster_of(broker.port, 2).error_code == ErrorCode.none
+
+
+def test_a_registration_kafka_wrote_is_listed_and_a_malformed_one_is_not(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    """What the watch reads is Kafka's JSON: a Kafka 2.x broker's registration (version 4,
+    written here with the test's own session) is listed; one that is not JSON is left out,
+    with a log line naming it."""
+    broker = cluster.start(1)
+    zk.wait_broker_ids([1])
+    zk.client.create(
+        zk.path("/brokers/ids/8"),
+        b'{"version":4,"host":"kafka-8","port":9092,"jmx_port":-1,"timestamp":"1",'
+        b'"endpoints":["PLAINTEXT://kafka-8:9092"],'
+        b'"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"rack":"r8"}',
+        ephemeral=True,
+    )
+    zk.client.create(zk.path("/brokers/ids/9"), b"garbage", ephemeral=True)
+    eventually(
+        lambda: metadata_of(broker.port).brokers,
+        lambda brokers: (
+            brokers == {1: ("127.0.0.1", broker.port, None), 8: ("kafka-8", 9092, "r8")}
+        ),
+    )
+    log = eventually(broker.log_text, lambda text: "registration for broker 9" in text)
+    assert "Failed to parse ZooKeeper registration for broker 9: garbage" in log
+    assert "broker 9 is left out of the metadata" in log
+    # Its registration goes: so does broker 8 from the metadata.
+    zk.client.delete(zk.path("/brokers/ids/8"))
+    eventually(
+        lambda: metadata_of(broker.port).brokers,
+        lambda brokers: brokers == {1: ("127.0.0.1", broker.port, None)},
+    )
