@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 # the Spark data source's tests (tests/spark/; PySpark 4 runs on Java 17), Chromium, which
 # opens the audit's HTML report headless and takes its screenshot, and for the image tests
 # (tests/image/) podman with runc, mmdebstrap to make the Debian base image and shellcheck
-# for the image's entrypoint script.
+# for the image's entrypoint script, and ZooKeeper (Debian's 3.8) for the cluster tests.
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
@@ -20,6 +20,8 @@ command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing="$missing ru
 command -v mmdebstrap >/dev/null 2>&1 || missing="$missing mmdebstrap"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+# ZooKeeper 3.8 for the cluster tests (tests/cluster/), run from its jars with the JVM.
+[ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
 if [ -n "$missing" ]; then
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

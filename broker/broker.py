@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
+from brook.storage.errors import InconsistentClusterIdError
 from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager, prepare_log_dirs
 from brook.storage.producer_state_config import ProducerStateManagerConfig
@@ -20,13 +21,16 @@ from .controller import Controller, partitions
 from .coordinators import CoordinatorParts, Coordinators
 from .dynamic_config import DynamicBrokerConfig
 from .faults import FaultRegistry
+from .features import features_of
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
+from .membership import LocalMembership, Membership, broker_registration
 from .metadata.cache import INTERNAL_TOPICS, MetadataCache
 from .metadata.publisher import MetadataPublisher
+from .metadata.records import RegisterBrokerRecord
 from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
 from .producer_ids import ProducerIdManager
@@ -81,6 +85,8 @@ class Broker:
         self.metadata_publisher: MetadataPublisher
         self.services: BrokerServices
         self.cluster_id = ""
+        # The cluster: ZooKeeper's (zookeeper.connect), or this broker alone.
+        self.membership: Membership = LocalMembership(self.broker_id)
         self.started = asyncio.Event()
         self.stopping = False
         # Set by a signal, a test, or the broker itself when it cannot go on (every log
@@ -115,26 +121,75 @@ class Broker:
         """The advertised listeners, with ports resolved where a listener asked for 0."""
         return self.listeners.advertised()
 
+    @property
+    def is_controller(self) -> bool:
+        return self.membership.is_controller
+
+    @property
+    def controller_id(self) -> int:
+        """The elected controller's id (-1 while none is known)."""
+        return self.membership.controller_id
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.membership.controller_epoch
+
     async def start(self) -> None:
         started = time.monotonic()
         raise_open_file_limit()
+        static = self.dynamic_config.static
+        if static["zookeeper.connect"]:
+            # Before the log dirs are touched, as Kafka: no ZooKeeper, no start.
+            await self._connect_zookeeper(static)
+        try:
+            await self._start(started)
+        except BaseException:
+            # Leave ZooKeeper at once: a registration made goes with the session.
+            await self.membership.close()
+            raise
+
+    async def _connect_zookeeper(self, config: BrokerConfig) -> None:
+        from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
+
+        zookeeper = ZkMembership(
+            config,
+            self.clock,
+            self.request_stop,
+            {
+                feature.name: (feature.min_version, feature.max_version)
+                for feature in features_of(config["brook.emulate.release"])
+            },
+        )
+        await zookeeper.connect_and_check()
+        self.membership = zookeeper
+
+    async def _start(self, started: float) -> None:
         # Before anything reads a file in them: a log dir that is a file or cannot be
         # made stops the start with an error naming it.
         prepare_log_dirs(self.dynamic_config.static.log_dirs)
         config = self.dynamic_config.load()
         store = LocalMetadataStore(config.log_dirs[0], self.broker_id)
         stored_configs = store.topic_configs()
+        zookeeper_cluster_id = self.membership.cluster_id
         self.log_manager = LogManager(
             config.log_dirs,
             broker_id=self.broker_id,
-            cluster_id=None,
+            # With ZooKeeper, /cluster/id: a log dir of another cluster is refused.
+            cluster_id=zookeeper_cluster_id,
             default_config_factory=lambda topic: self._log_config(stored_configs.get(topic, {})),
             progress=log.info,
             clock=self.clock,
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
         )
         self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
-        self.log_manager.startup()
+        try:
+            self.log_manager.startup()
+        except InconsistentClusterIdError as exc:
+            if zookeeper_cluster_id is None:
+                raise
+            raise InconsistentClusterIdError(
+                f"{exc} Configured zookeeper.connect may be wrong."
+            ) from None
         self.cluster_id = self.log_manager.cluster_id or ""
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self._log_config, self.clock
@@ -181,6 +236,7 @@ class Broker:
             log_dir_mover=self.log_dir_mover,
             cluster_id=self.cluster_id,
             listeners=self.listeners,
+            membership=self.membership,
             faults=self.faults,
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
         )
@@ -192,6 +248,11 @@ class Broker:
             )
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
+        # Alive at the endpoints just bound: in ZooKeeper, or in this broker's own cache.
+        await self.membership.register(self.metadata_publisher, self._registration())
+        self.listeners.on_reconfigured.append(
+            lambda: self.membership.update_registration(self._registration())
+        )
         if config.controller_listeners:
             log.info(
                 "Not listening on %s: controller.listener.names names it, and Brook runs no"
@@ -292,6 +353,8 @@ class Broker:
         self.coordinators.stop()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
+        # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
+        await self.membership.close()
         log.info("Broker %d stopped cleanly", self.broker_id)
 
     @property
@@ -338,6 +401,15 @@ class Broker:
             self.producer_ids.next_id,
         )
         return groups, transactions, timer
+
+    def _registration(self) -> RegisterBrokerRecord:
+        config = self.config
+        return broker_registration(
+            self.broker_id,
+            self.advertised,
+            config.listener_security_protocols,
+            config["broker.rack"],
+        )
 
     def _log_config(self, overrides: dict[str, Any]) -> LogConfig:
         """A topic's log config: its overrides over the broker's defaults in force."""

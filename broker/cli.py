@@ -15,6 +15,7 @@ from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
 from .config_values import config_to_string
+from .zookeeper.errors import ZooKeeperStartupError
 
 log = logging.getLogger("brook.cli")
 
@@ -186,9 +187,11 @@ def serve(args: argparse.Namespace) -> int:
         import uvloop
 
         return uvloop.run(_run(config))
-    except (OSError, StorageError) as exc:
+    except (OSError, StorageError, ZooKeeperStartupError) as exc:
         # A port in use, a data dir locked by another broker, a broker.id that does not
-        # match meta.properties: one line naming the cause, no traceback.
+        # match meta.properties, no ZooKeeper within zookeeper.connection.timeout.ms, a
+        # broker.id registered by another live broker: one line naming the cause, no
+        # traceback.
         log.error("Cannot start the broker: %s", exc)
         return 1
 

@@ -19,6 +19,7 @@ from typing import Any
 from brook.protocol.releases import KNOWN_RELEASES
 
 from .config_values import config_to_string
+from .zookeeper.connect_string import parse_connect_string
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -145,6 +146,16 @@ class ConfigKey:
             )
 
 
+def _check_zookeeper_connect(value: Any) -> str | None:
+    if not value:
+        return None  # empty: no ZooKeeper, as unset
+    try:
+        parse_connect_string(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, **kwargs)
 
@@ -226,6 +237,33 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "PLAINTEXT",
             "The security protocol between brokers, when inter.broker.listener.name is not set.",
             choices=SECURITY_PROTOCOLS,
+        ),
+        _key(
+            "broker.rack",
+            "string",
+            None,
+            "The rack of this broker, listed in Metadata (and for rack-aware replica assignment).",
+        ),
+        _key(
+            "zookeeper.connect",
+            "string",
+            None,
+            "The ZooKeeper of the cluster, host:port[,host:port...][/chroot] (the chroot"
+            " made where missing); unset, the broker runs alone without ZooKeeper.",
+            check=_check_zookeeper_connect,
+        ),
+        _key(
+            "zookeeper.session.timeout.ms",
+            "int",
+            18000,
+            "ZooKeeper session timeout: how long a broker that stopped answering stays registered.",
+        ),
+        _key(
+            "zookeeper.connection.timeout.ms",
+            "int",
+            None,
+            "How long to wait for a ZooKeeper connection at start; defaults to"
+            " zookeeper.session.timeout.ms.",
         ),
         _key(
             "admin.listener",
@@ -899,7 +937,7 @@ class BrokerConfig:
         # Keys of a properties file and BROOK_* variables that name no config do not stop
         # the broker: Kafka starts with a file's unknown keys (each "was supplied but isn't
         # a known config"), and a real Kafka server.properties sets many keys Brook has no
-        # use for (num.network.threads, zookeeper.connect, ...). The caller warns once
+        # use for (num.network.threads, zookeeper.set.acl, ...). The caller warns once
         # about each list. An unknown --override is a typo on the command line: an error.
         unknown_file_keys: list[str] = []
         ignored_env: list[str] = []

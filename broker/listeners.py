@@ -48,6 +48,9 @@ class ListenerManager:
         self._advertised_addresses: dict[str, frozenset[str]] = {}
         self._warned: set[tuple[str, str]] = set()
         self._reconfiguring: asyncio.Task[None] | None = None
+        # Called as soon as the listeners of a reconfiguration are bound and advertised
+        # (the broker announces its new endpoints, to its own cache and the cluster).
+        self.on_reconfigured: list[Callable[[], None]] = []
 
     # --- what the broker hands out ------------------------------------------------------
 
@@ -113,6 +116,10 @@ class ListenerManager:
                         exc,
                     )
         self._advertised = {listener.name: listener for listener in config.advertised_listeners}
+        # At once, with no await between: a client of a listener just bound finds this
+        # broker's endpoint on it in its next Metadata.
+        for callback in self.on_reconfigured:
+            callback()
         self._warned.clear()
         await self._resolve_advertised_hosts()
         log.info(

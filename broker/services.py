@@ -20,6 +20,7 @@ from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
 from .listeners import ListenerManager
 from .log_dir_mover import LogDirMover
+from .membership import Membership
 from .metadata.cache import MetadataCache
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
@@ -47,6 +48,8 @@ class BrokerServices:
     cluster_id: str
     # The listeners: what each advertises to the clients that come in on it.
     listeners: ListenerManager
+    # The live brokers' registrations and the elected controller.
+    membership: Membership
     # Faults armed by tests (the admin endpoint, `brook faults`, the pytest plugin).
     faults: FaultRegistry
     # The API versions advertised and served (an emulated Kafka release's, if asked for).

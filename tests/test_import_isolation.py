@@ -106,7 +106,8 @@ def test_protocol_loads_asyncio_only_through_kio():
 
 
 def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
-    """`brook serve` up to listening, with Python's import log: no Kafka client, no tool."""
+    """`brook serve` up to listening, with Python's import log: no Kafka client, no tool,
+    no ZooKeeper client (the broker has no zookeeper.connect)."""
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     broker = BrokerProcess(tmp_path / "data").start()
     try:
@@ -121,5 +122,8 @@ def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
     }
     assert "brook.broker.broker" in imported and "uvloop" in imported
     assert sorted(m for m in imported if m.split(".")[0] in CLIENT_LIBRARIES) == []
+    # Nor ZooKeeper's client: a broker without zookeeper.connect runs alone.
+    assert sorted(m for m in imported if m.split(".")[0] == "kazoo") == []
+    assert "brook.broker.zookeeper.membership" not in imported
     # Nor the operator's tools: they cost start-up time and serve no request.
     assert sorted(m for m in imported if m.startswith("brook.broker.tools")) == []

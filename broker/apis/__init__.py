@@ -64,6 +64,7 @@ def load_all() -> dict[int, Handler]:
         delete_groups,
         delete_records,
         delete_topics,
+        describe_cluster,
         describe_configs,
         describe_groups,
         describe_log_dirs,

@@ -4,7 +4,9 @@ Asking for a topic that does not exist creates it when auto.create.topics.enable
 and the request allows it (the flag exists from v4; older versions always allow it).
 Kafka answers LEADER_NOT_AVAILABLE until the new topic has leaders; one broker creates
 the topic at once, so the first answer already carries its leader. The broker's endpoint
-is the one advertised for the listener the request came in on.
+is the one advertised for the listener the request came in on; so are those of the
+other live brokers (the metadata cache's registrations), with their racks, and the
+controller is the elected one (a single broker: itself).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     metadata = services.metadata
     # Kafka's rule: every endpoint handed out is that of the listener the request came
     # in on; a leader without one leaves its partitions leaderless.
-    endpoint = services.listeners.advertised_endpoint(ctx.listener_name)
     leaders = _Leaders(services, ctx.listener_name, version)
     results = []
     if requested is None or (version == 0 and not requested):
@@ -97,22 +98,24 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
                     results.append(_error_topic(types, name, ZERO_UUID, error))
                     continue
             results.append(_describe(services, types, topic, leaders))
+    # Every live broker with its endpoint on the request's listener; one without such
+    # a listener is left out, as Kafka leaves it out.
     brokers = [
         build(
             types.MetadataResponseBroker,
-            node_id=services.broker_id,
-            host=endpoint.host,
-            port=endpoint.port,
-            rack=None,
+            node_id=broker.broker_id,
+            host=reachable.host,
+            port=reachable.port,
+            rack=broker.rack,
         )
-        for endpoint in ([endpoint] if endpoint is not None else [])
+        for broker, reachable in metadata.reachable_on(ctx.listener_name)
     ]
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
         brokers=tuple(brokers),
         cluster_id=services.cluster_id,
-        controller_id=services.broker_id,
+        controller_id=services.membership.controller_id,
         topics=tuple(_with_operations(request, results)),
         # Asked for from v8 to v10 (DescribeCluster asks from Kafka 2.8 on).
         cluster_authorized_operations=authorized_operations(

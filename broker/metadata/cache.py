@@ -79,6 +79,16 @@ class MetadataCache:
             return None
         return next((e for e in broker.endpoints if e.listener_name == listener_name), None)
 
+    def reachable_on(self, listener_name: str) -> list[tuple[RegisterBrokerRecord, BrokerEndpoint]]:
+        """The live brokers with their endpoints on `listener_name`, by id; one without
+        that listener is left out (Kafka's rule for Metadata and DescribeCluster)."""
+        found = []
+        for broker in self.brokers():
+            endpoint = next((e for e in broker.endpoints if e.listener_name == listener_name), None)
+            if endpoint is not None:
+                found.append((broker, endpoint))
+        return found
+
     def __len__(self) -> int:
         return len(self._topics)
 

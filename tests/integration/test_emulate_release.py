@@ -69,6 +69,7 @@ KAFKA_2_8 = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
 }
 # 3.3 over 2.8: topic ids in Fetch/Metadata (KIP-516), KIP-699's batched FindCoordinator,

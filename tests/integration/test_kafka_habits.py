@@ -1,6 +1,7 @@
 """Kafka's habits on the command line: `brook serve server.properties` with a real Kafka
-file of either flavour (KRaft or ZooKeeper), unknown keys named in one warning, BROOK_*
-variables that are not configs, `brook --version`, `brook` alone, configs-list's values.
+file (KRaft; the ZooKeeper-flavoured one joins a ZooKeeper: tests/cluster), unknown keys
+named in one warning, BROOK_* variables that are not configs, `brook --version`, `brook`
+alone, configs-list's values.
 
 Every test runs the `brook` console script as a user does and talks to the broker with
 a real client.
@@ -96,21 +97,6 @@ def test_a_kraft_server_properties_starts_brook(brokers, topic_name):
     assert len(controller_lines) == 1, controller_lines
     assert f"CONTROLLER://127.0.0.1:{controller_port}" in controller_lines[0]
     assert "Traceback" not in log_text
-    assert broker.stop() == 0
-
-
-def test_a_zookeeper_server_properties_starts_brook(brokers, topic_name):
-    """Kafka 3.x's ZooKeeper file: it sets no listener (Kafka's default is taken, here
-    overridden with the test's own, as a user does on the command line)."""
-    properties = KAFKA_PROPERTIES / "zookeeper-server.properties"
-    broker = brokers.start(args=[str(properties)])
-    assert _brokers_in_metadata(broker.bootstrap) == {0: f"127.0.0.1:{broker.port}"}
-    _round_trip(broker.bootstrap, topic_name)
-    passed_over = _warnings(broker.log_text(), PASSING_OVER)
-    assert len(passed_over) == 1, passed_over
-    for key in ("zookeeper.connect", "zookeeper.connection.timeout.ms", "num.io.threads"):
-        assert key in passed_over[0], passed_over[0]
-    assert "Traceback" not in broker.log_text()
     assert broker.stop() == 0
 
 

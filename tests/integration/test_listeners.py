@@ -390,3 +390,17 @@ def test_a_client_reaching_the_advertised_address_gets_no_warning(brook_broker, 
     for _ in range(2):
         assert _metadata_brokers(brook_broker.port) == [("127.0.0.1", brook_broker.port)]
     assert [r for r in caplog.records if r.name == "brook.listeners"] == []
+
+
+@pytest.mark.brook_config(broker_id=4, broker_rack="rack-a")
+def test_a_single_broker_is_its_own_cluster(brook_broker):
+    """No zookeeper.connect: the broker registers itself in its own metadata cache, the
+    one path Metadata reads with or without ZooKeeper, and is the controller."""
+    with RawClient(brook_broker.port) as client:
+        response = client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    assert [(b.node_id, b.host, b.port, b.rack) for b in response.brokers] == [
+        (4, "127.0.0.1", brook_broker.port, "rack-a")
+    ]
+    assert response.controller_id == 4
+    assert brook_broker.call(lambda: brook_broker.broker.is_controller)
+    assert brook_broker.call(lambda: brook_broker.broker.controller_id) == 4

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from brook.protocol.api_table import SERVED, request_type
+from brook.protocol.api_table import SERVED, ApiKey, request_type
 
 from .clients import consume_all, create_topic, produce
 from .lying_lengths import HUGE_VARINT, LyingFrame, every_lying_frame, header
@@ -107,6 +107,8 @@ def test_every_lying_length_of_every_served_version(broker, topic_name):
         for version in range(served.min_version, served.max_version + 1)
         if request_type(api, version).__flexible__
         and fields(request_type(api, version))  # ListGroups v3 has no fields
+        # DescribeCluster's are all of fixed size (booleans and an int8): nothing to lie in.
+        and api is not ApiKey.DESCRIBE_CLUSTER
     }
     assert flexible <= covered
     kept_open = [str(f) for f in frames if not _closed_without_answer(broker.port, f.wire)]

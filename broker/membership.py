@@ -1,0 +1,113 @@
+"""Which brokers are alive and which one is the controller: what Metadata answers with,
+and what leader election will hang on.
+
+One code path for both set-ups: every broker registers itself (RegisterBrokerRecord,
+through the MetadataPublisher) and the cache lists the brokers registered. A single
+broker (no `zookeeper.connect`) is its own cluster: LocalMembership registers it in its
+own cache and names it the controller. With ZooKeeper, ZkMembership
+(broker/zookeeper/membership.py) registers it in /brokers/ids, and every broker's
+cache follows that path's children.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
+
+from .config import Listener
+from .metadata.publisher import MetadataPublisher
+from .metadata.records import BrokerEndpoint, RegisterBrokerRecord
+
+# The epoch of the first controller Kafka elects: a single broker's own.
+SINGLE_BROKER_CONTROLLER_EPOCH = 1
+
+ControllerListener = Callable[[int, int, bool], None]
+
+
+class Membership(Protocol):
+    # The cluster id ZooKeeper holds (/cluster/id); None: the log dirs' own.
+    cluster_id: str | None
+
+    @property
+    def controller_id(self) -> int:
+        """The elected controller (-1 while none is known)."""
+        ...
+
+    @property
+    def controller_epoch(self) -> int: ...
+
+    @property
+    def is_controller(self) -> bool: ...
+
+    def add_controller_listener(self, listener: ControllerListener) -> None:
+        """`listener(controller_id, epoch, is_controller)` on the loop at each change."""
+        ...
+
+    async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
+        """Announce this broker, alive at its endpoints, and learn of the others."""
+        ...
+
+    def update_registration(self, broker: RegisterBrokerRecord) -> None:
+        """Its listeners changed (AlterConfigs): announce the new endpoints."""
+        ...
+
+    async def close(self) -> None:
+        """Leave the cluster (the registration goes at once)."""
+        ...
+
+
+def broker_registration(
+    broker_id: int,
+    advertised: Iterable[Listener],
+    security_protocols: Mapping[str, str],
+    rack: str | None,
+) -> RegisterBrokerRecord:
+    """This broker as the others see it: each advertised listener with its protocol."""
+    return RegisterBrokerRecord(
+        broker_id,
+        tuple(
+            BrokerEndpoint(
+                listener.name,
+                listener.host,
+                listener.port,
+                security_protocols.get(listener.name, "PLAINTEXT"),
+            )
+            for listener in advertised
+        ),
+        rack,
+    )
+
+
+class LocalMembership:
+    """A broker without ZooKeeper: the only member and the controller."""
+
+    def __init__(self, broker_id: int) -> None:
+        self._broker_id = broker_id
+        self.cluster_id: str | None = None
+        self._publisher: MetadataPublisher | None = None
+
+    @property
+    def controller_id(self) -> int:
+        return self._broker_id
+
+    @property
+    def controller_epoch(self) -> int:
+        return SINGLE_BROKER_CONTROLLER_EPOCH
+
+    @property
+    def is_controller(self) -> bool:
+        return True
+
+    def add_controller_listener(self, listener: ControllerListener) -> None:
+        pass  # the controller never changes
+
+    async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
+        self._publisher = publisher
+        publisher.apply([broker])
+
+    def update_registration(self, broker: RegisterBrokerRecord) -> None:
+        if self._publisher is not None:
+            self._publisher.apply([broker])
+
+    async def close(self) -> None:
+        pass

@@ -1,0 +1,221 @@
+"""Kafka's znode layout and the JSON of each znode (Kafka's kafka.zk.ZkData), so that a
+Kafka tool or a person with zookeeper-shell reads a Brook cluster as a Kafka cluster.
+
+Jackson writes Kafka's JSON without spaces; so does encode here. Decoding takes what
+Kafka wrote too (older broker registration versions included).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..metadata.records import BrokerEndpoint, RegisterBrokerRecord
+
+# --- the layout -------------------------------------------------------------------------
+
+BROKERS = "/brokers"
+BROKER_IDS = f"{BROKERS}/ids"
+TOPICS = f"{BROKERS}/topics"
+BROKER_SEQUENCE_ID = f"{BROKERS}/seqid"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER = "/cluster"
+CLUSTER_ID = f"{CLUSTER}/id"
+CONFIG = "/config"
+CONFIG_CHANGES = f"{CONFIG}/changes"
+ADMIN = "/admin"
+DELETE_TOPICS = f"{ADMIN}/delete_topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+CONSUMERS = "/consumers"  # the old consumer's, still made by Kafka 3.x brokers
+# Kafka's ConfigType.all: the entities with dynamic configs under /config.
+CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
+
+
+def broker_id_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def topic_partitions_path(topic: str) -> str:
+    return f"{topic_path(topic)}/partitions"
+
+
+def topic_partition_path(topic: str, partition: int) -> str:
+    return f"{topic_partitions_path(topic)}/{partition}"
+
+
+def topic_partition_state_path(topic: str, partition: int) -> str:
+    return f"{topic_partition_path(topic, partition)}/state"
+
+
+def config_entity_type_path(entity_type: str) -> str:
+    return f"{CONFIG}/{entity_type}"
+
+
+def config_entity_path(entity_type: str, name: str) -> str:
+    return f"{config_entity_type_path(entity_type)}/{name}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+# The persistent paths a Kafka broker makes at start where missing (ZkData.PersistentZkPaths).
+PERSISTENT_PATHS = (
+    CONSUMERS,
+    BROKER_IDS,
+    TOPICS,
+    CONFIG_CHANGES,
+    DELETE_TOPICS,
+    BROKER_SEQUENCE_ID,
+    ISR_CHANGE_NOTIFICATION,
+    PRODUCER_ID_BLOCK,
+    LOG_DIR_EVENT_NOTIFICATION,
+    *(config_entity_type_path(entity) for entity in CONFIG_ENTITY_TYPES),
+)
+
+
+def _encode(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _decode(data: bytes | None, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data or b"")
+    except (ValueError, UnicodeDecodeError):
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(f"Failed to parse {what}: {(data or b'').decode(errors='replace')}")
+    return value
+
+
+# --- /brokers/ids/<id> ------------------------------------------------------------------
+
+# The version Kafka 2.7+ writes: endpoints by listener name with their security
+# protocols, rack, and the broker's supported features.
+BROKER_INFO_VERSION = 5
+NO_JMX_PORT = -1
+_ENDPOINT = re.compile(r"^(?P<name>[^:/]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>-?\d+)$")
+
+
+def connection_string(endpoint: BrokerEndpoint) -> str:
+    """Kafka's EndPoint.connectionString: NAME://host:port, an IPv6 host in brackets."""
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{endpoint.listener_name}://{host}:{endpoint.port}"
+
+
+def encode_broker(
+    broker: RegisterBrokerRecord,
+    timestamp_ms: int,
+    features: Mapping[str, tuple[int, int]] | None = None,
+    jmx_port: int = NO_JMX_PORT,
+) -> bytes:
+    """A broker registration as Kafka 2.7+ writes it (BrokerIdZNode v5). The top-level
+    host and port are the first PLAINTEXT endpoint's (null and -1 without one), for
+    clients older than listener names."""
+    plaintext = next((e for e in broker.endpoints if e.security_protocol == "PLAINTEXT"), None)
+    value: dict[str, Any] = {
+        "features": {
+            name: {"min_version": low, "max_version": high}
+            for name, (low, high) in (features or {}).items()
+        },
+        "listener_security_protocol_map": {
+            e.listener_name: e.security_protocol for e in broker.endpoints
+        },
+        "endpoints": [connection_string(e) for e in broker.endpoints],
+        "jmx_port": jmx_port,
+        "port": plaintext.port if plaintext is not None else -1,
+        "host": plaintext.host if plaintext is not None else None,
+        "version": BROKER_INFO_VERSION,
+        "timestamp": str(timestamp_ms),
+    }
+    if broker.rack is not None:
+        value["rack"] = broker.rack
+    return _encode(value)
+
+
+def decode_broker(broker_id: int, data: bytes | None) -> RegisterBrokerRecord:
+    """A broker registration of any version Kafka wrote (1 to 5); ValueError when it
+    is not one (Kafka: "Failed to parse ZooKeeper registration for broker <id>")."""
+    what = f"ZooKeeper registration for broker {broker_id}"
+    value = _decode(data, what)
+    try:
+        version = int(value["version"])
+        if version < 1:
+            raise ValueError(f"Unsupported version of broker registration: {data!r}")
+        if version == 1:
+            endpoints = (BrokerEndpoint("PLAINTEXT", value["host"], int(value["port"])),)
+        else:
+            protocols = value.get("listener_security_protocol_map") or {}
+            endpoints = tuple(_endpoint(text, protocols) for text in value["endpoints"])
+        rack = value.get("rack")
+        return RegisterBrokerRecord(broker_id, endpoints, str(rack) if rack is not None else None)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"Failed to parse {what}: {(data or b'').decode(errors='replace')} ({exc})"
+        ) from None
+
+
+def _endpoint(text: str, protocols: Mapping[str, str]) -> BrokerEndpoint:
+    match = _ENDPOINT.match(text)
+    if match is None:
+        raise ValueError(f"Unable to parse {text} to a broker endpoint")
+    name = match["name"]
+    # Before listener names (v2, v3) the name is the security protocol's.
+    protocol = protocols.get(name, name)
+    return BrokerEndpoint(name, match["host"].strip("[]"), int(match["port"]), protocol)
+
+
+# --- /controller, /controller_epoch -----------------------------------------------------
+
+
+def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
+    return _encode({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+
+
+def decode_controller(data: bytes | None) -> int:
+    value = _decode(data, "the controller znode")
+    try:
+        return int(value["brokerid"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"Failed to parse the controller znode: {data!r}") from None
+
+
+# Kafka makes /controller_epoch with 0, so that the first controller's epoch is 1
+# (KafkaController.InitialControllerEpoch).
+INITIAL_CONTROLLER_EPOCH = 1
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes | None) -> int:
+    try:
+        return int((data or b"").decode())
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"Failed to parse the controller epoch: {data!r}") from None
+
+
+# --- /cluster/id ------------------------------------------------------------------------
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    # Kafka writes the version as a string here (ClusterIdZNode.toJson).
+    return _encode({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes | None) -> str:
+    value = _decode(data, "the cluster id json")
+    cluster_id = value.get("id")
+    if not isinstance(cluster_id, str) or not cluster_id:
+        raise ValueError(f"Failed to parse the cluster id json {data!r}")
+    return cluster_id

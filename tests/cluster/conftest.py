@@ -1,0 +1,50 @@
+"""Fixtures of the cluster tests: a ZooKeeper server per module, a chroot per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from brook.broker.zookeeper.server import ZooKeeperServer
+
+from .harness import Cluster, ZooKeeperView, new_chroot
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper server (Debian's 3.8, test.sh installs it) shared by a module's tests."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroot() -> str:
+    return new_chroot()
+
+
+@pytest.fixture
+def zk(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperView]:
+    """The test's chroot as ZooKeeper holds it, read by a client at the root (the
+    brokers make the chroot)."""
+    client = KazooClient(zookeeper.connect, timeout=10)
+    client.start(timeout=30)
+    try:
+        yield ZooKeeperView(client, chroot)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: ZooKeeperServer, chroot: str) -> Iterator[Cluster]:
+    brokers = Cluster(tmp_path, zookeeper.connect + chroot)
+    try:
+        yield brokers
+    finally:
+        brokers.stop_all()
