@@ -13,6 +13,7 @@ the leader knows (a conditional write), then applied on every broker.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from brook.broker.metadata.records import (
     UnregisterBrokerRecord,
 )
 from brook.broker.partition import Partition
+from brook.broker.producer_ids import STATE_FILE
 from brook.broker.testing import BrokerThread
 
 # Quick enough to see the ISR shrink within a test.
@@ -58,7 +60,14 @@ class ScriptedController:
         """Start (or restart, on its data dir and port) a broker, tell it the cluster's
         state, and tell the others it is alive."""
         overrides = {**REPLICATION_OVERRIDES, **self.overrides, "broker.id": broker_id}
-        thread = BrokerThread(self.root / f"broker-{broker_id}", overrides)
+        data_dir = self.root / f"broker-{broker_id}"
+        if not data_dir.exists():
+            # Producer ids must never repeat across brokers (a duplicate id, epoch and
+            # sequence is taken for a retry and not written). A cluster reserves their
+            # blocks in ZooKeeper; here each broker starts in a range of its own.
+            data_dir.mkdir(parents=True)
+            (data_dir / STATE_FILE).write_text(json.dumps({"next_block": broker_id * 10**9}))
+        thread = BrokerThread(data_dir, overrides)
         if broker_id in self.ports:
             thread.port = self.ports[broker_id]
             thread.config = type(thread.config).build(

@@ -61,6 +61,9 @@ def test_a_follower_copies_producer_state_and_open_transactions(cluster: Scripte
     leader = cluster.start(0)
     cluster.start(1)
     cluster.create_topic("ledger", [0, 1])
+    # The transaction coordinator on broker 0 (the brokers would each make their own
+    # __transaction_state without a controller to create it).
+    cluster.create_topic("__transaction_state", [0, 1])
     idempotent = Producer(
         {"bootstrap.servers": leader.bootstrap, "enable.idempotence": True, "linger.ms": 0}
     )
