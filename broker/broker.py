@@ -24,6 +24,7 @@ from .faults import FaultRegistry
 from .features import features_of
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
+from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
@@ -95,6 +96,8 @@ class Broker:
         self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
         self.fetch_purgatory = FetchPurgatory()
+        # Requests to the other brokers (transaction markers and checks).
+        self.inter_broker = InterBrokerClients(self.broker_id, self.metadata, lambda: self.config)
 
     @property
     def config(self) -> BrokerConfig:
@@ -237,6 +240,7 @@ class Broker:
             cluster_id=self.cluster_id,
             listeners=self.listeners,
             membership=self.membership,
+            inter_broker=self.inter_broker,
             faults=self.faults,
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
         )
@@ -340,6 +344,7 @@ class Broker:
         self.stopping = True
         if self.replicas.fetchers is not None:
             await self.replicas.fetchers.shutdown()
+        await self.inter_broker.close()
         self.fetch_purgatory.close()
         in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
@@ -379,6 +384,7 @@ class Broker:
         from .coordinator.loop_timer import LoopTimer
         from .groups.coordinator import GroupCoordinator, offsets_topic
         from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
+        from .transactions.markers import MarkerRoute
 
         config = self.config
         # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
@@ -399,8 +405,16 @@ class Broker:
             self.clock,
             groups,
             self.producer_ids.next_id,
+            MarkerRoute(self._leader_of, self.broker_id, self.inter_broker),
         )
         return groups, transactions, timer
+
+    def _leader_of(self, topic: str, partition: int) -> int | None:
+        """The partition's leader (-1 while it has none; None: no such partition)."""
+        found = self.metadata.get(topic)
+        if found is None or not 0 <= partition < len(found.partitions):
+            return None
+        return found.partitions[partition].leader
 
     def _registration(self) -> RegisterBrokerRecord:
         config = self.config
