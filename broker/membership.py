@@ -22,6 +22,9 @@ from .metadata.records import BrokerEndpoint, RegisterBrokerRecord
 SINGLE_BROKER_CONTROLLER_EPOCH = 1
 
 ControllerListener = Callable[[int, int, bool], None]
+# Told True when the broker must stop acting as a leader (its ZooKeeper session is lost,
+# or presumed lost), False when it may again.
+FencingListener = Callable[[bool], None]
 
 
 class Membership(Protocol):
@@ -41,6 +44,12 @@ class Membership(Protocol):
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         """`listener(controller_id, epoch, is_controller)` on the loop at each change."""
+        ...
+
+    def add_fencing_listener(self, listener: FencingListener) -> None:
+        """`listener(fenced)` on the loop when the broker loses (or regains) the right
+        to lead: a partition leader cut off from ZooKeeper stops before another broker
+        can be elected in its place."""
         ...
 
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
@@ -100,6 +109,9 @@ class LocalMembership:
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         pass  # the controller never changes
+
+    def add_fencing_listener(self, listener: FencingListener) -> None:
+        pass  # a single broker is never fenced
 
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
         self._publisher = publisher

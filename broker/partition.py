@@ -166,6 +166,9 @@ class Partition:
     pending_isr: list[int] | None = None
     # Milliseconds; when a partition made as leader starts counting its followers' lag.
     clock: Callable[[], int] = system_clock
+    # The broker lost (or presumes lost) its ZooKeeper session: another broker may be
+    # elected any moment, so this one takes no more writes as leader.
+    fenced: bool = False
 
     def __post_init__(self) -> None:
         self._track_remote_replicas()
@@ -305,6 +308,11 @@ class Partition:
     ) -> AppendInfo:
         """Validate and append as the leader; await `wait_for_commit` for acks=all."""
         log = self._local_log()
+        if self.fenced:
+            raise NotLeaderOrFollowerError(
+                f"Broker {self.local_broker_id} is cut off from ZooKeeper and does not lead"
+                f" {self.name} for now"
+            )
         min_insync = log.config.min_insync_replicas
         if required_acks == ACKS_ALL and len(self.isr) < min_insync:
             # Kafka refuses before writing when the ISR is too small for acks=all.

@@ -52,6 +52,7 @@ class ReplicaManager:
         # Told when a partition's leadership changes here (the coordinators load or
         # drop their partitions).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
+        self.fenced = False
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -154,6 +155,7 @@ class ReplicaManager:
             partition_epoch=record.partition_epoch,
             alter_partition=self.alter_partition,
             clock=self._now_ms,
+            fenced=self.fenced,
         )
         self._partitions[(name, record.partition_id)] = partition
         return partition
@@ -170,6 +172,13 @@ class ReplicaManager:
         if leadership_changed:
             for listener in self.leadership_listeners:
                 listener(partition)
+
+    def set_fenced(self, fenced: bool) -> None:
+        """The broker lost (or got back) the right to lead: every partition refuses (or
+        takes again) writes as leader."""
+        self.fenced = fenced
+        for partition in self._partitions.values():
+            partition.fenced = fenced
 
     def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
         """Every partition led here drops the followers that fell behind."""
