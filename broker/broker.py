@@ -406,9 +406,20 @@ class Broker:
             self.clock,
             groups,
             self.producer_ids.next_id,
-            MarkerRoute(self._leader_of, self.broker_id, self.inter_broker),
+            MarkerRoute(
+                self._leader_of, self.broker_id, self.inter_broker, self._coordinator_epoch_of
+            ),
         )
         return groups, transactions, timer
+
+    def _coordinator_epoch_of(self, transactional_id: str) -> int:
+        """The leader epoch of the transactional id's `__transaction_state` partition."""
+        transactions = self.coordinators.transactions
+        topic = self.metadata.get(transactions.runtime.topic.name)
+        if topic is None or not topic.partitions:
+            return 0
+        index = transactions.runtime.topic.partition_of(transactional_id, len(topic.partitions))
+        return max(topic.partitions[index].leader_epoch, 0)
 
     def _leader_of(self, topic: str, partition: int) -> int | None:
         """The partition's leader (-1 while it has none; None: no such partition)."""

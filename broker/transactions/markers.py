@@ -36,9 +36,8 @@ from .metadata import TransactionMetadata, TransactionState
 log = logging.getLogger("brook.transactions.markers")
 
 RETRY_BACKOFF_S = 1.0
-# What the coordinators of a single broker stamp on their markers (the leader epoch of
-# the `__transaction_state` partition, 0 while nothing replicates it).
-COORDINATOR_EPOCH = 0
+# The coordinator epoch of markers written without a route (tests' coordinators).
+NO_ROUTE_COORDINATOR_EPOCH = 0
 
 # Called once every marker is written: the transaction may become Complete.
 OnMarkersWritten = Callable[[TransactionMetadata], Any]
@@ -56,6 +55,10 @@ class MarkerRoute:
     leader_of: Callable[[str, int], int | None]
     local_broker_id: int
     clients: InterBrokerClients
+    # The coordinator epoch a transactional id's markers carry: the leader epoch of its
+    # `__transaction_state` partition, so that a partition refuses the late markers of
+    # a coordinator that has been replaced (TRANSACTION_COORDINATOR_FENCED).
+    coordinator_epoch_of: Callable[[str], int]
 
 
 class TransactionMarkerWriter:
@@ -108,7 +111,9 @@ class TransactionMarkerWriter:
                 partition,
                 prepared.producer_id,
                 prepared.producer_epoch,
-                COORDINATOR_EPOCH,
+                self._route.coordinator_epoch_of(prepared.transactional_id)
+                if self._route is not None
+                else NO_ROUTE_COORDINATOR_EPOCH,
                 result,
             )
         except KafkaError as exc:

@@ -92,3 +92,47 @@ def test_a_leader_asks_a_remote_coordinator_to_add_its_partition(cluster: Script
             == "transaction_abortable"
         )
     assert _read_committed(first.bootstrap, "near") == [b"v2"]
+
+
+def test_markers_carry_the_coordinators_epoch_and_fence_a_replaced_one(
+    cluster: ScriptedController,
+):
+    from kio.schema.write_txn_markers.v1 import request as markers_request
+
+    first, second = _split_cluster(cluster)  # broker 1 coordinates, in leader epoch 1
+    bootstrap = f"{first.bootstrap},{second.bootstrap}"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "moving-tx"})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce("near", value=b"one", partition=0)
+    producer.commit_transaction(20)
+    # The coordinator moves to broker 0 (leader epoch 2), which loads the transaction.
+    cluster.elect("__transaction_state", 0, leader=0)
+    producer.begin_transaction()
+    producer.produce("near", value=b"two", partition=0)
+    producer.commit_transaction(20)
+    assert _read_committed(bootstrap, "near") == [b"one", b"two"]
+    # A late marker of the replaced coordinator (epoch 1) is refused by the partition.
+    pid = first.call(
+        lambda: first.broker.replicas.partition("near", 0).active_producers()[0].producer_id
+    )
+    with RawClient(first.port) as client:
+        response = client.request(
+            markers_request.WriteTxnMarkersRequest(
+                markers=(
+                    markers_request.WritableTxnMarker(
+                        producer_id=pid,
+                        producer_epoch=0,
+                        transaction_result=False,
+                        topics=(
+                            markers_request.WritableTxnMarkerTopic(
+                                name="near", partition_indexes=(0,)
+                            ),
+                        ),
+                        coordinator_epoch=1,
+                    ),
+                )
+            )
+        )
+    error = response.markers[0].topics[0].partitions[0].error_code
+    assert error.name == "transaction_coordinator_fenced"
