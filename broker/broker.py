@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
 from brook.storage.errors import InconsistentClusterIdError
-from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager, prepare_log_dirs
 from brook.storage.producer_state_config import ProducerStateManagerConfig
 
@@ -42,6 +41,7 @@ from .topic_config import log_config_for
 
 if TYPE_CHECKING:
     from brook.storage.log_cleaner_manager import LogCleanerManager
+    from brook.storage.log_config import LogConfig
 
     from .admin_server import AdminServer
     from .groups.coordinator import GroupCoordinator

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from .client import Client, ConnectionClosedError, InvalidResponseError
-
 if TYPE_CHECKING:
+    from .client import Client
     from .config import BrokerConfig
     from .metadata.cache import MetadataCache
 
@@ -38,6 +37,9 @@ class InterBrokerClients:
 
     async def request(self, broker_id: int, request: Any, timeout_s: float = 30.0) -> Any:
         """Send `request` to broker `broker_id` and return its response's body."""
+        # The wire client loads with the first request to another broker.
+        from .client import ConnectionClosedError, InvalidResponseError
+
         try:
             async with asyncio.timeout(timeout_s):
                 client = await self._client(broker_id)
@@ -60,6 +62,8 @@ class InterBrokerClients:
         return await asyncio.shield(connecting)
 
     async def _connect(self, broker_id: int) -> Client:
+        from .client import Client, ConnectionClosedError
+
         endpoint = self._metadata.endpoint(broker_id, self._config().inter_broker_listener_name)
         if endpoint is None:
             raise ConnectionClosedError(f"broker {broker_id} is not alive or has no endpoint")

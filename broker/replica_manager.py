@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.errors import UnknownTopicOrPartitionError
 from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
-from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
 
 from .metadata.cache import MetadataCache
@@ -28,6 +27,8 @@ from .metadata.records import (
 )
 
 if TYPE_CHECKING:
+    from brook.storage.log_config import LogConfig
+
     from .partition import AlterPartition, Partition
     from .replication.fetcher_manager import ReplicaFetcherManager
 
