@@ -195,7 +195,11 @@ class Broker:
             ) from None
         self.cluster_id = self.log_manager.cluster_id or ""
         self.replicas = ReplicaManager(
-            self.broker_id, self.log_manager, self._log_config, self.clock
+            self.broker_id,
+            self.log_manager,
+            self._log_config,
+            self.clock,
+            lambda broker_id: self.metadata.broker(broker_id) is not None,
         )
         # Fetchers start only for partitions another broker leads (never on a single
         # broker, which leads them all).

@@ -42,10 +42,12 @@ class ReplicaManager:
         log_manager: LogManager,
         log_config_of: Callable[[dict[str, Any]], LogConfig],
         now_ms: Callable[[], int] = system_clock,
+        broker_alive: Callable[[int], bool] = lambda broker_id: True,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
         self._now_ms = now_ms
+        self._broker_alive = broker_alive
         # In a cluster: the fetchers that copy what other brokers lead, and where a
         # leader's ISR changes go. A single broker has neither.
         self.fetchers: ReplicaFetcherManager | None = None
@@ -157,6 +159,7 @@ class ReplicaManager:
             alter_partition=self.alter_partition,
             clock=self._now_ms,
             fenced=self.fenced,
+            broker_alive=self._broker_alive,
         )
         self._partitions[(name, record.partition_id)] = partition
         return partition
