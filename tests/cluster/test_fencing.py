@@ -31,6 +31,7 @@ def test_a_leader_cut_off_from_zookeeper_stops_taking_writes(
         try:
             broker = cluster.start(1)
             zk.wait_broker_ids([1])
+            zk.wait_controller(lambda controller: controller == 1)  # CreateTopics goes there
             create_topic(broker.bootstrap, "fenced")
             assert _produce_error(broker.port, "fenced") == "none"
             proxy.cut()
