@@ -169,7 +169,8 @@ def _produce_rounds(bootstrap: str, messages: int, repeat: int) -> float:
     for round_no in range(repeat):
         topic = f"single-{round_no}"
         _create(bootstrap, topic, 1, 1)
-        rates.append(produce_throughput(bootstrap, topic, messages, 100, "all", TIMEOUT_S).msgs_per_s)
+        result = produce_throughput(bootstrap, topic, messages, 100, "all", TIMEOUT_S)
+        rates.append(result.msgs_per_s)
     return statistics.median(rates)
 
 
