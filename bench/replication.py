@@ -111,7 +111,8 @@ def _wait(condition: object, what: str, timeout_s: float = 60.0) -> None:
 
 
 def _create(bootstrap: str, topic: str, replication_factor: int, min_insync: int) -> None:
-    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept while the creation runs
+    futures = admin.create_topics(
         [
             NewTopic(
                 topic,
