@@ -309,7 +309,7 @@ def main() -> None:
                 f" zookeeper.session.timeout.ms={args.session_timeout_ms}):",
                 flush=True,
             )
-            times = _failover_rounds(cluster, args.rounds, args.msgs_per_s)
+            times = _failover_rounds(cluster, args.rounds, args.rate)
             print(
                 f"failover to the first acknowledged write: median {statistics.median(times):.0f}"
                 f" ms, max {max(times):.0f} ms",
