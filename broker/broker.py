@@ -27,13 +27,11 @@ from .fetch_sessions import FetchSessionCache
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
-from .membership import LocalMembership, Membership, broker_registration
+from .membership import LocalMembership, Membership, ProducerIds, broker_registration
 from .metadata.cache import INTERNAL_TOPICS, MetadataCache
 from .metadata.publisher import MetadataPublisher
 from .metadata.records import RegisterBrokerRecord
-from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
-from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .replication.fetcher_manager import ReplicaFetcherManager
 from .services import BrokerServices
@@ -168,7 +166,7 @@ class Broker:
         # made stops the start with an error naming it.
         prepare_log_dirs(self.dynamic_config.static.log_dirs)
         config = self.dynamic_config.load()
-        store = LocalMetadataStore(config.log_dirs[0], self.broker_id)
+        store = await self.membership.metadata_store(config.log_dirs[0])
         stored_configs = store.topic_configs()
         zookeeper_cluster_id = self.membership.cluster_id
         self.log_manager = LogManager(
@@ -199,9 +197,17 @@ class Broker:
         self.replicas.fetchers = ReplicaFetcherManager(
             self.broker_id, self.metadata, lambda: self.config
         )
+        prepare = getattr(self.membership, "prepare_metadata", None)
+        if prepare is not None:
+            prepare(self.metadata)
+        self.replicas.alter_partition = self.membership.alter_partition
         # Every metadata change from here on goes through this one publisher.
         self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
         self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
+        await self.membership.load_metadata(
+            self.metadata, self.metadata_publisher, lambda: self.config
+        )
+        self._delete_stray_logs()
         if len(self.metadata):
             topics = len(self.metadata)
             log.info(
@@ -210,11 +216,13 @@ class Broker:
                 "" if topics == 1 else "s",
                 partitions(len(self.replicas.partitions())),
             )
-        self.controller = Controller(
+        self.controller = self.membership.make_controller(
             self.broker_id, lambda: self.config, self.metadata, self.metadata_publisher
         )
         self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
-        self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.producer_ids: ProducerIds = await self.membership.producer_id_manager(
+            config.log_dirs[0]
+        )
         self.coordinators = Coordinators(self._make_coordinators)
         if any(self.metadata.get(name) for name in INTERNAL_TOPICS):
             await self.coordinators.start()
@@ -294,6 +302,27 @@ class Broker:
         self.metadata_publisher.listeners.append(lambda _: self._maybe_start_cleaner())
         self.dynamic_config.reconfigurables.append(lambda *_: self._maybe_start_cleaner())
         self.started.set()
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of topics the cluster no longer has (deleted, or made again with a new
+        id, while this broker was away) go, as Kafka deletes stray replicas. A single
+        broker's store is its logs: it has none."""
+        stray = [
+            log_
+            for log_ in self.log_manager.all_logs()
+            if self.replicas.hosted(log_.topic, log_.partition) is None
+            and (
+                (topic := self.metadata.get(log_.topic)) is None
+                or (log_.topic_id is not None and topic.topic_id != log_.topic_id)
+            )
+        ]
+        for log_ in stray:
+            log.info(
+                "Deleting the log of %s-%d: its topic is not in the cluster's metadata",
+                log_.topic,
+                log_.partition,
+            )
+            self.log_manager.delete_log(log_.topic, log_.partition)
 
     def _maybe_start_cleaner(self) -> None:
         """Start the log cleaner's threads with the first compacted log (at start, or when

@@ -35,6 +35,10 @@ TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
 
 
 class MetadataStore(Protocol):
+    def topic_configs(self) -> dict[str, dict[str, Any]]:
+        """The topics' overrides by name, for the log manager to open the logs with."""
+        ...
+
     def load(self, local_logs: Iterable[Log]) -> list[MetadataRecord]:
         """The records that rebuild the state kept here, given the logs found on this
         broker's disks (the local store's source of truth; others check them against it)."""
