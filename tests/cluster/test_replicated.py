@@ -1,0 +1,249 @@
+"""Replication with ZooKeeper as the source of truth: acks=all with min.insync.replicas=2,
+the same bytes in every replica's log dir, a SIGKILLed leader replaced from the ISR with
+the next leader epoch while clients go on, the killed broker rejoining the ISR, two
+brokers down refusing acks=all but still serving reads, unclean election only when
+enabled, and producer ids unique across brokers."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+
+from brook.protocol.errors import ErrorCode
+from tests.integration.processes import read_partition
+from tests.integration.raw_client import RawClient
+
+from .harness import Cluster, ZooKeeperView, eventually
+from .topics import start_three, state_of, topic_of
+
+
+def _create(bootstrap: str, topic: NewTopic) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([topic], operation_timeout=20)[topic.topic].result(timeout=30)
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> list[tuple[int, int]]:
+    """acks=all, idempotent; returns (partition, offset) of each, raising on any error."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 60000,
+        }
+    )
+    acked: list[tuple[int, int]] = []
+    errors: list[KafkaError] = []
+
+    def report(error: KafkaError | None, message) -> None:  # type: ignore[no-untyped-def]
+        if error is not None:
+            errors.append(error)
+        else:
+            acked.append((message.partition(), message.offset()))
+
+    for value in values:
+        producer.produce(topic, value, partition=0, on_delivery=report)
+        producer.poll(0)
+    assert producer.flush(90) == 0
+    assert errors == []
+    return acked
+
+
+def _segments(broker, topic: str) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    directory = broker.data_dir / f"{topic}-0"
+    return {path.name: path.read_bytes() for path in sorted(directory.glob("*.log"))}
+
+
+def test_acks_all_a_killed_leader_and_its_return(cluster: Cluster, zk: ZooKeeperView):
+    brokers = start_three(cluster, zk, **{"min.insync.replicas": 2})
+    _create(brokers[1].bootstrap, NewTopic("ledger", 1, 3))
+    first = [f"before-{i}".encode() for i in range(200)]
+    acked = _produce(brokers[2].bootstrap, "ledger", first)
+    assert [offset for _, offset in acked] == list(range(200))
+
+    # Every replica holds the same bytes (the followers fetch up to the leader's end).
+    leader = state_of(zk, "ledger", 0)["leader"]
+    expected = _segments(brokers[leader], "ledger")
+    for broker in brokers.values():
+        eventually(lambda b=broker: _segments(b, "ledger"), lambda found: found == expected)
+
+    # SIGKILL the leader while a producer goes on: a new leader from the ISR, with the
+    # next leader epoch, and the producer sees no error.
+    old_state = state_of(zk, "ledger", 0)
+    survivor = next(i for i in brokers if i != leader)
+    producer = Producer(
+        {
+            "bootstrap.servers": brokers[survivor].bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": 60000,
+        }
+    )
+    delivered: list[int] = []
+    failed: list[KafkaError] = []
+
+    def report(error, message) -> None:  # type: ignore[no-untyped-def]
+        (failed.append(error) if error is not None else delivered.append(message.offset()))
+
+    for i in range(50):
+        producer.produce("ledger", f"during-{i}".encode(), partition=0, on_delivery=report)
+    producer.poll(0)
+    brokers[leader].kill()
+    zk.wait_data(
+        "/brokers/topics/ledger/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] not in (leader, -1),
+    )
+    new_state = state_of(zk, "ledger", 0)
+    assert new_state["leader_epoch"] == old_state["leader_epoch"] + 1
+    assert new_state["leader"] in old_state["isr"]
+    assert leader not in new_state["isr"]
+    for i in range(50, 100):
+        producer.produce("ledger", f"during-{i}".encode(), partition=0, on_delivery=report)
+    assert producer.flush(90) == 0
+    assert failed == [] and len(delivered) == 100
+
+    # Everything acknowledged is there, in order, read from a survivor.
+    records = read_partition(brokers[survivor].bootstrap, "ledger", 0, 300)
+    values = [r.value() for r in records]
+    assert values[:200] == first
+    assert sorted(values[200:]) == sorted(f"during-{i}".encode() for i in range(100))
+
+    # The killed broker comes back, catches up and rejoins the ISR.
+    brokers[leader] = cluster.restart(brokers[leader], leader, extra={"min.insync.replicas": 2})
+    zk.wait_data(
+        "/brokers/topics/ledger/partitions/0/state",
+        lambda data, _: data is not None and sorted(json.loads(data)["isr"]) == [1, 2, 3],
+    )
+    current = state_of(zk, "ledger", 0)["leader"]
+    expected = _segments(brokers[current], "ledger")
+    eventually(lambda: _segments(brokers[leader], "ledger"), lambda found: found == expected)
+
+    # Two brokers down: the ISR is the leader alone, acks=all refused, reads go on.
+    for other in [i for i in brokers if i != current]:
+        brokers[other].kill()
+    zk.wait_data(
+        "/brokers/topics/ledger/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["isr"] == [current],
+    )
+    assert _produce_error(brokers[current].port, "ledger") == ErrorCode.not_enough_replicas
+    assert len(read_partition(brokers[current].bootstrap, "ledger", 0, 300)) == 300
+
+
+def _produce_error(port: int, topic: str) -> int:
+    """The error of one acks=all Produce v9 of one record to partition 0."""
+    from kio.schema.produce.v9 import request as produce9
+
+    from brook.protocol.record_batch import Record, build_batch
+
+    with RawClient(port) as client:
+        response = client.request(
+            produce9.ProduceRequest(
+                transactional_id=None,
+                acks=-1,
+                timeout=datetime.timedelta(seconds=5),
+                topic_data=(
+                    produce9.TopicProduceData(
+                        name=topic,
+                        partition_data=(
+                            produce9.PartitionProduceData(
+                                index=0,
+                                records=build_batch([Record(0, 1_700_000_000_000, None, b"x")]),
+                            ),
+                        ),
+                    ),
+                ),
+            )
+        )
+    return response.responses[0].partition_responses[0].error_code
+
+
+def test_unclean_election_only_when_enabled(cluster: Cluster, zk: ZooKeeperView):
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("fragile", 1, replica_assignment=[[1, 2]]))
+    zk.wait_data(
+        "/brokers/topics/fragile/partitions/0/state",
+        lambda data, _: data is not None and sorted(json.loads(data)["isr"]) == [1, 2],
+    )
+    # The follower goes first (the ISR is the leader alone), then the leader.
+    brokers[2].kill()
+    zk.wait_data(
+        "/brokers/topics/fragile/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["isr"] == [1],
+    )
+    brokers[1].kill()
+    brokers[2] = cluster.restart(brokers[2], 2)
+    zk.wait_broker_ids([2, 3])
+    # Broker 2 is live but not in the ISR: the partition stays without a leader.
+    zk.wait_data(
+        "/brokers/topics/fragile/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] == -1,
+    )
+    eventually(
+        lambda: topic_of(brokers[3].port, "fragile")[1][0].error,
+        lambda error: error == ErrorCode.leader_not_available,
+    )
+    assert state_of(zk, "fragile", 0)["isr"] == [1]
+
+    # Enabled for the topic: broker 2 leads, the ISR is itself.
+    admin = AdminClient({"bootstrap.servers": brokers[3].bootstrap})
+    resource = ConfigResource(
+        "topic",
+        "fragile",
+        incremental_configs=[
+            ConfigEntry(
+                "unclean.leader.election.enable",
+                "true",
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+    zk.wait_data(
+        "/brokers/topics/fragile/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] == 2,
+    )
+    state = state_of(zk, "fragile", 0)
+    assert state["isr"] == [2]
+    assert "UNCLEAN election" in cluster_controller_log(brokers, zk)
+
+
+def cluster_controller_log(brokers, zk: ZooKeeperView) -> str:  # type: ignore[no-untyped-def]
+    return brokers[zk.json("/controller")["brokerid"]].log_text()  # type: ignore[no-any-return]
+
+
+def test_producer_ids_are_unique_across_brokers(cluster: Cluster, zk: ZooKeeperView):
+    brokers = start_three(cluster, zk)
+    from kio.schema.init_producer_id.v4 import request as init4
+
+    seen: dict[int, list[int]] = {}
+    for broker_id, broker in brokers.items():
+        with RawClient(broker.port) as client:
+            for _ in range(3):
+                response = client.request(
+                    init4.InitProducerIdRequest(
+                        transactional_id=None,
+                        transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1,
+                        producer_epoch=-1,
+                    )
+                )
+                assert response.error_code == ErrorCode.none
+                seen.setdefault(broker_id, []).append(response.producer_id)
+    every = [pid for ids in seen.values() for pid in ids]
+    assert len(set(every)) == len(every) == 9
+    # Each broker reserved a block of 1000 of its own; the latest is in Kafka's JSON.
+    starts = sorted(ids[0] for ids in seen.values())
+    assert starts == [0, 1000, 2000]
+    block = zk.json("/latest_producer_id_block")
+    assert block["version"] == 1 and block["block_start"] == "2000"
+    assert block["block_end"] == "2999" and block["broker"] in brokers
