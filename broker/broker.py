@@ -287,6 +287,7 @@ class Broker:
             )
             self.admin.start()
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
+        self.background.append(asyncio.create_task(self._high_watermark_checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
@@ -451,6 +452,14 @@ class Broker:
             # A file error here (and in the loops below) is the log manager's to handle:
             # it logs it, or takes the dir offline, and the next round tries again.
             self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
+
+    async def _high_watermark_checkpoint_loop(self) -> None:
+        """Kafka's highwatermark-checkpoint task: a restarted broker starts each partition
+        from the high watermark it last knew, not from the log start."""
+        interval_s = max(self.config["replica.high.watermark.checkpoint.interval.ms"], 10) / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.log_manager.checkpoint_high_watermarks()
 
     async def _retention_loop(self) -> None:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner
