@@ -147,9 +147,7 @@ def test_offsets_and_a_transaction_survive_their_coordinators_kill(
     # The committed transaction reads as committed (librdkafka reads read_committed) from
     # the new leader of carts.
     records = read_partition(brokers[survivor].bootstrap, "carts", 0, 10)
-    assert [r.value() for r in records] == [
-        f"item-{i}".encode() for i in range(10)
-    ]
+    assert [r.value() for r in records] == [f"item-{i}".encode() for i in range(10)]
     # And the transactional id goes on at the new transaction coordinator.
     from kio.schema.init_producer_id.v4 import request as init4
 

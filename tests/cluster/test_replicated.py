@@ -247,3 +247,80 @@ def test_producer_ids_are_unique_across_brokers(cluster: Cluster, zk: ZooKeeperV
     block = zk.json("/latest_producer_id_block")
     assert block["version"] == 1 and block["block_start"] == "2000"
     assert block["block_end"] == "2999" and block["broker"] in brokers
+
+
+def test_python_clients_go_on_through_a_leader_kill(cluster: Cluster, zk: ZooKeeperView):
+    """kafka-python and aiokafka producers at acks=all, and their consumers, through the
+    SIGKILL of the partition's leader: no error reaches the application."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from kafka import KafkaConsumer, KafkaProducer
+
+    brokers = start_three(cluster, zk, **{"min.insync.replicas": 2})
+    _create(brokers[1].bootstrap, NewTopic("stream", 1, 3))
+    leader = state_of(zk, "stream", 0)["leader"]
+    others = [i for i in brokers if i != leader]
+    bootstrap = [brokers[i].bootstrap for i in others]
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", retries=20, retry_backoff_ms=200
+    )
+    sent = [producer.send("stream", f"kp-{i}".encode(), partition=0) for i in range(20)]
+    assert [f.get(timeout=30).offset for f in sent] == list(range(20))
+
+    async def aiokafka_round(values: list[bytes]) -> list[int]:
+        aio = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", retry_backoff_ms=200)
+        await aio.start()
+        try:
+            return [(await aio.send_and_wait("stream", v, partition=0)).offset for v in values]
+        finally:
+            await aio.stop()
+
+    assert asyncio.run(aiokafka_round([f"aio-{i}".encode() for i in range(20)])) == list(
+        range(20, 40)
+    )
+
+    brokers[leader].kill()
+    # Both keep producing while the controller elects a new leader.
+    sent = [producer.send("stream", f"kp-{i}".encode(), partition=0) for i in range(20, 40)]
+    offsets = [f.get(timeout=60).offset for f in sent]
+    producer.close()
+    assert offsets == sorted(offsets) and len(set(offsets)) == 20
+    after = asyncio.run(aiokafka_round([f"aio-{i}".encode() for i in range(20, 40)]))
+    assert len(set(after)) == 20
+    new_state = state_of(zk, "stream", 0)
+    assert new_state["leader"] in others and new_state["leader_epoch"] == 1
+
+    expected = {f"kp-{i}".encode() for i in range(40)} | {f"aio-{i}".encode() for i in range(40)}
+    consumer = KafkaConsumer(
+        "stream",
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20000,
+        group_id=None,
+    )
+    seen = []
+    for message in consumer:
+        seen.append(message.value)
+        if len(seen) == 80:
+            break
+    consumer.close()
+    assert set(seen) == expected and len(seen) == 80
+
+    async def aiokafka_read() -> list[bytes]:
+        reader = AIOKafkaConsumer(
+            "stream", bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+        )
+        await reader.start()
+        try:
+            values: list[bytes] = []
+            while len(values) < 80:
+                batch = await reader.getmany(timeout_ms=1000)
+                for records in batch.values():
+                    values += [r.value for r in records]
+            return values
+        finally:
+            await reader.stop()
+
+    assert set(asyncio.run(asyncio.wait_for(aiokafka_read(), 60))) == expected

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import subprocess
 
 from aiokafka import AIOKafkaClient
 from confluent_kafka.admin import (
@@ -101,6 +103,23 @@ def test_a_topic_made_on_one_broker_is_the_same_everywhere(cluster: Cluster, zk:
             await client.close()
 
     assert asyncio.run(aiokafka_view()) == {p: r[0] for p, r in replicas.items()}
+
+    # kcat's metadata listing (-L -J), from the last broker.
+    listed = subprocess.run(
+        ["kcat", "-b", brokers[3].bootstrap, "-L", "-J", "-t", "orders"],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    (kcat_topic,) = json.loads(listed.stdout)["topics"]
+    assert {
+        p["partition"]: (
+            p["leader"],
+            sorted(r["id"] for r in p["replicas"]),
+            sorted(i["id"] for i in p["isrs"]),
+        )
+        for p in kcat_topic["partitions"]
+    } == expected
 
     # Made again from another broker: TOPIC_ALREADY_EXISTS, nothing changed.
     admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
