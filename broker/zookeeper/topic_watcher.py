@@ -163,7 +163,8 @@ class TopicWatcher:
             self.assignments[name] = znodes.decode_topic(name, data)
         except ValueError as exc:
             log.error("%s; topic %s is left out of the metadata", exc, name)
-            self.assignments.pop(name, None)
+            # Known but without an id: left out until its znode changes (its watch).
+            self.assignments[name] = (None, {})
 
     async def _read_state(self, name: str, partition: int) -> None:
         path = znodes.topic_partition_state_path(name, partition)

@@ -235,3 +235,30 @@ def _segment_bytes(bootstrap: str) -> str | None:
     resource = ConfigResource("topic", "events")
     entries = admin.describe_configs([resource])[resource].result(timeout=30)
     return entries["segment.bytes"].value
+
+
+def test_znodes_no_broker_writes_are_left_out_with_a_log_line(cluster: Cluster, zk: ZooKeeperView):
+    """Someone writes a topic's assignment or state that Kafka would not parse: every
+    broker says why in its log, leaves that topic out, and serves the others."""
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("good", 1, 3))
+    zk.client.create(zk.path("/brokers/topics/garbled"), b"{not json")
+    zk.client.create(zk.path("/config/topics/good-too"), b'{"version":1,"config":{"x":"y"}}')
+    for broker in brokers.values():
+        log_text = broker.wait_for_log("Failed to parse the assignment of topic garbled")
+        assert "Failed to parse the assignment of topic garbled" in log_text
+        assert topic_of(broker.port, "garbled")[0] == ErrorCode.unknown_topic_or_partition
+        assert topic_of(broker.port, "good")[0] == ErrorCode.none
+
+    # A state znode that is not Kafka's JSON: the partition shows no leader, the rest
+    # of the topic stays served, and the controller's next write repairs nothing it
+    # cannot read (the znode is left to the operator).
+    zk.client.set(zk.path("/brokers/topics/good/partitions/0/state"), b"[]")
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: topic_of(b.port, "good")[1][0].error,
+            lambda error: error == ErrorCode.leader_not_available,
+        )
+        assert "Failed to parse a partition state" in broker.wait_for_log(
+            "Failed to parse a partition state"
+        )
