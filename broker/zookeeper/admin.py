@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -48,6 +48,7 @@ from ..coordinator.errors import CoordinatorNotAvailableError
 from ..metadata.cache import MetadataCache, TopicMetadata
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import MetadataRecord
+from ..topic_config import validate_topic_configs
 from ..topics import validate_manual_assignment
 from . import znodes
 from .client import ZooKeeperClient
@@ -78,6 +79,7 @@ class ZkController(Controller):
         # (condition on the cache, future): resolved when a change makes it true.
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._background: set[asyncio.Task[Any]] = set()
+        self._creating: set[str] = set()
         publisher.listeners.append(self._metadata_changed)
 
     @property
@@ -194,6 +196,7 @@ class ZkController(Controller):
         Metadata response says LEADER_NOT_AVAILABLE until the topic has leaders."""
         num_partitions, replication_factor, _ = self.check_create(name, -1, -1, {})
         self._in_background(
+            name,
             f"auto-creation of topic {name}",
             self._write_topic(name, self._assignment(num_partitions, replication_factor), {}),
         )
@@ -224,17 +227,24 @@ class ZkController(Controller):
             name, num_partitions, replication_factor, configs or {}, internal
         )
         self._in_background(
+            name,
             f"creation of topic {name}",
             self._write_topic(name, self._assignment(num_partitions, replication_factor), parsed),
         )
         raise CoordinatorNotAvailableError(f"Topic {name} is being created")
 
-    def _in_background(self, what: str, work: Any) -> None:
+    def _in_background(self, name: str, what: str, work: Coroutine[Any, Any, Any]) -> None:
+        """One creation of a topic at a time: clients retry while it is under way."""
+        if name in self._creating:
+            work.close()
+            return
+        self._creating.add(name)
         task = asyncio.ensure_future(work)
         self._background.add(task)
 
         def done(finished: asyncio.Task[Any]) -> None:
             self._background.discard(finished)
+            self._creating.discard(name)
             if finished.cancelled():
                 return
             error = finished.exception()
@@ -335,6 +345,8 @@ class ZkController(Controller):
         if topic is None:
             raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
         raw = {key: config_to_string(value) for key, value in configs.items()}
+        # What the watch will make of the strings written (the cache holds parsed values).
+        expected = validate_topic_configs(raw)
         await self._set_or_create(
             znodes.config_entity_path("topics", name), znodes.encode_entity_config(raw)
         )
@@ -346,7 +358,7 @@ class ZkController(Controller):
 
         def applied() -> bool:
             current = self._cache.get(name)
-            return current is None or current.configs == configs
+            return current is None or current.configs == expected
 
         # The watch brings it within a round trip; a request must not wait for ever.
         await self._wait_for(applied, CONFIG_APPLIED_WAIT_MS)

@@ -262,3 +262,23 @@ def test_znodes_no_broker_writes_are_left_out_with_a_log_line(cluster: Cluster, 
         assert "Failed to parse a partition state" in broker.wait_for_log(
             "Failed to parse a partition state"
         )
+
+
+def test_auto_creation_in_a_cluster(cluster: Cluster, zk: ZooKeeperView):
+    """Kafka's ZooKeeper-mode auto-creation: the first Metadata writes the topic and says
+    LEADER_NOT_AVAILABLE; the leaders follow on every broker."""
+    brokers = start_three(cluster, zk, **{"default.replication.factor": 2, "num.partitions": 2})
+    error, _ = topic_of(brokers[2].port, "auto", auto_create=True)
+    assert error == ErrorCode.leader_not_available
+    zk.wait_data("/brokers/topics/auto", lambda data, _: data is not None)
+    replicas = zk.json("/brokers/topics/auto")["partitions"]
+    assert sorted(replicas) == ["0", "1"] and all(len(r) == 2 for r in replicas.values())
+    for broker in brokers.values():
+        error, _ = eventually(
+            lambda b=broker: topic_of(b.port, "auto"),
+            lambda seen: len(seen[1]) == 2 and all(p.leader >= 0 for p in seen[1].values()),
+        )
+        assert error == ErrorCode.none
+    # Not allowed, or not enabled: UNKNOWN_TOPIC_OR_PARTITION, nothing written.
+    assert topic_of(brokers[1].port, "manual")[0] == ErrorCode.unknown_topic_or_partition
+    assert zk.children("/brokers/topics") == ["auto"]

@@ -38,7 +38,9 @@ class PartitionSeen:
     offline: tuple[int, ...]
 
 
-def topic_of(port: int, topic: str) -> tuple[int, dict[int, PartitionSeen]]:
+def topic_of(
+    port: int, topic: str, auto_create: bool = False
+) -> tuple[int, dict[int, PartitionSeen]]:
     """The topic's error and partitions as the broker at `port` answers Metadata v12."""
     from kio.schema.metadata.v12 import request as metadata12
 
@@ -46,7 +48,7 @@ def topic_of(port: int, topic: str) -> tuple[int, dict[int, PartitionSeen]]:
         response = client.request(
             metadata12.MetadataRequest(
                 topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
-                allow_auto_topic_creation=False,
+                allow_auto_topic_creation=auto_create,
                 include_topic_authorized_operations=False,
             )
         )
