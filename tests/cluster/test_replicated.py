@@ -324,3 +324,48 @@ def test_python_clients_go_on_through_a_leader_kill(cluster: Cluster, zk: ZooKee
             await reader.stop()
 
     assert set(asyncio.run(asyncio.wait_for(aiokafka_read(), 60))) == expected
+
+
+def test_a_new_controller_repairs_what_its_predecessor_left(cluster: Cluster, zk: ZooKeeperView):
+    """A controller frozen (SIGSTOP) while a partition is left without a leader and a
+    topic without partition states: the next controller, once elected, repairs both."""
+    import os
+    import signal
+
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("halfway", 1, replica_assignment=[[1, 2, 3]]))
+    zk.wait_data(
+        "/brokers/topics/halfway/partitions/0/state",
+        lambda data, _: data is not None and len(json.loads(data)["isr"]) == 3,
+    )
+    controller = zk.json("/controller")["brokerid"]
+    assert brokers[controller].process is not None
+    os.kill(brokers[controller].process.pid, signal.SIGSTOP)
+    try:
+        live = [i for i in brokers if i != controller]
+        # What a controller that died halfway leaves: a leaderless partition whose ISR
+        # has live members, and a topic whose states were never written.
+        state = zk.json("/brokers/topics/halfway/partitions/0/state")
+        state.update(leader=-1, isr=live)
+        zk.client.set(
+            zk.path("/brokers/topics/halfway/partitions/0/state"), json.dumps(state).encode()
+        )
+        zk.client.create(
+            zk.path("/brokers/topics/orphan"),
+            json.dumps(
+                {"version": 3, "topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": {"0": live}}
+            ).encode(),
+        )
+        successor = zk.wait_controller(lambda c: c is not None and c != controller)
+    finally:
+        brokers[controller].kill()
+    zk.wait_data(
+        "/brokers/topics/halfway/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] in live,
+    )
+    repaired = state_of(zk, "halfway", 0)
+    assert repaired["leader_epoch"] == state["leader_epoch"] + 1
+    assert repaired["controller_epoch"] == zk.controller_epoch()
+    zk.wait_data("/brokers/topics/orphan/partitions/0/state", lambda data, _: data is not None)
+    assert state_of(zk, "orphan", 0)["leader"] == live[0]
+    assert successor in live
