@@ -3,8 +3,8 @@
 LocalMetadataStore, for a broker without ZooKeeper: the partition directories are the
 source of truth for which topics and partitions exist (each holds its topic id in
 partition.metadata, written when the replica manager creates the log); the topic configs
-live in one JSON file in the first log dir, written atomically and fsynced. A ZooKeeper
-store will keep the same records in znodes.
+live in one JSON file in the first log dir, written atomically and fsynced. In a cluster,
+ZooKeeper holds them (broker/zookeeper/store.py).
 """
 
 from __future__ import annotations

@@ -248,9 +248,6 @@ class ZooKeeperClient:
             )
         )
 
-    async def delete(self, path: str, version: int = -1) -> None:
-        await self._call(lambda: self._kazoo.delete_async(path, version))
-
     async def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
         return await self._call(lambda: self._kazoo.set_async(path, value, version))  # type: ignore[no-any-return]
 

@@ -48,11 +48,9 @@ from . import znodes
 from .client import ZooKeeperClient
 from .controller_election import ControllerElection, ControllerState
 from .serial_job import SerialJob
-from .topic_watcher import NO_STATE, TopicWatcher
+from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher
 
 log = logging.getLogger("brook.controller")
-
-NO_LEADER = -1
 
 
 class ControllerFencedError(Exception):

@@ -135,6 +135,10 @@ def test_acks_all_a_killed_leader_and_its_return(cluster: Cluster, zk: ZooKeeper
         "/brokers/topics/ledger/partitions/0/state",
         lambda data, _: data is not None and json.loads(data)["isr"] == [current],
     )
+    # The leader itself knows (its cache and partition change together).
+    eventually(
+        lambda: topic_of(brokers[current].port, "ledger")[1][0].isr, lambda isr: isr == (current,)
+    )
     assert _produce_error(brokers[current].port, "ledger") == ErrorCode.not_enough_replicas
     assert len(read_partition(brokers[current].bootstrap, "ledger", 0, 300)) == 300
 
