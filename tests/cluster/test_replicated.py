@@ -268,7 +268,7 @@ def test_python_clients_go_on_through_a_leader_kill(cluster: Cluster, zk: ZooKee
     bootstrap = [brokers[i].bootstrap for i in others]
 
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", retries=20, retry_backoff_ms=200
+        bootstrap_servers=bootstrap, acks="all", retries=100, retry_backoff_ms=200
     )
     sent = [producer.send("stream", f"kp-{i}".encode(), partition=0) for i in range(20)]
     assert [f.get(timeout=30).offset for f in sent] == list(range(20))

@@ -10,6 +10,7 @@ import json
 import subprocess
 
 from aiokafka import AIOKafkaClient
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -202,11 +203,11 @@ def test_partitions_configs_and_deletion_reach_every_broker(cluster: Cluster, zk
         "topic",
         "events",
         incremental_configs=[
-            ConfigEntry("segment.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)
+            ConfigEntry("segment.bytes", "1024", incremental_operation=AlterConfigOpType.SET)
         ],
     )
     admin.incremental_alter_configs([resource])[resource].result(timeout=30)
-    assert zk.json("/config/topics/events")["config"] == {"segment.bytes": "1048576"}
+    assert zk.json("/config/topics/events")["config"] == {"segment.bytes": "1024"}
     changes = zk.children("/config/changes")
     assert changes and all(c.startswith("config_change_") for c in changes)
     assert zk.json(f"/config/changes/{changes[-1]}") == {
@@ -214,7 +215,18 @@ def test_partitions_configs_and_deletion_reach_every_broker(cluster: Cluster, zk
         "entity_path": "topics/events",
     }
     for broker in brokers.values():
-        eventually(lambda b=broker: _segment_bytes(b.bootstrap), lambda v: v == "1048576")
+        eventually(lambda b=broker: _segment_bytes(b.bootstrap), lambda v: v == "1024")
+    # The logs took it: a few KiB written roll into several segments on every replica.
+    producer = Producer({"bootstrap.servers": brokers[3].bootstrap, "acks": "all"})
+    for _ in range(40):
+        producer.produce("events", b"v" * 200, partition=0)
+        producer.flush(30)
+    replicas = zk.json("/brokers/topics/events")["partitions"]["0"]
+    for broker_id in replicas:
+        eventually(
+            lambda b=broker_id: len(list((brokers[b].data_dir / "events-0").glob("*.log"))),
+            lambda count: count > 3,
+        )
 
     # Deleted from broker 1: the controller removes the znodes, every broker its logs.
     admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
@@ -282,3 +294,32 @@ def test_auto_creation_in_a_cluster(cluster: Cluster, zk: ZooKeeperView):
     # Not allowed, or not enabled: UNKNOWN_TOPIC_OR_PARTITION, nothing written.
     assert topic_of(brokers[1].port, "manual")[0] == ErrorCode.unknown_topic_or_partition
     assert zk.children("/brokers/topics") == ["auto"]
+
+
+def test_a_broker_away_during_a_deletion_drops_the_logs_when_it_returns(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("brief", 2, 3))
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: sorted(p.name for p in b.data_dir.glob("brief-*")),
+            lambda found: found == ["brief-0", "brief-1"],
+        )
+    assert brokers[3].stop() == 0
+    admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    admin.delete_topics(["brief"], operation_timeout=20)["brief"].result(timeout=30)
+    zk.wait_children("/brokers/topics", lambda children: "brief" not in children)
+    assert sorted(p.name for p in brokers[3].data_dir.glob("brief-*")) == [
+        "brief-0",
+        "brief-1",
+    ]
+
+    brokers[3] = cluster.restart(brokers[3], 3)
+    log_text = brokers[3].wait_for_log("Deleting the log of brief-1")
+    assert "its topic is not in the cluster's metadata" in log_text
+    assert topic_of(brokers[3].port, "brief")[0] == ErrorCode.unknown_topic_or_partition
+    eventually(
+        lambda: sorted(p.name for p in brokers[3].data_dir.glob("brief-*")),
+        lambda found: found == [],
+    )
