@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ from kazoo.exceptions import (
     RuntimeInconsistency,
 )
 from kazoo.protocol.states import WatchedEvent
+
+from brook.storage.checkpoints import topic_id_to_string
 
 from ..cluster.leader_election import new_partition_leader, offline_partition_leader_election
 from ..config import BrokerConfig
@@ -74,6 +77,9 @@ class ControllerDuties:
         self._job = SerialJob("the controller's reconciliation", self._reconcile)
         self._active = False
         election.add_listener(self._controller_changed)
+        # Every read of the topics, changed or not (a topic without an id changes nothing
+        # in the cache, and still needs the controller).
+        topics.refreshed.append(self._topics_read)
 
     def close(self) -> None:
         self._active = False
@@ -90,6 +96,10 @@ class ControllerDuties:
 
     def metadata_changed(self, records: Sequence[MetadataRecord]) -> None:
         """Brokers came or went, topics or states changed: decide again."""
+        if self._active:
+            self._job.schedule()
+
+    def _topics_read(self) -> None:
         if self._active:
             self._job.schedule()
 
@@ -119,20 +129,18 @@ class ControllerDuties:
 
     async def _elect(self, state: ControllerState) -> None:
         live = {broker.broker_id for broker in self._cache.brokers()}
-        retry = False
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
             if topic_id is None:
-                continue
+                if assignment:
+                    await self._assign_topic_id(state, name)
+                continue  # the watch brings the topic again with its id
             for partition, replicas in sorted(assignment.items()):
                 current = self._topics.states.get((name, partition))
                 if current is None:
                     continue  # not read yet: its read schedules this again
-                try:
+                with contextlib.suppress(BadVersionError):
+                    # Changed meanwhile: its watch brings the new state, and this again.
                     await self._decide(state, name, partition, replicas, current, live)
-                except BadVersionError:
-                    retry = True  # changed meanwhile: the watch brings the new state
-        if retry:
-            self._topics.schedule()
 
     async def _decide(
         self,
@@ -266,6 +274,30 @@ class ControllerDuties:
         data = znodes.encode_partition_state(leader, leader_epoch, isr, state.epoch)
         path = znodes.topic_partition_state_path(name, partition)
         await self._fenced(state, lambda t: t.set_data(path, data, current.zk_version))
+
+    async def _assign_topic_id(self, state: ControllerState, name: str) -> None:
+        """A topic a Kafka before 2.8 made has no id: the controller gives it one, as
+        Kafka's controller does, so that every broker names it by the same id."""
+        path = znodes.topic_path(name)
+        try:
+            data, stat = await self._client.get(path)
+            topic_id, assignment = znodes.decode_topic(name, data)
+        except (NoNodeError, ValueError):
+            return
+        if topic_id is not None:
+            return
+        new_id = uuid.uuid4()
+        encoded = znodes.encode_topic(new_id, assignment)
+        try:
+            await self._fenced(state, lambda t: t.set_data(path, encoded, stat.version))
+        except BadVersionError:
+            return  # changed meanwhile: its watch brings it again
+        log.info(
+            "[Controller id=%d] Topic %s had no topic id: assigned %s",
+            state.controller_id,
+            name,
+            topic_id_to_string(new_id),
+        )
 
     # --- deletion -----------------------------------------------------------------------
 

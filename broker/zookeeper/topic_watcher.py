@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
@@ -64,6 +65,8 @@ class TopicWatcher:
         self._stale_configs: set[str] = set()
         self._last_change: str | None = None
         self._job = SerialJob("reading topics from ZooKeeper", self._refresh)
+        # Told after every read (the controller decides on what was read).
+        self.refreshed: list[Callable[[], None]] = []
 
     async def start(self) -> None:
         self._job.schedule()
@@ -152,6 +155,8 @@ class TopicWatcher:
         self._stale_states.difference_update(wanted)
         await asyncio.gather(*(self._read_state(name, partition) for name, partition in wanted))
         self._publish()
+        for listener in self.refreshed:
+            listener()
 
     async def _read_topic(self, name: str) -> None:
         try:

@@ -323,3 +323,23 @@ def test_a_broker_away_during_a_deletion_drops_the_logs_when_it_returns(
         lambda: sorted(p.name for p in brokers[3].data_dir.glob("brief-*")),
         lambda found: found == [],
     )
+
+
+def test_a_topic_an_older_kafka_made_gets_an_id_and_states(cluster: Cluster, zk: ZooKeeperView):
+    """A topic znode as Kafka 2.7 wrote it (version 2, no topic id): the controller gives
+    it an id and partition states, and every broker serves it."""
+    brokers = start_three(cluster, zk)
+    zk.client.create(
+        zk.path("/brokers/topics/legacy"),
+        json.dumps({"version": 2, "partitions": {"0": [2, 3], "1": [3, 1]}}).encode(),
+    )
+    zk.wait_data(
+        "/brokers/topics/legacy",
+        lambda data, _: data is not None and "topic_id" in json.loads(data),
+    )
+    assert zk.json("/brokers/topics/legacy")["partitions"] == {"0": [2, 3], "1": [3, 1]}
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: topic_of(b.port, "legacy")[1],
+            lambda p: len(p) == 2 and p[0].leader == 2 and p[1].leader == 3,
+        )
