@@ -371,3 +371,32 @@ def test_a_new_controller_repairs_what_its_predecessor_left(cluster: Cluster, zk
     zk.wait_data("/brokers/topics/orphan/partitions/0/state", lambda data, _: data is not None)
     assert state_of(zk, "orphan", 0)["leader"] == live[0]
     assert successor in live
+
+
+def test_the_last_isr_member_leads_again_when_it_returns(cluster: Cluster, zk: ZooKeeperView):
+    brokers = start_three(cluster, zk)
+    _create(brokers[3].bootstrap, NewTopic("patient", 1, replica_assignment=[[1, 2]]))
+    acked = _produce(brokers[3].bootstrap, "patient", [b"kept-1", b"kept-2"])
+    assert [offset for _, offset in acked] == [0, 1]
+    brokers[2].kill()
+    zk.wait_data(
+        "/brokers/topics/patient/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["isr"] == [1],
+    )
+    brokers[1].kill()
+    zk.wait_data(
+        "/brokers/topics/patient/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] == -1,
+    )
+    offline = state_of(zk, "patient", 0)
+    assert offline["isr"] == [1]
+
+    # Broker 1 registers again: the controller elects it, cleanly, with the next epoch.
+    brokers[1] = cluster.restart(brokers[1], 1)
+    zk.wait_data(
+        "/brokers/topics/patient/partitions/0/state",
+        lambda data, _: data is not None and json.loads(data)["leader"] == 1,
+    )
+    assert state_of(zk, "patient", 0)["leader_epoch"] == offline["leader_epoch"] + 1
+    records = read_partition(brokers[3].bootstrap, "patient", 0, 2)
+    assert [r.value() for r in records] == [b"kept-1", b"kept-2"]
