@@ -197,9 +197,7 @@ class Broker:
         self.replicas.fetchers = ReplicaFetcherManager(
             self.broker_id, self.metadata, lambda: self.config
         )
-        prepare = getattr(self.membership, "prepare_metadata", None)
-        if prepare is not None:
-            prepare(self.metadata)
+        self.membership.prepare_metadata(self.metadata)
         self.replicas.alter_partition = self.membership.alter_partition
         # Every metadata change from here on goes through this one publisher.
         self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)

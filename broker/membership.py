@@ -63,6 +63,10 @@ class Membership(Protocol):
         """Where the topics are kept: the log dirs, or ZooKeeper."""
         ...
 
+    def prepare_metadata(self, cache: MetadataCache) -> None:
+        """Before any partition is made (alter_partition is set from here on)."""
+        ...
+
     async def load_metadata(
         self,
         cache: MetadataCache,
@@ -132,6 +136,9 @@ class LocalMembership:
 
     async def metadata_store(self, log_dir: Path) -> MetadataStore:
         return LocalMetadataStore(log_dir, self._broker_id)
+
+    def prepare_metadata(self, cache: MetadataCache) -> None:
+        pass  # no ISR changes: the single broker is the whole ISR for ever
 
     async def load_metadata(
         self,
