@@ -205,7 +205,6 @@ class Broker:
         await self.membership.load_metadata(
             self.metadata, self.metadata_publisher, lambda: self.config
         )
-        self._delete_stray_logs()
         if len(self.metadata):
             topics = len(self.metadata)
             log.info(
@@ -301,27 +300,6 @@ class Broker:
         self.metadata_publisher.listeners.append(lambda _: self._maybe_start_cleaner())
         self.dynamic_config.reconfigurables.append(lambda *_: self._maybe_start_cleaner())
         self.started.set()
-
-    def _delete_stray_logs(self) -> None:
-        """Logs of topics the cluster no longer has (deleted, or made again with a new
-        id, while this broker was away) go, as Kafka deletes stray replicas. A single
-        broker's store is its logs: it has none."""
-        stray = [
-            log_
-            for log_ in self.log_manager.all_logs()
-            if self.replicas.hosted(log_.topic, log_.partition) is None
-            and (
-                (topic := self.metadata.get(log_.topic)) is None
-                or (log_.topic_id is not None and topic.topic_id != log_.topic_id)
-            )
-        ]
-        for log_ in stray:
-            log.info(
-                "Deleting the log of %s-%d: its topic is not in the cluster's metadata",
-                log_.topic,
-                log_.partition,
-            )
-            self.log_manager.delete_log(log_.topic, log_.partition)
 
     def _maybe_start_cleaner(self) -> None:
         """Start the log cleaner's threads with the first compacted log (at start, or when

@@ -13,7 +13,9 @@ It reconciles the partition states with the live brokers, every time either chan
 - an ISR member that is not live leaves the ISR (not the last one). The leader and its
   epoch stay: only the partition epoch (the znode's version) moves, so the leader goes
   on without a new epoch, as KRaft's controller fences a broker;
-- /admin/delete_topics/<t>: the topic's znodes are deleted, then the mark.
+- /admin/delete_topics/<t>: once every replica's broker is live (Kafka's deletion waits
+  for offline replicas too), the topic's znodes are deleted with the mark; every broker's
+  watch then removes its logs.
 
 Every write is a ZooKeeper transaction that also checks /controller_epoch's version, as
 Kafka's controller writes: a controller that lost its election while it decided can no
@@ -76,6 +78,7 @@ class ControllerDuties:
         self._config = config
         self._job = SerialJob("the controller's reconciliation", self._reconcile)
         self._active = False
+        self._waiting_deletions: set[str] = set()
         election.add_listener(self._controller_changed)
         # Every read of the topics, changed or not (a topic without an id changes nothing
         # in the cache, and still needs the controller).
@@ -303,7 +306,25 @@ class ControllerDuties:
 
     async def _delete_marked_topics(self, state: ControllerState) -> None:
         marked = await self._client.get_children(znodes.DELETE_TOPICS, self._deletions_changed)
+        live = {broker.broker_id for broker in self._cache.brokers()}
         for name in sorted(marked):
+            held = self._topics.assignments.get(name)
+            replicas = {r for replicas in (held[1] if held else {}).values() for r in replicas}
+            away = sorted(replicas - live)
+            if away:
+                # As Kafka's TopicDeletionManager: ineligible while a replica is offline,
+                # so that every broker deletes its logs when the topic goes; tried again
+                # when brokers register.
+                if name not in self._waiting_deletions:
+                    log.info(
+                        "[Controller id=%d] Deletion of topic %s waits for brokers %s",
+                        state.controller_id,
+                        name,
+                        ", ".join(map(str, away)),
+                    )
+                    self._waiting_deletions.add(name)
+                continue
+            self._waiting_deletions.discard(name)
             paths = await self._tree(znodes.topic_path(name))
             config = znodes.config_entity_path("topics", name)
             if await self._client.exists(config) is not None:

@@ -296,9 +296,9 @@ def test_auto_creation_in_a_cluster(cluster: Cluster, zk: ZooKeeperView):
     assert zk.children("/brokers/topics") == ["auto"]
 
 
-def test_a_broker_away_during_a_deletion_drops_the_logs_when_it_returns(
-    cluster: Cluster, zk: ZooKeeperView
-):
+def test_a_deletion_waits_for_a_replica_that_is_away(cluster: Cluster, zk: ZooKeeperView):
+    """As Kafka's controller: a topic is deleted once every replica's broker is live, so
+    that each deletes its logs; meanwhile DeleteTopics times out and the mark stays."""
     brokers = start_three(cluster, zk)
     _create(brokers[1].bootstrap, NewTopic("brief", 2, 3))
     for broker in brokers.values():
@@ -307,22 +307,31 @@ def test_a_broker_away_during_a_deletion_drops_the_logs_when_it_returns(
             lambda found: found == ["brief-0", "brief-1"],
         )
     assert brokers[3].stop() == 0
+    zk.wait_broker_ids([1, 2])
     admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
-    admin.delete_topics(["brief"], operation_timeout=20)["brief"].result(timeout=30)
-    zk.wait_children("/brokers/topics", lambda children: "brief" not in children)
-    assert sorted(p.name for p in brokers[3].data_dir.glob("brief-*")) == [
-        "brief-0",
-        "brief-1",
-    ]
-
-    brokers[3] = cluster.restart(brokers[3], 3)
-    log_text = brokers[3].wait_for_log("Deleting the log of brief-1")
-    assert "its topic is not in the cluster's metadata" in log_text
-    assert topic_of(brokers[3].port, "brief")[0] == ErrorCode.unknown_topic_or_partition
-    eventually(
-        lambda: sorted(p.name for p in brokers[3].data_dir.glob("brief-*")),
-        lambda found: found == [],
+    future = admin.delete_topics(["brief"], operation_timeout=1)["brief"]
+    try:
+        future.result(timeout=30)
+        raise AssertionError("deleted with a replica away")
+    except Exception as exc:
+        assert exc.args[0].code() == ErrorCode.request_timed_out
+    assert zk.children("/admin/delete_topics") == ["brief"]
+    assert "brief" in zk.children("/brokers/topics")
+    controller = brokers[zk.json("/controller")["brokerid"]]
+    assert "Deletion of topic brief waits for brokers 3" in controller.wait_for_log(
+        "Deletion of topic brief waits"
     )
+
+    # Broker 3 returns: the deletion completes, and every broker's logs go.
+    brokers[3] = cluster.restart(brokers[3], 3)
+    zk.wait_children("/brokers/topics", lambda children: "brief" not in children)
+    zk.wait_children("/admin/delete_topics", lambda children: children == [])
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: sorted(p.name for p in b.data_dir.glob("brief-*")),
+            lambda found: found == [],
+        )
+        assert topic_of(broker.port, "brief")[0] == ErrorCode.unknown_topic_or_partition
 
 
 def test_a_topic_an_older_kafka_made_gets_an_id_and_states(cluster: Cluster, zk: ZooKeeperView):
