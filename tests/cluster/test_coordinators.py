@@ -13,7 +13,7 @@ from brook.protocol.errors import ErrorCode
 from tests.integration.processes import read_partition
 from tests.integration.raw_client import RawClient
 
-from .harness import Cluster, ZooKeeperView, eventually
+from .harness import Cluster, ZooKeeperView, eventually, metadata_of
 from .topics import REPLICATION, state_of
 
 INTERNAL = {
@@ -64,6 +64,8 @@ def test_offsets_and_a_transaction_survive_their_coordinators_kill(
 ):
     brokers = {i: cluster.start(i, INTERNAL) for i in (1, 2, 3)}
     zk.wait_broker_ids([1, 2, 3])
+    for broker in brokers.values():
+        eventually(lambda b=broker: sorted(metadata_of(b.port).brokers), lambda ids: len(ids) == 3)
     _, coordinator, _ = eventually(
         lambda: _find_coordinator(brokers[1].port, "shop"), lambda found: found[0] == 0
     )

@@ -23,7 +23,7 @@ from kafka.admin import KafkaAdminClient
 
 from brook.protocol.errors import ErrorCode
 
-from .harness import Cluster, ZooKeeperView, eventually
+from .harness import Cluster, ZooKeeperView, eventually, metadata_of
 from .topics import start_three, state_of, topic_of
 
 
@@ -308,6 +308,11 @@ def test_a_deletion_waits_for_a_replica_that_is_away(cluster: Cluster, zk: ZooKe
         )
     assert brokers[3].stop() == 0
     zk.wait_broker_ids([1, 2])
+    for broker_id in (1, 2):
+        eventually(
+            lambda b=broker_id: sorted(metadata_of(brokers[b].port).brokers),
+            lambda ids: ids == [1, 2],
+        )
     admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
     future = admin.delete_topics(["brief"], operation_timeout=1)["brief"]
     try:

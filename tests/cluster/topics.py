@@ -9,7 +9,7 @@ from typing import Any
 from tests.integration.processes import ServeProcess
 from tests.integration.raw_client import RawClient
 
-from .harness import Cluster, ZooKeeperView
+from .harness import Cluster, ZooKeeperView, eventually, metadata_of
 
 # Short, so that a follower that stops fetching leaves the ISR within a second or two.
 REPLICATION = {
@@ -25,6 +25,9 @@ def start_three(cluster: Cluster, zk: ZooKeeperView, **extra: Any) -> dict[int, 
     }
     zk.wait_broker_ids([1, 2, 3])
     zk.wait_controller(lambda controller: controller is not None)
+    # Each broker has seen the others (its own watch, a moment after ZooKeeper shows them).
+    for broker in brokers.values():
+        eventually(lambda b=broker: sorted(metadata_of(b.port).brokers), lambda ids: len(ids) == 3)
     return brokers
 
 
