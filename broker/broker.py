@@ -27,13 +27,11 @@ from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
-from .membership import LocalMembership, Membership, broker_registration
+from .membership import LocalMembership, Membership, ProducerIds, broker_registration
 from .metadata.cache import INTERNAL_TOPICS, MetadataCache
 from .metadata.publisher import MetadataPublisher
 from .metadata.records import RegisterBrokerRecord
-from .metadata.store import LocalMetadataStore
 from .open_files import raise_open_file_limit
-from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .replication.fetcher_manager import ReplicaFetcherManager
 from .services import BrokerServices
@@ -171,7 +169,7 @@ class Broker:
         # made stops the start with an error naming it.
         prepare_log_dirs(self.dynamic_config.static.log_dirs)
         config = self.dynamic_config.load()
-        store = LocalMetadataStore(config.log_dirs[0], self.broker_id)
+        store = await self.membership.metadata_store(config.log_dirs[0])
         stored_configs = store.topic_configs()
         zookeeper_cluster_id = self.membership.cluster_id
         self.log_manager = LogManager(
@@ -206,9 +204,14 @@ class Broker:
         self.replicas.fetchers = ReplicaFetcherManager(
             self.broker_id, self.metadata, lambda: self.config
         )
+        self.membership.prepare_metadata(self.metadata)
+        self.replicas.alter_partition = self.membership.alter_partition
         # Every metadata change from here on goes through this one publisher.
         self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
         self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
+        await self.membership.load_metadata(
+            self.metadata, self.metadata_publisher, lambda: self.config
+        )
         if len(self.metadata):
             topics = len(self.metadata)
             log.info(
@@ -217,11 +220,13 @@ class Broker:
                 "" if topics == 1 else "s",
                 partitions(len(self.replicas.partitions())),
             )
-        self.controller = Controller(
+        self.controller = self.membership.make_controller(
             self.broker_id, lambda: self.config, self.metadata, self.metadata_publisher
         )
         self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
-        self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.producer_ids: ProducerIds = await self.membership.producer_id_manager(
+            config.log_dirs[0]
+        )
         self.coordinators = Coordinators(self._make_coordinators)
         if any(self.metadata.get(name) for name in INTERNAL_TOPICS):
             await self.coordinators.start()
@@ -288,6 +293,7 @@ class Broker:
             )
             self.admin.start()
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
+        self.background.append(asyncio.create_task(self._high_watermark_checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
@@ -452,6 +458,14 @@ class Broker:
             # A file error here (and in the loops below) is the log manager's to handle:
             # it logs it, or takes the dir offline, and the next round tries again.
             self.log_manager.checkpoint_recovery_points_and_log_start_offsets()
+
+    async def _high_watermark_checkpoint_loop(self) -> None:
+        """Kafka's highwatermark-checkpoint task: a restarted broker starts each partition
+        from the high watermark it last knew, not from the log start."""
+        interval_s = max(self.config["replica.high.watermark.checkpoint.interval.ms"], 10) / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.log_manager.checkpoint_high_watermarks()
 
     async def _retention_loop(self) -> None:
         """Delete segments past retention.ms / retention.bytes, as Kafka's log cleaner

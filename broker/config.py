@@ -424,6 +424,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
         ),
         _key(
+            "replica.high.watermark.checkpoint.interval.ms",
+            "int",
+            5000,
+            "How often the high watermarks are written to replication-offset-checkpoint.",
+            at_least=0,
+        ),
+        _key(
             "group.initial.rebalance.delay.ms",
             "int",
             0,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import (
     InvalidConfigError,
@@ -72,8 +72,9 @@ def alter_resource(
     changes: Sequence[ConfigChange],
     validate_only: bool,
     incremental: bool,
-) -> None:
-    """Check and (unless validate_only) apply one resource's changes; raises KafkaError."""
+) -> Awaitable[None] | None:
+    """Check and (unless validate_only) apply one resource's changes; raises KafkaError.
+    A topic's change is kept by the controller: the awaitable completes once it is."""
     names = [change.name for change in changes]
     if len(set(names)) != len(names):
         raise InvalidRequestError("Error due to duplicate config keys")
@@ -89,8 +90,9 @@ def alter_resource(
             raise InvalidRequestError(f"Unknown operations type {change.op}")
     if resource_type == ResourceType.BROKER:
         _alter_broker(services, resource_name, changes, validate_only, incremental)
+        return None
     elif resource_type == ResourceType.TOPIC:
-        _alter_topic(services, resource_name, changes, validate_only, incremental)
+        return _alter_topic(services, resource_name, changes, validate_only, incremental)
     else:
         raise InvalidRequestError(f"Unknown resource type {resource_type}")
 
@@ -104,7 +106,7 @@ def _alter_topic(
     changes: Sequence[ConfigChange],
     validate_only: bool,
     incremental: bool,
-) -> None:
+) -> Awaitable[None] | None:
     topic = services.metadata.get(name)
     current = (
         {key: config_to_string(value) for key, value in topic.configs.items()} if topic else {}
@@ -123,9 +125,15 @@ def _alter_topic(
     if topic is None:
         raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
     if validate_only:
-        return
-    services.controller.set_configs(name, parsed)
-    log.info("Topic %s configs are now %s", name, new)
+        return None
+    return _set_topic_configs(services, name, parsed, new)
+
+
+async def _set_topic_configs(
+    services: BrokerServices, name: str, parsed: dict[str, Any], new: Mapping[str, str | None]
+) -> None:
+    await services.controller.alter_topic_configs(name, parsed)
+    log.info("Topic %s configs are now %s", name, dict(new))
 
 
 def _apply_topic_ops(

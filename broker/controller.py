@@ -205,6 +205,40 @@ class Controller:
             raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
         self._apply(f"alter the configs of {name}", [TopicConfigsRecord(topic.topic_id, configs)])
 
+    # --- what the handlers call (the ZooKeeper controller writes znodes and waits) -------
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any],
+        assignments: dict[int, list[int]] | None = None,
+        timeout_ms: int = 0,
+    ) -> uuid.UUID:
+        """CreateTopics: the topic made (a manual assignment names this broker only)."""
+        return self.create(name, num_partitions, replication_factor, configs).topic_id
+
+    def auto_create(self, name: str) -> TopicMetadata:
+        """A Metadata request's auto-creation of a topic with the broker's defaults."""
+        return self.create(name)
+
+    async def delete_topic(self, name: str, timeout_ms: int = 0) -> uuid.UUID:
+        return self.delete(name).topic_id
+
+    async def create_partitions(
+        self,
+        name: str,
+        new_total: int,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = 0,
+    ) -> None:
+        self.add_partitions(name, new_total, assignments, validate_only)
+
+    async def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
+        self.set_configs(name, configs)
+
     def _new_partitions(self, topic_id: uuid.UUID, first: int, end: int) -> list[MetadataRecord]:
         me = (self.broker_id,)
         return [

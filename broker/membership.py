@@ -12,11 +12,24 @@ cache follows that path's children.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from .config import Listener
+from .config import BrokerConfig, Listener
+from .controller import Controller
+from .metadata.cache import MetadataCache
 from .metadata.publisher import MetadataPublisher
 from .metadata.records import BrokerEndpoint, RegisterBrokerRecord
+from .metadata.store import LocalMetadataStore, MetadataStore
+from .producer_ids import ProducerIdManager
+
+if TYPE_CHECKING:
+    from .partition import AlterPartition
+
+
+class ProducerIds(Protocol):
+    def next_id(self) -> int: ...
+
 
 # The epoch of the first controller Kafka elects: a single broker's own.
 SINGLE_BROKER_CONTROLLER_EPOCH = 1
@@ -44,6 +57,40 @@ class Membership(Protocol):
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         """`listener(controller_id, epoch, is_controller)` on the loop at each change."""
+        ...
+
+    # Where a leader's ISR changes go (None: a single broker, the whole ISR for ever).
+    alter_partition: AlterPartition | None
+
+    async def metadata_store(self, log_dir: Path) -> MetadataStore:
+        """Where the topics are kept: the log dirs, or ZooKeeper."""
+        ...
+
+    def prepare_metadata(self, cache: MetadataCache) -> None:
+        """Before any partition is made (alter_partition is set from here on)."""
+        ...
+
+    async def load_metadata(
+        self,
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        """What the store holds beyond store.load (ZooKeeper's topics), into the cache."""
+        ...
+
+    def make_controller(
+        self,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+    ) -> Controller:
+        """What the handlers' topic changes go through."""
+        ...
+
+    async def producer_id_manager(self, log_dir: Path) -> ProducerIds:
+        """Producer ids unique in the cluster."""
         ...
 
     def add_fencing_listener(self, listener: FencingListener) -> None:
@@ -94,6 +141,33 @@ class LocalMembership:
         self._broker_id = broker_id
         self.cluster_id: str | None = None
         self._publisher: MetadataPublisher | None = None
+        self.alter_partition: AlterPartition | None = None
+
+    async def metadata_store(self, log_dir: Path) -> MetadataStore:
+        return LocalMetadataStore(log_dir, self._broker_id)
+
+    def prepare_metadata(self, cache: MetadataCache) -> None:
+        pass  # no ISR changes: the single broker is the whole ISR for ever
+
+    async def load_metadata(
+        self,
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        pass  # store.load had it all
+
+    def make_controller(
+        self,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+    ) -> Controller:
+        return Controller(broker_id, config, cache, publisher)
+
+    async def producer_id_manager(self, log_dir: Path) -> ProducerIds:
+        return ProducerIdManager(log_dir)
 
     @property
     def controller_id(self) -> int:

@@ -169,7 +169,8 @@ class ReplicaManager:
         leader (truncating first, when the leader or its epoch changed), a leader stops
         fetching; the listeners hear of a new leadership."""
         if self.fetchers is not None:
-            if partition.leader_id == self.broker_id:
+            # A leader fetches from nobody; nor does a partition without one (offline).
+            if partition.leader_id == self.broker_id or partition.leader_id < 0:
                 self.fetchers.remove_partition(partition)
             else:
                 self.fetchers.add_partition(partition)

@@ -21,9 +21,8 @@ from .fetch_sessions import FetchSessionCache
 from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .log_dir_mover import LogDirMover
-from .membership import Membership
+from .membership import Membership, ProducerIds
 from .metadata.cache import MetadataCache
-from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ class BrokerServices:
     controller: Controller
     # The group and transaction coordinators, made by the first request that needs one.
     coordinators: Coordinators
-    producer_ids: ProducerIdManager
+    producer_ids: ProducerIds
     fetch_sessions: FetchSessionCache
     fetch_purgatory: FetchPurgatory
     log_manager: LogManager

@@ -151,3 +151,13 @@ class PolicyViolationError(KafkaError):
     """POLICY_VIOLATION: a request the broker's limits refuse (e.g. too many partitions)."""
 
     error_code = ErrorCode.policy_violation
+
+
+class LeaderNotAvailableError(KafkaError):
+    """The partition has no leader yet (a topic just created, an election under way)."""
+
+    error_code = ErrorCode.leader_not_available
+
+
+class RequestTimedOutError(KafkaError):
+    error_code = ErrorCode.request_timed_out

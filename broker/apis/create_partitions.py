@@ -22,7 +22,7 @@ log = logging.getLogger("brook.apis.create_partitions")
 
 
 @handles(ApiKey.CREATE_PARTITIONS)
-def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
     try:
@@ -45,8 +45,12 @@ def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 if topic.assignments is None
                 else [list(assignment.broker_ids) for assignment in topic.assignments]
             )
-            ctx.services.controller.add_partitions(
-                topic.name, topic.count, assignments, validate_only=request.validate_only
+            await ctx.services.controller.create_partitions(
+                topic.name,
+                topic.count,
+                assignments,
+                validate_only=request.validate_only,
+                timeout_ms=_timeout_ms(request),
             )
             outcomes.append((topic.name, None))
         except KafkaError as exc:
@@ -78,3 +82,8 @@ def _response(
         for name, error in outcomes
     )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, results=results)
+
+
+def _timeout_ms(request: Any) -> int:
+    """How long the request waits for the cluster to show the change (0: not at all)."""
+    return int(request.timeout.total_seconds() * 1000)

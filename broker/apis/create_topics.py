@@ -36,7 +36,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(ApiKey.CREATE_TOPICS)
-def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
     try:
@@ -58,7 +58,9 @@ def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                     f"Create topics request from client `{ctx.client_id}`"
                     f" contains multiple entries for topic {topic.name}."
                 )
-            results.append(_create(ctx, types, topic, request.validate_only))
+            results.append(
+                await _create(ctx, types, topic, _timeout_ms(request), request.validate_only)
+            )
         except KafkaError as exc:
             log.info("CreateTopics %s from %s failed: %s", topic.name, ctx.peer, exc.message)
             results.append(_failed(types, topic.name, exc))
@@ -95,8 +97,11 @@ def _failed(types: Any, name: str, exc: KafkaError) -> Any:
     )
 
 
-def _check_assignments(request_topic: Any, registered: set[int]) -> tuple[int, int]:
-    """Kafka's checks of a manual assignment; returns the partitions and replicas."""
+def _check_assignments(
+    request_topic: Any, registered: set[int]
+) -> tuple[int, int, dict[int, list[int]]]:
+    """Kafka's checks of a manual assignment; returns the partitions, the replication
+    factor and the replicas of each partition."""
     if request_topic.replication_factor != -1:
         raise InvalidRequestError(
             "A manual partition assignment was specified, but replication factor was not set to -1."
@@ -122,16 +127,19 @@ def _check_assignments(request_topic: Any, registered: set[int]) -> tuple[int, i
             "partitions should be a consecutive 0-based integer sequence"
         )
     assert replication_factor is not None
-    return len(replicas), replication_factor
+    return len(replicas), replication_factor, replicas
 
 
-def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: bool) -> Any:
+async def _create(
+    ctx: RequestContext, types: Any, request_topic: Any, timeout_ms: int, validate_only: bool
+) -> Any:
     controller = ctx.services.controller
     num_partitions = request_topic.num_partitions
     replication_factor = request_topic.replication_factor
+    assignments = None
     if request_topic.assignments:
-        num_partitions, replication_factor = _check_assignments(
-            request_topic, {ctx.services.broker_id}
+        num_partitions, replication_factor, assignments = _check_assignments(
+            request_topic, controller.live_brokers
         )
     configs = {entry.name: entry.value for entry in request_topic.configs}
     num_partitions, replication_factor, parsed = controller.check_create(
@@ -139,9 +147,9 @@ def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: 
     )
     topic_id = ZERO_UUID
     if not validate_only:
-        topic_id = controller.create(
-            request_topic.name, num_partitions, replication_factor, configs
-        ).topic_id
+        topic_id = await controller.create_topic(
+            request_topic.name, num_partitions, replication_factor, configs, assignments, timeout_ms
+        )
     effective = effective_topic_config(ctx.services.config, parsed)
     describer = ConfigDescriber(ctx.services.dynamic_config)
     described = (
@@ -170,3 +178,8 @@ def _create(ctx: RequestContext, types: Any, request_topic: Any, validate_only: 
         replication_factor=replication_factor,
         configs=described,
     )
+
+
+def _timeout_ms(request: Any) -> int:
+    """How long the request waits for the cluster to show the change (0: not at all)."""
+    return int(request.timeout.total_seconds() * 1000)

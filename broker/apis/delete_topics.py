@@ -18,7 +18,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(ApiKey.DELETE_TOPICS)
-def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     metadata = ctx.services.metadata
     if hasattr(request, "topics"):  # v6: names or ids
@@ -39,7 +39,7 @@ def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 name = topic.name
         if error is ErrorCode.none:
             try:
-                topic_id = ctx.services.controller.delete(name).topic_id
+                topic_id = await ctx.services.controller.delete_topic(name, _timeout_ms(request))
             except KafkaError as exc:
                 error, message = exc.error_code, exc.message
                 log.info("DeleteTopics %s from %s failed: %s", name, ctx.peer, exc.message)
@@ -53,3 +53,8 @@ def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def _timeout_ms(request: Any) -> int:
+    """How long the request waits for the cluster to show the change (0: not at all)."""
+    return int(request.timeout.total_seconds() * 1000)

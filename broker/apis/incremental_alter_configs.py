@@ -33,7 +33,7 @@ def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def alter_all(
+async def alter_all(
     ctx: RequestContext,
     request: Any,
     changes_of: Callable[[Any], Sequence[ConfigChange]],
@@ -48,7 +48,7 @@ def alter_all(
         try:
             if seen.count((resource.resource_type, resource.resource_name)) > 1:
                 raise InvalidRequestError("Each resource must appear at most once.")
-            alter_resource(
+            pending = alter_resource(
                 ctx.services,
                 resource.resource_type,
                 resource.resource_name,
@@ -56,6 +56,8 @@ def alter_all(
                 request.validate_only,
                 incremental,
             )
+            if pending is not None:
+                await pending
             error, message = ErrorCode.none, None
         except KafkaError as exc:
             log.info(

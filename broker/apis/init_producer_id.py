@@ -32,7 +32,12 @@ def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     epoch = getattr(request, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
         return _response(ctx, ErrorCode.none, producer_id, epoch + 1)
-    producer_id = ctx.services.producer_ids.next_id()
+    try:
+        producer_id = ctx.services.producer_ids.next_id()
+    except KafkaError as exc:
+        # A cluster's next block of ids is on its way from ZooKeeper: the producer retries.
+        log.info("InitProducerId from %s: %s", ctx.peer, exc.message)
+        return _response(ctx, exc.error_code, -1, -1)
     log.debug("Producer id %d for %s (client %r)", producer_id, ctx.peer, ctx.client_id)
     return _response(ctx, ErrorCode.none, producer_id, 0)
 

@@ -156,7 +156,7 @@ def _maybe_create(
     if not (allow_auto_create and services.config["auto.create.topics.enable"]):
         return None, ErrorCode.unknown_topic_or_partition
     try:
-        topic = services.controller.create(name)
+        topic = services.controller.auto_create(name)
     except KafkaError as exc:
         log.info("Auto-creation of %s for %s failed: %s", name, ctx.peer, exc.message)
         return None, exc.error_code

@@ -3,8 +3,8 @@
 LocalMetadataStore, for a broker without ZooKeeper: the partition directories are the
 source of truth for which topics and partitions exist (each holds its topic id in
 partition.metadata, written when the replica manager creates the log); the topic configs
-live in one JSON file in the first log dir, written atomically and fsynced. A ZooKeeper
-store will keep the same records in znodes.
+live in one JSON file in the first log dir, written atomically and fsynced. In a cluster,
+ZooKeeper holds them (broker/zookeeper/store.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
 
 
 class MetadataStore(Protocol):
+    def topic_configs(self) -> dict[str, dict[str, Any]]:
+        """The topics' overrides by name, for the log manager to open the logs with."""
+        ...
+
     def load(self, local_logs: Iterable[Log]) -> list[MetadataRecord]:
         """The records that rebuild the state kept here, given the logs found on this
         broker's disks (the local store's source of truth; others check them against it)."""

@@ -235,10 +235,17 @@ class ZooKeeperClient:
         return await self._call(lambda: self._kazoo.exists_async(path, self._kazoo_watch(watch)))  # type: ignore[no-any-return]
 
     async def create(
-        self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False
+        self,
+        path: str,
+        value: bytes = b"",
+        ephemeral: bool = False,
+        makepath: bool = False,
+        sequence: bool = False,
     ) -> str:
         return await self._call(  # type: ignore[no-any-return]
-            lambda: self._kazoo.create_async(path, value, ephemeral=ephemeral, makepath=makepath)
+            lambda: self._kazoo.create_async(
+                path, value, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+            )
         )
 
     async def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:

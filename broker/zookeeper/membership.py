@@ -26,16 +26,24 @@ from brook.storage.clock import Clock
 from brook.storage.log_manager import generate_cluster_id
 
 from ..config import BrokerConfig
+from ..controller import Controller
 from ..membership import ControllerListener, FencingListener
+from ..metadata.cache import MetadataCache
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import RegisterBrokerRecord
 from . import znodes
+from .admin import ZkController
+from .alter_partition import ZkAlterPartition
 from .broker_watcher import BrokerWatcher
 from .client import SessionState, ZooKeeperClient
 from .connect_string import parse_connect_string
+from .controller_duties import ControllerDuties
 from .controller_election import ControllerElection, ControllerState
 from .errors import BrokerIdRegisteredError, ClusterIdError
+from .producer_ids import ZkProducerIdManager
 from .serial_job import SerialJob
+from .store import ZkMetadataStore
+from .topic_watcher import TopicWatcher
 
 log = logging.getLogger("brook.zookeeper")
 
@@ -78,6 +86,10 @@ class ZkMembership:
         self._fencing_listeners: list[FencingListener] = []
         self.fenced = False
         self._update = SerialJob("updating the broker registration", self._update_registration)
+        self._config = config
+        self.topics: TopicWatcher | None = None
+        self.duties: ControllerDuties | None = None
+        self.alter_partition: ZkAlterPartition | None = None
 
     # --- what the broker reads ----------------------------------------------------------
 
@@ -235,6 +247,47 @@ class ZkMembership:
             f" another live broker is registered with broker.id {self._broker_id}"
         )
 
+    # --- metadata -----------------------------------------------------------------------
+
+    async def metadata_store(self, log_dir: object) -> ZkMetadataStore:
+        """ZooKeeper is the store; the topic configs are read for the logs to open with."""
+        return await ZkMetadataStore.read(self.client)
+
+    def prepare_metadata(self, cache: MetadataCache) -> None:
+        """Before any partition is made: the ISR changes of leaders go to ZooKeeper."""
+        self.topics = TopicWatcher(self.client, cache, None)
+        self.alter_partition = ZkAlterPartition(self.client, self.topics)
+
+    async def load_metadata(
+        self,
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        """Every topic, partition state and topic config, before the listeners bind; from
+        then on their watches; and the controller's duties for when this broker wins."""
+        if self.topics is None:
+            self.prepare_metadata(cache)
+        assert self.topics is not None
+        self.topics.publisher = publisher
+        await self.topics.start()
+        self.duties = ControllerDuties(self.client, self.election, self.topics, cache, config)
+        publisher.listeners.append(self.duties.metadata_changed)
+
+    def make_controller(
+        self,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        cache: MetadataCache,
+        publisher: MetadataPublisher,
+    ) -> Controller:
+        return ZkController(broker_id, config, cache, publisher, self.client)
+
+    async def producer_id_manager(self, log_dir: object) -> ZkProducerIdManager:
+        manager = ZkProducerIdManager(self.client, self._broker_id)
+        await manager.start()
+        return manager
+
     # --- registration -------------------------------------------------------------------
 
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
@@ -344,6 +397,8 @@ class ZkMembership:
             return
         if self.brokers is not None:
             self.brokers.schedule()
+        if self.topics is not None:
+            self.topics.resync()
         self.election.schedule()
         self._fence(False)
 
@@ -355,6 +410,10 @@ class ZkMembership:
         for job in (self._rejoin, self._update):
             job.close()
         self.election.close()
+        if self.duties is not None:
+            self.duties.close()
+        if self.topics is not None:
+            self.topics.close()
         if self.brokers is not None:
             self.brokers.close()
         await self.client.close()

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from brook.storage.checkpoints import topic_id_from_string, topic_id_to_string
 
 from ..metadata.records import BrokerEndpoint, RegisterBrokerRecord
 
@@ -219,3 +223,136 @@ def decode_cluster_id(data: bytes | None) -> str:
     if not isinstance(cluster_id, str) or not cluster_id:
         raise ValueError(f"Failed to parse the cluster id json {data!r}")
     return cluster_id
+
+
+# --- /brokers/topics/<t> (TopicZNode) ---------------------------------------------------
+
+# Kafka 2.8+ writes version 3 with the topic id; earlier versions lack it.
+TOPIC_ZNODE_VERSION = 3
+
+
+def encode_topic(topic_id: uuid.UUID, assignment: Mapping[int, Sequence[int]]) -> bytes:
+    """A topic's assignment: partition -> replicas, the first the preferred leader."""
+    return _encode(
+        {
+            "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
+            "topic_id": topic_id_to_string(topic_id),
+            "adding_replicas": {},
+            "removing_replicas": {},
+            "version": TOPIC_ZNODE_VERSION,
+        }
+    )
+
+
+def decode_topic(topic: str, data: bytes | None) -> tuple[uuid.UUID | None, dict[int, list[int]]]:
+    """The topic id (None when an older Kafka wrote none) and the assignment."""
+    value = _decode(data, f"the assignment of topic {topic}")
+    try:
+        raw_id = value.get("topic_id")
+        topic_id = topic_id_from_string(raw_id) if raw_id is not None else None
+        partitions = value.get("partitions") or {}
+        assignment = {
+            int(partition): [int(r) for r in replicas] for partition, replicas in partitions.items()
+        }
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"Failed to parse the assignment of topic {topic}: {data!r} ({exc})"
+        ) from None
+    return topic_id, assignment
+
+
+# --- /brokers/topics/<t>/partitions/<p>/state (TopicPartitionStateZNode) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """Kafka's LeaderIsrAndControllerEpoch, with the znode's version (the partition epoch:
+    every conditional write of the state is against it)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0
+
+
+def encode_partition_state(
+    leader: int, leader_epoch: int, isr: Sequence[int], controller_epoch: int
+) -> bytes:
+    return _encode(
+        {
+            "controller_epoch": controller_epoch,
+            "leader": leader,
+            "version": 1,
+            "leader_epoch": leader_epoch,
+            "isr": list(isr),
+        }
+    )
+
+
+def decode_partition_state(data: bytes | None, zk_version: int) -> PartitionState:
+    value = _decode(data, "a partition state")
+    try:
+        return PartitionState(
+            int(value["leader"]),
+            int(value["leader_epoch"]),
+            tuple(int(member) for member in value["isr"]),
+            int(value["controller_epoch"]),
+            zk_version,
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"Failed to parse a partition state: {data!r}") from None
+
+
+# --- /config/<type>/<name> and /config/changes (ConfigEntityZNode) ------------------------
+
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def encode_entity_config(configs: Mapping[str, str]) -> bytes:
+    return _encode({"version": 1, "config": dict(configs)})
+
+
+def decode_entity_config(data: bytes | None) -> dict[str, str]:
+    """Kafka reads a missing or empty config znode as no overrides."""
+    if not data:
+        return {}
+    value = _decode(data, "an entity config")
+    config = value.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"Failed to parse an entity config: {data!r}")
+    return {str(key): str(item) for key, item in config.items()}
+
+
+def encode_config_change(entity_type: str, name: str) -> bytes:
+    """A change notification (version 2): which entity's config znode changed."""
+    return _encode({"version": 2, "entity_path": f"{entity_type}/{name}"})
+
+
+def decode_config_change(data: bytes | None) -> tuple[str, str] | None:
+    """(entity type, name) of a version 2 notification; None for one that names none
+    (version 1, which Kafka 2.x+ no longer writes)."""
+    value = _decode(data, "a config change notification")
+    path = value.get("entity_path")
+    if not isinstance(path, str) or "/" not in path:
+        return None
+    entity_type, _, name = path.partition("/")
+    return entity_type, name
+
+
+# --- /latest_producer_id_block (ProducerIdBlockZNode) ------------------------------------
+
+
+def encode_producer_id_block(broker_id: int, first: int, last: int) -> bytes:
+    return _encode(
+        {"version": 1, "broker": broker_id, "block_start": str(first), "block_end": str(last)}
+    )
+
+
+def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int]:
+    """(broker, first id, last id) of the block reserved last."""
+    value = _decode(data, "the producerId block json")
+    try:
+        return int(value["broker"]), int(value["block_start"]), int(value["block_end"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"Failed to parse the producerId block json {data!r}") from None

@@ -1,0 +1,357 @@
+"""What the elected controller does, and only while it is the controller (Kafka's
+KafkaController with its partition state machine, in ZooKeeper mode).
+
+It reconciles the partition states with the live brokers, every time either changes:
+
+- a partition without a state znode (a new topic or new partitions): the first live
+  replica leads, the live replicas are the ISR, leader epoch 0;
+- a partition whose leader is not live (its broker's registration went, or a broker came
+  back to a partition left without one): the first live ISR member in replica order
+  leads, leader epoch + 1; from outside the ISR only with unclean.leader.election.enable
+  (the topic's, else the broker's); with no one to lead, leader -1 and the ISR keeps its
+  last member, so that member can lead again when it returns (as Kafka);
+- an ISR member that is not live leaves the ISR (not the last one). The leader and its
+  epoch stay: only the partition epoch (the znode's version) moves, so the leader goes
+  on without a new epoch, as KRaft's controller fences a broker;
+- /admin/delete_topics/<t>: once every replica's broker is live (Kafka's deletion waits
+  for offline replicas too), the topic's znodes are deleted with the mark; every broker's
+  watch then removes its logs.
+
+Every write is a ZooKeeper transaction that also checks /controller_epoch's version, as
+Kafka's controller writes: a controller that lost its election while it decided can no
+longer change anything. Partition writes are conditional on the state's version too: a
+leader's ISR change that came first wins, and its watch brings the state to decide on
+again. A new controller does the same reconciliation over everything at once, which
+repairs what its predecessor left half done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kazoo.client import TransactionRequest
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
+from kazoo.protocol.states import WatchedEvent
+
+from brook.storage.checkpoints import topic_id_to_string
+
+from ..cluster.leader_election import new_partition_leader, offline_partition_leader_election
+from ..config import BrokerConfig
+from ..metadata.cache import MetadataCache
+from ..metadata.records import MetadataRecord
+from . import znodes
+from .client import ZooKeeperClient
+from .controller_election import ControllerElection, ControllerState
+from .serial_job import SerialJob
+from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher
+
+log = logging.getLogger("brook.controller")
+
+
+class ControllerFencedError(Exception):
+    """/controller_epoch moved on: another broker is the controller now."""
+
+
+class ControllerDuties:
+    def __init__(
+        self,
+        client: ZooKeeperClient,
+        election: ControllerElection,
+        topics: TopicWatcher,
+        cache: MetadataCache,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        self._client = client
+        self._election = election
+        self._topics = topics
+        self._cache = cache
+        self._config = config
+        self._job = SerialJob("the controller's reconciliation", self._reconcile)
+        self._active = False
+        self._waiting_deletions: set[str] = set()
+        election.add_listener(self._controller_changed)
+        # Every read of the topics, changed or not (a topic without an id changes nothing
+        # in the cache, and still needs the controller).
+        topics.refreshed.append(self._topics_read)
+
+    def close(self) -> None:
+        self._active = False
+        self._job.close()
+
+    # --- triggers -----------------------------------------------------------------------
+
+    def _controller_changed(self, state: ControllerState, is_controller: bool) -> None:
+        self._active = is_controller
+        if is_controller:
+            # A new controller reads everything and repairs what was left half done.
+            self._topics.schedule()
+            self._job.schedule()
+
+    def metadata_changed(self, records: Sequence[MetadataRecord]) -> None:
+        """Brokers came or went, topics or states changed: decide again."""
+        if self._active:
+            self._job.schedule()
+
+    def _topics_read(self) -> None:
+        if self._active:
+            self._job.schedule()
+
+    def _deletions_changed(self, event: WatchedEvent) -> None:
+        if self._active:
+            self._job.schedule()
+
+    async def idle(self) -> None:
+        await self._job.idle()
+
+    # --- the reconciliation -------------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        if not self._active:
+            return
+        state = self._election.state
+        try:
+            await self._delete_marked_topics(state)
+            await self._topics.idle()
+            await self._elect(state)
+        except ControllerFencedError:
+            log.info(
+                "[Controller id=%d] Controller epoch %d is no longer current; stopping",
+                state.controller_id,
+                state.epoch,
+            )
+
+    async def _elect(self, state: ControllerState) -> None:
+        live = {broker.broker_id for broker in self._cache.brokers()}
+        for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
+            if topic_id is None:
+                if assignment:
+                    await self._assign_topic_id(state, name)
+                continue  # the watch brings the topic again with its id
+            for partition, replicas in sorted(assignment.items()):
+                current = self._topics.states.get((name, partition))
+                if current is None:
+                    continue  # not read yet: its read schedules this again
+                with contextlib.suppress(BadVersionError):
+                    # Changed meanwhile: its watch brings the new state, and this again.
+                    await self._decide(state, name, partition, replicas, current, live)
+
+    async def _decide(
+        self,
+        state: ControllerState,
+        name: str,
+        partition: int,
+        replicas: list[int],
+        current: znodes.PartitionState,
+        live: set[int],
+    ) -> None:
+        if current is NO_STATE:
+            chosen = new_partition_leader(replicas, live)
+            if chosen is None:
+                return  # no replica is live: it waits for one
+            await self._create_state(state, name, partition, chosen.leader, chosen.isr)
+            log.info(
+                "[Controller id=%d] %s-%d: new partition, leader %d, ISR %s",
+                state.controller_id,
+                name,
+                partition,
+                chosen.leader,
+                list(chosen.isr),
+            )
+            return
+        if current.leader in live:
+            # Only followers that are gone leave the ISR (never the last member).
+            new_isr = tuple(member for member in current.isr if member in live)
+            if new_isr and new_isr != current.isr:
+                await self._write_state(
+                    state, name, partition, current, current.leader, current.leader_epoch, new_isr
+                )
+                log.info(
+                    "[Controller id=%d] %s-%d: ISR %s -> %s (brokers gone)",
+                    state.controller_id,
+                    name,
+                    partition,
+                    list(current.isr),
+                    list(new_isr),
+                )
+            return
+        chosen = offline_partition_leader_election(
+            replicas, current.isr, live, self._unclean_allowed(name)
+        )
+        if chosen is None:
+            if current.leader == NO_LEADER:
+                return  # offline already: waits for an ISR member to come back
+            remaining = tuple(m for m in current.isr if m in live) or current.isr
+            await self._write_state(
+                state, name, partition, current, NO_LEADER, current.leader_epoch + 1, remaining
+            )
+            log.warning(
+                "[Controller id=%d] %s-%d is offline: no live replica in the ISR %s may lead"
+                " (unclean.leader.election.enable is false)",
+                state.controller_id,
+                name,
+                partition,
+                list(current.isr),
+            )
+            return
+        await self._write_state(
+            state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
+        )
+        log.log(
+            logging.WARNING if chosen.unclean else logging.INFO,
+            "[Controller id=%d] %s-%d: %sleader %d (was %d), leader epoch %d, ISR %s",
+            state.controller_id,
+            name,
+            partition,
+            "UNCLEAN election, " if chosen.unclean else "",
+            chosen.leader,
+            current.leader,
+            current.leader_epoch + 1,
+            list(chosen.isr),
+        )
+
+    def _unclean_allowed(self, name: str) -> bool:
+        topic = self._cache.get(name)
+        value = topic.configs.get("unclean.leader.election.enable") if topic else None
+        if value is None:
+            value = self._config()["unclean.leader.election.enable"]
+        return bool(value)
+
+    # --- writes, fenced by the controller epoch ------------------------------------------
+
+    async def _fenced(
+        self, state: ControllerState, build: Callable[[TransactionRequest], None]
+    ) -> list[Any]:
+        def with_check(transaction: TransactionRequest) -> None:
+            transaction.check(znodes.CONTROLLER_EPOCH, state.epoch_zk_version)
+            build(transaction)
+
+        results = await self._client.multi(with_check)
+        if isinstance(results[0], (BadVersionError, NoNodeError)):
+            raise ControllerFencedError()
+        # The operation that failed carries its error; the others were rolled back.
+        for result in results[1:]:
+            if isinstance(result, Exception) and not isinstance(
+                result, (RolledBackError, RuntimeInconsistency)
+            ):
+                raise result
+        return results
+
+    async def _create_state(
+        self, state: ControllerState, name: str, partition: int, leader: int, isr: Sequence[int]
+    ) -> None:
+        # The parents first, outside the transaction (as Kafka's createTopicPartitions):
+        # a transaction cannot make a path whose parents may or may not be there.
+        for path in (
+            znodes.topic_partitions_path(name),
+            znodes.topic_partition_path(name, partition),
+        ):
+            with contextlib.suppress(NodeExistsError):
+                await self._client.create(path)
+        data = znodes.encode_partition_state(leader, 0, isr, state.epoch)
+        path = znodes.topic_partition_state_path(name, partition)
+        try:
+            await self._fenced(state, lambda t: t.create(path, data))
+        except NodeExistsError:
+            raise BadVersionError() from None  # written meanwhile: decide on what is there
+
+    async def _write_state(
+        self,
+        state: ControllerState,
+        name: str,
+        partition: int,
+        current: znodes.PartitionState,
+        leader: int,
+        leader_epoch: int,
+        isr: Sequence[int],
+    ) -> None:
+        data = znodes.encode_partition_state(leader, leader_epoch, isr, state.epoch)
+        path = znodes.topic_partition_state_path(name, partition)
+        await self._fenced(state, lambda t: t.set_data(path, data, current.zk_version))
+
+    async def _assign_topic_id(self, state: ControllerState, name: str) -> None:
+        """A topic a Kafka before 2.8 made has no id: the controller gives it one, as
+        Kafka's controller does, so that every broker names it by the same id."""
+        path = znodes.topic_path(name)
+        try:
+            data, stat = await self._client.get(path)
+            topic_id, assignment = znodes.decode_topic(name, data)
+        except (NoNodeError, ValueError):
+            return
+        if topic_id is not None:
+            return
+        new_id = uuid.uuid4()
+        encoded = znodes.encode_topic(new_id, assignment)
+        try:
+            await self._fenced(state, lambda t: t.set_data(path, encoded, stat.version))
+        except BadVersionError:
+            return  # changed meanwhile: its watch brings it again
+        log.info(
+            "[Controller id=%d] Topic %s had no topic id: assigned %s",
+            state.controller_id,
+            name,
+            topic_id_to_string(new_id),
+        )
+
+    # --- deletion -----------------------------------------------------------------------
+
+    async def _delete_marked_topics(self, state: ControllerState) -> None:
+        marked = await self._client.get_children(znodes.DELETE_TOPICS, self._deletions_changed)
+        live = {broker.broker_id for broker in self._cache.brokers()}
+        for name in sorted(marked):
+            held = self._topics.assignments.get(name)
+            replicas = {r for replicas in (held[1] if held else {}).values() for r in replicas}
+            away = sorted(replicas - live)
+            if away:
+                # As Kafka's TopicDeletionManager: ineligible while a replica is offline,
+                # so that every broker deletes its logs when the topic goes; tried again
+                # when brokers register.
+                if name not in self._waiting_deletions:
+                    log.info(
+                        "[Controller id=%d] Deletion of topic %s waits for brokers %s",
+                        state.controller_id,
+                        name,
+                        ", ".join(map(str, away)),
+                    )
+                    self._waiting_deletions.add(name)
+                continue
+            self._waiting_deletions.discard(name)
+            paths = await self._tree(znodes.topic_path(name))
+            config = znodes.config_entity_path("topics", name)
+            if await self._client.exists(config) is not None:
+                paths.append(config)
+            paths.append(znodes.delete_topic_path(name))
+
+            def build(transaction: TransactionRequest, paths: list[str] = paths) -> None:
+                for path in paths:
+                    transaction.delete(path)
+
+            try:
+                await self._fenced(state, build)
+            except (NoNodeError, NodeExistsError, BadVersionError) as exc:
+                # Changed while read (a partition state written meanwhile): next round.
+                log.info("Deleting topic %s: %s; trying again", name, type(exc).__name__)
+                self._job.schedule()
+                continue
+            log.info("[Controller id=%d] Deleted topic %s", state.controller_id, name)
+
+    async def _tree(self, path: str) -> list[str]:
+        """`path` and everything under it, children before their parents."""
+        try:
+            children = await self._client.get_children(path)
+        except NoNodeError:
+            return []
+        found: list[str] = []
+        for child in children:
+            found += await self._tree(f"{path}/{child}")
+        found.append(path)
+        return found

@@ -1,0 +1,309 @@
+"""Topics, partition states and topic configs, from ZooKeeper into the metadata cache.
+
+Every broker watches what Kafka's brokers learnt from the controller's UpdateMetadata
+requests: /brokers/topics (children: which topics exist), each /brokers/topics/<t> (the
+assignment and topic id), each partition's state znode (leader, leader epoch, ISR; its
+version is the partition epoch) and the topic configs (read at start, then again when a
+change notification under /config/changes names the topic). Watches rather than
+requests from the controller: ZooKeeper is the one source of truth already, its watches
+reach every broker without a channel of the controller's own, and a broker that was
+away reads the current state instead of replaying missed requests.
+
+What it reads becomes the metadata records (TopicRecord, PartitionRecord, ...) that
+differ from what the cache shows, applied through the MetadataPublisher on the loop: a
+watch that fires for an unchanged znode, or for a change the broker made itself (its own
+ISR write), applies nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import EventType, WatchedEvent
+
+from ..config import ConfigError
+from ..metadata.cache import MetadataCache, PartitionRegistration
+from ..metadata.publisher import MetadataPublisher
+from ..metadata.records import (
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicConfigsRecord,
+    TopicRecord,
+)
+from ..topic_config import validate_topic_configs
+from . import znodes
+from .client import ZooKeeperClient
+from .serial_job import SerialJob
+
+log = logging.getLogger("brook.zookeeper.topics")
+
+NO_LEADER = -1
+# Where a partition without a state znode stands (its controller has not written one yet).
+NO_STATE = znodes.PartitionState(NO_LEADER, 0, (), 0, 0)
+
+
+class TopicWatcher:
+    def __init__(
+        self, client: ZooKeeperClient, cache: MetadataCache, publisher: MetadataPublisher | None
+    ) -> None:
+        self._client = client
+        self._cache = cache
+        self.publisher = publisher
+        # What ZooKeeper held when last read.
+        self.assignments: dict[str, tuple[uuid.UUID | None, dict[int, list[int]]]] = {}
+        self.states: dict[tuple[str, int], znodes.PartitionState] = {}
+        self.configs: dict[str, dict[str, str]] = {}
+        # What a watch said may have changed since.
+        self._stale_topics: set[str] = set()
+        self._stale_states: set[tuple[str, int]] = set()
+        self._stale_configs: set[str] = set()
+        self._last_change: str | None = None
+        self._job = SerialJob("reading topics from ZooKeeper", self._refresh)
+        # Told after every read (the controller decides on what was read).
+        self.refreshed: list[Callable[[], None]] = []
+
+    async def start(self) -> None:
+        self._job.schedule()
+        await self._job.idle()
+
+    def schedule(self) -> None:
+        self._job.schedule()
+
+    async def idle(self) -> None:
+        await self._job.idle()
+
+    def close(self) -> None:
+        self._job.close()
+
+    def resync(self) -> None:
+        """A new session: its watches are gone with the old one; read everything again."""
+        self._everything_stale()
+        self._job.schedule()
+
+    # --- watches ------------------------------------------------------------------------
+
+    def _everything_stale(self) -> None:
+        # A lost connection: kazoo drops its watches; read everything again.
+        self._stale_topics.update(self.assignments)
+        self._stale_states.update(self.states)
+        self._stale_configs.update(self.assignments)
+
+    def _topics_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE:
+            self._everything_stale()
+        self._job.schedule()
+
+    def _topic_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE or event.path is None:
+            self._everything_stale()
+        else:
+            self._stale_topics.add(event.path.rsplit("/", 1)[-1])
+        self._job.schedule()
+
+    def _state_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE or event.path is None:
+            self._everything_stale()
+        else:
+            # /brokers/topics/<t>/partitions/<p>/state
+            parts = event.path.split("/")
+            if len(parts) >= 6 and parts[-2].isdigit():
+                self._stale_states.add((parts[-4], int(parts[-2])))
+        self._job.schedule()
+
+    def _config_changes(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE:
+            self._everything_stale()
+        self._job.schedule()
+
+    def _config_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE or event.path is None:
+            self._everything_stale()
+        else:
+            self._stale_configs.add(event.path.rsplit("/", 1)[-1])
+        self._job.schedule()
+
+    # --- reading ------------------------------------------------------------------------
+
+    async def _refresh(self) -> None:
+        await self._read_config_changes()
+        children = await self._client.get_children(znodes.TOPICS, self._topics_changed)
+        names = set(children)
+        for gone in set(self.assignments) - names:
+            self.assignments.pop(gone, None)
+            self.configs.pop(gone, None)
+            for key in [k for k in self.states if k[0] == gone]:
+                del self.states[key]
+        new_topics = names - set(self.assignments)
+        to_read = sorted(new_topics | (self._stale_topics & names))
+        self._stale_topics.difference_update(to_read)
+        await asyncio.gather(*(self._read_topic(name) for name in to_read))
+        configs_to_read = sorted(new_topics | (self._stale_configs & names))
+        self._stale_configs.difference_update(configs_to_read)
+        await asyncio.gather(*(self._read_config(name) for name in configs_to_read))
+        wanted = [
+            (name, partition)
+            for name, (_, assignment) in self.assignments.items()
+            for partition in assignment
+            if (name, partition) not in self.states or (name, partition) in self._stale_states
+        ]
+        self._stale_states.difference_update(wanted)
+        await asyncio.gather(*(self._read_state(name, partition) for name, partition in wanted))
+        self._publish()
+        for listener in self.refreshed:
+            listener()
+
+    async def _read_topic(self, name: str) -> None:
+        try:
+            data, _ = await self._client.get(znodes.topic_path(name), self._topic_changed)
+        except NoNodeError:
+            self.assignments.pop(name, None)
+            return
+        try:
+            self.assignments[name] = znodes.decode_topic(name, data)
+        except ValueError as exc:
+            log.error("%s; topic %s is left out of the metadata", exc, name)
+            # Known but without an id: left out until its znode changes (its watch).
+            self.assignments[name] = (None, {})
+
+    async def _read_state(self, name: str, partition: int) -> None:
+        path = znodes.topic_partition_state_path(name, partition)
+        try:
+            data, stat = await self._client.get(path, self._state_changed)
+        except NoNodeError:
+            # Not written yet: its creation fires this watch.
+            if await self._client.exists(path, self._state_changed) is None:
+                self.states[(name, partition)] = NO_STATE
+                return
+            self._stale_states.add((name, partition))
+            self._job.schedule()
+            return
+        try:
+            self.states[(name, partition)] = znodes.decode_partition_state(data, stat.version)
+        except ValueError as exc:
+            log.error("%s (%s)", exc, path)
+            self.states[(name, partition)] = NO_STATE
+
+    async def _read_config(self, name: str) -> None:
+        path = znodes.config_entity_path("topics", name)
+        try:
+            data, _ = await self._client.get(path, self._config_changed)
+        except NoNodeError:
+            await self._client.exists(path, self._config_changed)
+            self.configs[name] = {}
+            return
+        try:
+            self.configs[name] = znodes.decode_entity_config(data)
+        except ValueError as exc:
+            log.error("%s (%s)", exc, path)
+
+    async def _read_config_changes(self) -> None:
+        """Topics named by notifications newer than the last one read get their configs
+        read again (the config znodes are watched too: a notification only hurries it)."""
+        children = sorted(
+            c
+            for c in await self._client.get_children(znodes.CONFIG_CHANGES, self._config_changes)
+            if c.startswith(znodes.CONFIG_CHANGE_PREFIX)
+        )
+        if self._last_change is None:
+            self._last_change = children[-1] if children else ""
+            return
+        for child in children:
+            if child <= self._last_change:
+                continue
+            self._last_change = child
+            try:
+                data, _ = await self._client.get(f"{znodes.CONFIG_CHANGES}/{child}")
+                entity = znodes.decode_config_change(data)
+            except (NoNodeError, ValueError):
+                continue
+            if entity is not None and entity[0] == "topics":
+                self._stale_configs.add(entity[1])
+
+    # --- into records -------------------------------------------------------------------
+
+    def records(self) -> list[MetadataRecord]:
+        """The records that take the cache to what ZooKeeper holds."""
+        records: list[MetadataRecord] = []
+        cached = {topic.name: topic for topic in self._cache.topics()}
+        for name, topic in cached.items():
+            held = self.assignments.get(name)
+            if held is None or held[0] != topic.topic_id:
+                records.append(RemoveTopicRecord(topic.topic_id))
+        for name, (topic_id, assignment) in sorted(self.assignments.items()):
+            if topic_id is None:
+                continue  # an old Kafka's topic: the controller gives it an id first
+            topic = cached.get(name)
+            if topic is not None and topic.topic_id != topic_id:
+                topic = None
+            if topic is None:
+                records.append(TopicRecord(name, topic_id))
+            for partition in range(len(assignment)):
+                if partition not in assignment:
+                    break  # partitions are numbered without gaps: the rest waits
+                state = self.states.get((name, partition), NO_STATE)
+                registration = PartitionRegistration(
+                    tuple(assignment[partition]),
+                    state.isr,
+                    state.leader,
+                    state.leader_epoch,
+                    state.zk_version,
+                )
+                if (
+                    topic is not None
+                    and partition < len(topic.partitions)
+                    and topic.partitions[partition] == registration
+                ):
+                    continue
+                records.append(
+                    PartitionRecord(
+                        topic_id,
+                        partition,
+                        registration.replicas,
+                        registration.isr,
+                        registration.leader,
+                        registration.leader_epoch,
+                        registration.partition_epoch,
+                    )
+                )
+            configs = self._parsed_configs(name)
+            if configs is not None and (topic.configs if topic else {}) != configs:
+                records.append(TopicConfigsRecord(topic_id, configs))
+        return records
+
+    def _parsed_configs(self, name: str) -> dict[str, Any] | None:
+        raw = self.configs.get(name)
+        if raw is None:
+            return None
+        try:
+            return validate_topic_configs(dict(raw))
+        except ConfigError as exc:
+            log.error("The configs of topic %s in ZooKeeper are not valid: %s", name, exc)
+            return None
+
+    def _publish(self) -> None:
+        if self.publisher is None:
+            return
+        records = self.records()
+        if not records:
+            return
+        # Removals first, on their own: a topic deleted and made again under the same
+        # name must lose its old partitions before it gets new ones.
+        removed = [r for r in records if isinstance(r, RemoveTopicRecord)]
+        if removed:
+            self.publisher.apply(removed)
+        rest = [r for r in records if not isinstance(r, RemoveTopicRecord)]
+        if rest:
+            self.publisher.apply(rest)
+        added = [r for r in rest if isinstance(r, TopicRecord)]
+        if added or removed:
+            log.info(
+                "Topics from ZooKeeper: %s added, %s removed",
+                ", ".join(sorted(r.name for r in added)) or "none",
+                len(removed),
+            )
