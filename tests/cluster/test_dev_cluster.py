@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import psutil
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.clients import consume_all, produce
 
 
 def test_brook_cluster_runs_three_brokers_until_ctrl_c(tmp_path: Path):
@@ -32,6 +34,12 @@ def test_brook_cluster_runs_three_brokers_until_ctrl_c(tmp_path: Path):
             metadata = AdminClient({"bootstrap.servers": server}).list_topics(timeout=15)
             assert sorted(metadata.brokers) == [1, 2, 3]
             assert metadata.controller_id in (1, 2, 3)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("dev", 1, 3)])["dev"].result(30)
+        produce(bootstrap, "dev", [(b"k", b"hello")])
+        assert [m.value() for m in consume_all(bootstrap, "dev", 1)] == [b"hello"]
+        replicas = admin.list_topics("dev", timeout=15).topics["dev"].partitions[0].replicas
+        assert sorted(replicas) == [1, 2, 3]
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=60)
         assert process.returncode == 0, rest
