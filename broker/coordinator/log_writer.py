@@ -74,9 +74,12 @@ class LogPartitionWriter:
     def read(self, tp: TopicPartition) -> Iterator[StoredBatch]:
         partition = self._partition_of(tp.topic, tp.partition)
         offset = partition.log_start_offset
-        while offset < partition.high_watermark:
+        # To the log end, as Kafka's coordinator loader reads: a new leader's high
+        # watermark may lag what it has, and everything it has stays (a leader never
+        # truncates its own log), so the records past it are the partition's all the same.
+        while offset < partition.log_end_offset:
             data = partition.read_records(
-                offset, READ_CHUNK_BYTES, FetchIsolation.HIGH_WATERMARK, min_one_message=True
+                offset, READ_CHUNK_BYTES, FetchIsolation.LOG_END, min_one_message=True
             )
             read_any = False
             for batch in stored_batches(bytes(data.records)):
