@@ -181,9 +181,22 @@ class ReplicaManager:
     def set_fenced(self, fenced: bool) -> None:
         """The broker lost (or got back) the right to lead: every partition refuses (or
         takes again) writes as leader."""
+        from .partition import NotLeaderOrFollowerError
+
         self.fenced = fenced
         for partition in self._partitions.values():
             partition.fenced = fenced
+            if fenced and partition.leader_id == self.broker_id:
+                # acks=all writes waiting here may never commit (the followers may have
+                # moved on to another leader): they get NOT_LEADER_OR_FOLLOWER at once, as
+                # Kafka answers them when a leader steps down, and the producer retries
+                # them at the new leader.
+                partition.fail_waiters(
+                    NotLeaderOrFollowerError(
+                        f"Broker {self.broker_id} is cut off from ZooKeeper and does not lead"
+                        f" {partition.name} for now"
+                    )
+                )
 
     def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
         """Every partition led here drops the followers that fell behind."""

@@ -197,6 +197,10 @@ class _Leaders:
         services = self._services
         if leader < 0 or not self.alive(leader):
             return ErrorCode.leader_not_available
+        if services.replicas.fenced:
+            # Cut off from ZooKeeper, this broker's view of the leaders may be stale (another
+            # may lead by now): it names none, so that clients ask another broker.
+            return ErrorCode.leader_not_available
         if leader == services.broker_id:
             reachable = services.listeners.advertised_endpoint(self._listener_name) is not None
         else:

@@ -93,14 +93,16 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_loses_no_acknowledged_wri
             ),
             timeout=60,
         )
-        acked_before = len(producer.acked)
-        producer.wait_for_acks(acked_before + 500, timeout=60)
+        # Clients that still reach it get NOT_LEADER_OR_FOLLOWER and no leader from its
+        # Metadata (its view may be stale); one connected to it alone (librdkafka's sparse
+        # connections) may wait for the heal: no progress is asked of it meanwhile.
         to_zookeeper.heal()
         to_broker.heal()
-        # Back as a follower of the new leader, in the ISR again.
+        # Back as a follower of the new leader (truncating what it wrote alone), in the
+        # ISR again, and the producer goes on.
         eventually(lambda: sorted(_state(zk)["isr"]), lambda isr: isr == [1, 2, 3], timeout=60)
         assert _state(zk)["leader"] == new["leader"]
-        producer.wait_for_acks(len(producer.acked) + 300, timeout=60)
+        producer.wait_for_acks(len(producer.acked) + 500, timeout=60)
     stored = read_all(bootstrap, TOPIC, 1)
     assert_all_acked_kept(stored, producer.acked)
     assert_order_kept(stored)
