@@ -174,20 +174,8 @@ class Controller:
         if topic is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
-        if new_total == current:
-            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
-        if new_total < current:
-            raise InvalidPartitionsError(
-                f"The topic {name} currently has {current} partition(s); {new_total} would"
-                " not be an increase."
-            )
-        additional = new_total - current
+        check_partition_increase(name, current, new_total, assignments)
         if assignments is not None:
-            if len(assignments) != additional:
-                raise InvalidReplicaAssignmentError(
-                    f"Attempted to add {additional} additional partition(s), but only"
-                    f" {len(assignments)} assignment(s) were specified."
-                )
             replication_factor = len(topic.partitions[0].replicas)
             for broker_ids in assignments:
                 validate_manual_assignment(broker_ids, replication_factor, self.live_brokers)
@@ -254,6 +242,26 @@ class Controller:
             reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
             log.error("Could not %s: %s; nothing of it was kept", action, reason)
             raise KafkaStorageError(f"Could not {action}: {reason}.") from None
+
+
+def check_partition_increase(
+    name: str, current: int, new_total: int, assignments: list[list[int]] | None
+) -> None:
+    """CreatePartitions' checks of the new count (and of the assignments' count), with
+    Kafka's messages; the replicas of each assignment are checked by the caller."""
+    if new_total == current:
+        raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+    if new_total < current:
+        raise InvalidPartitionsError(
+            f"The topic {name} currently has {current} partition(s); {new_total} would"
+            " not be an increase."
+        )
+    additional = new_total - current
+    if assignments is not None and len(assignments) != additional:
+        raise InvalidReplicaAssignmentError(
+            f"Attempted to add {additional} additional partition(s), but only"
+            f" {len(assignments)} assignment(s) were specified."
+        )
 
 
 def partitions(count: int) -> str:

@@ -26,8 +26,6 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from brook.protocol.errors import (
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
     LeaderNotAvailableError,
     RequestTimedOutError,
     TopicDeletionDisabledError,
@@ -43,7 +41,7 @@ from ..cluster.assignment import (
 )
 from ..config import BrokerConfig
 from ..config_values import config_to_string
-from ..controller import Controller, partitions
+from ..controller import Controller, check_partition_increase, partitions
 from ..coordinator.errors import CoordinatorNotAvailableError
 from ..metadata.cache import MetadataCache, TopicMetadata
 from ..metadata.publisher import MetadataPublisher
@@ -293,20 +291,8 @@ class ZkController(Controller):
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.") from None
             topic_id, existing = znodes.decode_topic(name, data)
             current = len(existing)
-            if new_total == current:
-                raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
-            if new_total < current:
-                raise InvalidPartitionsError(
-                    f"The topic {name} currently has {current} partition(s); {new_total}"
-                    " would not be an increase."
-                )
-            additional = new_total - current
+            check_partition_increase(name, current, new_total, assignments)
             if assignments is not None:
-                if len(assignments) != additional:
-                    raise InvalidReplicaAssignmentError(
-                        f"Attempted to add {additional} additional partition(s), but only"
-                        f" {len(assignments)} assignment(s) were specified."
-                    )
                 replication_factor = len(existing[0]) if existing else None
                 for broker_ids in assignments:
                     validate_manual_assignment(broker_ids, replication_factor, self.live_brokers)
