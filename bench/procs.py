@@ -160,6 +160,13 @@ class BrokerProcess:
                 total += measure(proc)
         return total
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no clean shutdown (the failover bench)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT_S)
+
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM, then SIGKILL after a timeout; only this process and its own descendants."""
         proc, self._proc = self._proc, None

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
 from brook.storage.errors import InconsistentClusterIdError
-from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager, prepare_log_dirs
 from brook.storage.producer_state_config import ProducerStateManagerConfig
 
@@ -24,6 +23,7 @@ from .faults import FaultRegistry
 from .features import features_of
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
+from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .log_dir_mover import LogDirMover
@@ -39,6 +39,7 @@ from .topic_config import log_config_for
 
 if TYPE_CHECKING:
     from brook.storage.log_cleaner_manager import LogCleanerManager
+    from brook.storage.log_config import LogConfig
 
     from .admin_server import AdminServer
     from .groups.coordinator import GroupCoordinator
@@ -93,6 +94,8 @@ class Broker:
         self.exit_code = 0
         # Fetches parked in long polls; woken at shutdown so they answer at once.
         self.fetch_purgatory = FetchPurgatory()
+        # Requests to the other brokers (transaction markers and checks).
+        self.inter_broker = InterBrokerClients(self.broker_id, self.metadata, lambda: self.config)
 
     @property
     def config(self) -> BrokerConfig:
@@ -190,7 +193,11 @@ class Broker:
             ) from None
         self.cluster_id = self.log_manager.cluster_id or ""
         self.replicas = ReplicaManager(
-            self.broker_id, self.log_manager, self._log_config, self.clock
+            self.broker_id,
+            self.log_manager,
+            self._log_config,
+            self.clock,
+            lambda broker_id: self.metadata.broker(broker_id) is not None,
         )
         # Fetchers start only for partitions another broker leads (never on a single
         # broker, which leads them all).
@@ -245,6 +252,7 @@ class Broker:
             cluster_id=self.cluster_id,
             listeners=self.listeners,
             membership=self.membership,
+            inter_broker=self.inter_broker,
             faults=self.faults,
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
         )
@@ -257,6 +265,7 @@ class Broker:
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
         # Alive at the endpoints just bound: in ZooKeeper, or in this broker's own cache.
+        self.membership.add_fencing_listener(self.replicas.set_fenced)
         await self.membership.register(self.metadata_publisher, self._registration())
         self.listeners.on_reconfigured.append(
             lambda: self.membership.update_registration(self._registration())
@@ -370,6 +379,7 @@ class Broker:
         self.stopping = True
         if self.replicas.fetchers is not None:
             await self.replicas.fetchers.shutdown()
+        await self.inter_broker.close()
         self.fetch_purgatory.close()
         in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
@@ -409,6 +419,7 @@ class Broker:
         from .coordinator.loop_timer import LoopTimer
         from .groups.coordinator import GroupCoordinator, offsets_topic
         from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
+        from .transactions.markers import MarkerRoute
 
         config = self.config
         # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
@@ -429,8 +440,27 @@ class Broker:
             self.clock,
             groups,
             self.producer_ids.next_id,
+            MarkerRoute(
+                self._leader_of, self.broker_id, self.inter_broker, self._coordinator_epoch_of
+            ),
         )
         return groups, transactions, timer
+
+    def _coordinator_epoch_of(self, transactional_id: str) -> int:
+        """The leader epoch of the transactional id's `__transaction_state` partition."""
+        transactions = self.coordinators.transactions
+        topic = self.metadata.get(transactions.runtime.topic.name)
+        if topic is None or not topic.partitions:
+            return 0
+        index = transactions.runtime.topic.partition_of(transactional_id, len(topic.partitions))
+        return max(topic.partitions[index].leader_epoch, 0)
+
+    def _leader_of(self, topic: str, partition: int) -> int | None:
+        """The partition's leader (-1 while it has none; None: no such partition)."""
+        found = self.metadata.get(topic)
+        if found is None or not 0 <= partition < len(found.partitions):
+            return None
+        return found.partitions[partition].leader
 
     def _registration(self) -> RegisterBrokerRecord:
         config = self.config

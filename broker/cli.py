@@ -84,6 +84,7 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         # The operator's tools: each module adds its subcommand and the function that runs it.
         from .tools import (
             audit,
+            cluster,
             compact,
             configs,
             dump_log,
@@ -95,7 +96,7 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         )
 
         tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
-        for tool in (*tools, faults):
+        for tool in (*tools, faults, cluster):
             tool.add_parser(commands)
     return parser
 

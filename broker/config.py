@@ -19,7 +19,6 @@ from typing import Any
 from brook.protocol.releases import KNOWN_RELEASES
 
 from .config_values import config_to_string
-from .zookeeper.connect_string import parse_connect_string
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -149,6 +148,8 @@ class ConfigKey:
 def _check_zookeeper_connect(value: Any) -> str | None:
     if not value:
         return None  # empty: no ZooKeeper, as unset
+    from .zookeeper.connect_string import parse_connect_string  # only when one is set
+
     try:
         parse_connect_string(value)
     except ValueError as exc:

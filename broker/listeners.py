@@ -130,13 +130,19 @@ class ListenerManager:
 
     async def _bind(self, listener: Listener) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: self._new_connection(listener.name),
-            host=listener.host or None,
-            port=listener.port,
-            reuse_address=True,
-            backlog=1024,
-        )
+        sock = _ip_listening_socket(listener.host, listener.port)
+        if sock is not None:
+            server = await loop.create_server(
+                lambda: self._new_connection(listener.name), sock=sock, backlog=1024
+            )
+        else:
+            server = await loop.create_server(
+                lambda: self._new_connection(listener.name),
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+            )
         self._servers[listener.name] = server
         self._configured[listener.name] = listener
         port = server.sockets[0].getsockname()[1]
@@ -223,3 +229,35 @@ def _normalized(address: str) -> str:
 
 def is_wildcard(host: str) -> bool:
     return host in _WILDCARDS
+
+
+def _ip_listening_socket(host: str, port: int) -> socket.socket | None:
+    """A bound socket for an IP-literal host (None for a name, or all interfaces).
+
+    Bound here rather than by create_server: its address lookup loads the idna codec
+    for any host given as text, a few milliseconds of every start for nothing to look up.
+    Bound as create_server binds (SO_REUSEADDR, IPv6 only on an IPv6 address), and a
+    failure reads as its own does."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.setblocking(False)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"error while attempting to bind on address {(host, port)!r}:"
+                f" {(exc.strerror or str(exc)).lower()}",
+            ) from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock

@@ -35,6 +35,9 @@ class ProducerIds(Protocol):
 SINGLE_BROKER_CONTROLLER_EPOCH = 1
 
 ControllerListener = Callable[[int, int, bool], None]
+# Told True when the broker must stop acting as a leader (its ZooKeeper session is lost,
+# or presumed lost), False when it may again.
+FencingListener = Callable[[bool], None]
 
 
 class Membership(Protocol):
@@ -84,6 +87,12 @@ class Membership(Protocol):
 
     async def producer_id_manager(self, log_dir: Path) -> ProducerIds:
         """Producer ids unique in the cluster."""
+        ...
+
+    def add_fencing_listener(self, listener: FencingListener) -> None:
+        """`listener(fenced)` on the loop when the broker loses (or regains) the right
+        to lead: a partition leader cut off from ZooKeeper stops before another broker
+        can be elected in its place."""
         ...
 
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
@@ -167,6 +176,9 @@ class LocalMembership:
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         pass  # the controller never changes
+
+    def add_fencing_listener(self, listener: FencingListener) -> None:
+        pass  # a single broker is never fenced
 
     async def register(self, publisher: MetadataPublisher, broker: RegisterBrokerRecord) -> None:
         self._publisher = publisher

@@ -158,6 +158,8 @@ class Partition:
     follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     # acks=all produces waiting for the high watermark to pass their offset.
     commit_waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
+    # DeleteRecords waiting for every replica's log start to reach their offset.
+    low_watermark_waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     # Where ISR changes go (None with a single broker: it is the whole ISR for ever).
     alter_partition: AlterPartition | None = None
@@ -166,6 +168,11 @@ class Partition:
     pending_isr: list[int] | None = None
     # Milliseconds; when a partition made as leader starts counting its followers' lag.
     clock: Callable[[], int] = system_clock
+    # The broker lost (or presumes lost) its ZooKeeper session: another broker may be
+    # elected any moment, so this one takes no more writes as leader.
+    fenced: bool = False
+    # Whether a broker is alive (registered): a dead replica holds back no low watermark.
+    broker_alive: Callable[[int], bool] = lambda broker_id: True
 
     def __post_init__(self) -> None:
         self._track_remote_replicas()
@@ -305,6 +312,11 @@ class Partition:
     ) -> AppendInfo:
         """Validate and append as the leader; await `wait_for_commit` for acks=all."""
         log = self._local_log()
+        if self.fenced:
+            raise NotLeaderOrFollowerError(
+                f"Broker {self.local_broker_id} is cut off from ZooKeeper and does not lead"
+                f" {self.name} for now"
+            )
         min_insync = log.config.min_insync_replicas
         if required_acks == ACKS_ALL and len(self.isr) < min_insync:
             # Kafka refuses before writing when the ISR is too small for acks=all.
@@ -347,6 +359,7 @@ class Partition:
         replica.update_fetch_state(fetch_offset, log_start_offset, self.log.log_end_offset, now_ms)
         self._maybe_expand_isr(replica)
         self._maybe_increment_high_watermark()
+        self._complete_low_watermark_waiters()
 
     # --- the ISR ------------------------------------------------------------------------
 
@@ -480,7 +493,8 @@ class Partition:
 
     def fail_waiters(self, error: KafkaError) -> None:
         """This replica no longer serves: answer everyone who waits on it."""
-        waiters, self.commit_waiters = self.commit_waiters, []
+        waiters = self.commit_waiters + self.low_watermark_waiters
+        self.commit_waiters, self.low_watermark_waiters = [], []
         for _, waiter in waiters:
             if not waiter.done():
                 waiter.set_exception(error)
@@ -594,6 +608,42 @@ class Partition:
     def active_producers(self) -> list[ProducerStateEntry]:
         """DescribeProducers: the producers this replica knows (a follower answers too)."""
         return self._local_log(require_leader=False).active_producers()
+
+    @property
+    def low_watermark(self) -> int:
+        """The smallest log start offset among the replicas known to have one (Kafka's
+        lowWatermarkIfLeader): what DeleteRecords waits for."""
+        starts = [self.log_start_offset]
+        starts += [
+            replica.log_start_offset
+            for replica in self.remote_replicas.values()
+            if replica.log_start_offset >= 0 and self.broker_alive(replica.broker_id)
+        ]
+        return min(starts)
+
+    def wait_for_low_watermark(self, offset: int) -> asyncio.Future[None] | None:
+        """None once every replica's log start has reached `offset`; else a future that
+        completes when it has (followers learn the new start from their fetches), or
+        fails when this replica stops leading."""
+        if self.low_watermark >= offset:
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.low_watermark_waiters.append((offset, waiter))
+        return waiter
+
+    def _complete_low_watermark_waiters(self) -> None:
+        if not self.low_watermark_waiters:
+            return
+        low_watermark = self.low_watermark
+        pending = []
+        for offset, waiter in self.low_watermark_waiters:
+            if waiter.done():
+                continue
+            if offset <= low_watermark:
+                waiter.set_result(None)
+            else:
+                pending.append((offset, waiter))
+        self.low_watermark_waiters = pending
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset`; the new one."""

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.errors import UnknownTopicOrPartitionError
 from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
-from brook.storage.log_config import LogConfig
 from brook.storage.log_manager import LogManager
 
 from .metadata.cache import MetadataCache
@@ -28,6 +27,8 @@ from .metadata.records import (
 )
 
 if TYPE_CHECKING:
+    from brook.storage.log_config import LogConfig
+
     from .partition import AlterPartition, Partition
     from .replication.fetcher_manager import ReplicaFetcherManager
 
@@ -41,10 +42,12 @@ class ReplicaManager:
         log_manager: LogManager,
         log_config_of: Callable[[dict[str, Any]], LogConfig],
         now_ms: Callable[[], int] = system_clock,
+        broker_alive: Callable[[int], bool] = lambda broker_id: True,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
         self._now_ms = now_ms
+        self._broker_alive = broker_alive
         # In a cluster: the fetchers that copy what other brokers lead, and where a
         # leader's ISR changes go. A single broker has neither.
         self.fetchers: ReplicaFetcherManager | None = None
@@ -52,6 +55,7 @@ class ReplicaManager:
         # Told when a partition's leadership changes here (the coordinators load or
         # drop their partitions).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
+        self.fenced = False
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -154,6 +158,8 @@ class ReplicaManager:
             partition_epoch=record.partition_epoch,
             alter_partition=self.alter_partition,
             clock=self._now_ms,
+            fenced=self.fenced,
+            broker_alive=self._broker_alive,
         )
         self._partitions[(name, record.partition_id)] = partition
         return partition
@@ -171,6 +177,13 @@ class ReplicaManager:
         if leadership_changed:
             for listener in self.leadership_listeners:
                 listener(partition)
+
+    def set_fenced(self, fenced: bool) -> None:
+        """The broker lost (or got back) the right to lead: every partition refuses (or
+        takes again) writes as leader."""
+        self.fenced = fenced
+        for partition in self._partitions.values():
+            partition.fenced = fenced
 
     def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
         """Every partition led here drops the followers that fell behind."""

@@ -18,6 +18,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .faults import FaultRegistry
 from .fetch_purgatory import FetchPurgatory
 from .fetch_sessions import FetchSessionCache
+from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .log_dir_mover import LogDirMover
 from .membership import Membership, ProducerIds
@@ -49,6 +50,8 @@ class BrokerServices:
     listeners: ListenerManager
     # The live brokers' registrations and the elected controller.
     membership: Membership
+    # Requests to the other brokers (a partition leader's transaction checks).
+    inter_broker: InterBrokerClients
     # Faults armed by tests (the admin endpoint, `brook faults`, the pytest plugin).
     faults: FaultRegistry
     # The API versions advertised and served (an emulated Kafka release's, if asked for).

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
-
-from brook.storage.log_config import LogConfig
+from typing import TYPE_CHECKING, Any
 
 from .config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, ConfigKey
+
+if TYPE_CHECKING:
+    from brook.storage.log_config import LogConfig
 
 GZIP_LEVELS = (1, 9)
 
@@ -272,4 +273,6 @@ def _timestamp_bound(broker: BrokerConfig, overrides: Mapping[str, Any], bound: 
 
 
 def log_config_for(broker: BrokerConfig, overrides: Mapping[str, Any]) -> LogConfig:
+    from brook.storage.log_config import LogConfig  # with the first log
+
     return LogConfig.from_properties(effective_topic_config(broker, overrides))

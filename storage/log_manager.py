@@ -52,12 +52,12 @@ from .errors import (
     LogDirLockedError,
     StorageError,
 )
-from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .producer_state_config import ProducerStateManagerConfig
 
 if TYPE_CHECKING:
     from .log import Log
+    from .log_config import LogConfig
 
 logger = logging.getLogger("brook.storage.log_manager")
 

@@ -198,18 +198,23 @@ def _append(
     if transactional_id is not None:
         try:
             producer = _transactional_producer(records)
-            if producer is not None and not verification.verify(
-                ctx.services.transactions,
-                transactional_id,
-                producer,
-                (name, index),
-                verification.for_produce(ctx.api_version),
-            ):
-                result = PartitionResult(ErrorCode.none)
-                added = _append_once_added(
-                    ctx, partition, result, records, acks, transactional_id, producer, timeout_s
-                )
-                return result, asyncio.ensure_future(added)
+            if producer is not None:
+                coordinator = verification.coordinator_of(ctx.services, transactional_id)
+                operation = verification.for_produce(ctx.api_version)
+                if not verification.verify(
+                    coordinator, transactional_id, producer, (name, index), operation
+                ):
+                    result = PartitionResult(ErrorCode.none)
+                    added = _append_once_added(
+                        ctx,
+                        partition,
+                        result,
+                        records,
+                        acks,
+                        (coordinator, transactional_id, producer, operation),
+                        timeout_s,
+                    )
+                    return result, asyncio.ensure_future(added)
         except KafkaError as exc:
             return _refused(ctx, name, index, partition, exc), None
     return _append_now(ctx, partition, records, acks)
@@ -231,15 +236,18 @@ async def _append_once_added(
     result: PartitionResult,
     records: bytes,
     acks: int,
-    transactional_id: str,
-    producer: ProducerIdAndEpoch,
+    transaction: tuple[
+        verification.AnyCoordinator, str, ProducerIdAndEpoch, verification.SupportedOperation
+    ],
     timeout_s: float,
 ) -> None:
     """Transaction version 2: the coordinator adds the partition to the producer's
-    transaction, then the batch is appended (and, with acks=all, committed)."""
+    transaction, then the batch is appended (and, with acks=all, committed); a remote
+    coordinator is asked first (to add, or only to verify for the older versions)."""
+    coordinator, transactional_id, producer, operation = transaction
     tp = (partition.topic, partition.index)
     try:
-        await verification.add(ctx.services.transactions, transactional_id, producer, tp, timeout_s)
+        await verification.add(coordinator, transactional_id, producer, tp, timeout_s, operation)
     except KafkaError as exc:
         refused = _refused(ctx, partition.topic, partition.index, partition, exc)
         result.error, result.log_start_offset = refused.error, refused.log_start_offset

@@ -47,23 +47,34 @@ def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             cr.CONSUMER_OFFSETS_TOPIC,
             services.groups.runtime.partition_for(request.group_id),
         )
+        coordinator = verification.coordinator_of(services, request.transactional_id)
+        operation = verification.for_txn_offset_commit(ctx.api_version)
         in_transaction = verification.verify(
-            services.transactions,
+            coordinator,
             request.transactional_id,
             producer,
             offsets_partition,
-            verification.for_txn_offset_commit(ctx.api_version),
+            operation,
         )
     except KafkaError as exc:
         return _refused(ctx, request, errors, known_partitions, exc)
     if in_transaction:
         return _commit(ctx, request, accepted, errors, known_partitions)
-    return _commit_once_added(ctx, request, offsets_partition, accepted, errors, known_partitions)
+    return _commit_once_added(
+        ctx,
+        request,
+        (coordinator, operation),
+        offsets_partition,
+        accepted,
+        errors,
+        known_partitions,
+    )
 
 
 async def _commit_once_added(
     ctx: RequestContext,
     request: Any,
+    asking: tuple[verification.AnyCoordinator, verification.SupportedOperation],
     offsets_partition: tuple[str, int],
     accepted: dict[OffsetKey, CommittedOffset],
     errors: dict[OffsetKey, ErrorCode],
@@ -73,11 +84,12 @@ async def _commit_once_added(
     transaction first, as the client no longer sends AddOffsetsToTxn."""
     try:
         await verification.add(
-            ctx.services.transactions,
+            asking[0],
             request.transactional_id,
             ProducerIdAndEpoch(request.producer_id, request.producer_epoch),
             offsets_partition,
             ADD_TIMEOUT_S,
+            asking[1],
         )
     except KafkaError as exc:
         return _refused(ctx, request, errors, known_partitions, exc)

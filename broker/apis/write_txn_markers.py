@@ -1,8 +1,8 @@
 """WriteTxnMarkers (key 27), v1: write COMMIT or ABORT markers into partitions.
 
-In Kafka the transaction coordinator sends it to the leaders of a transaction's
-partitions; Brook's coordinator writes its markers itself, through the same path this
-handler uses, and serves the API for tools and tests that write markers by hand. Each
+The transaction coordinator sends it to the leaders of a transaction's partitions that
+are not its own (it writes its own partitions' markers itself, through the same path);
+tools and tests write markers by hand with it too. Each
 partition answers on its own (UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, or
 INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch there).
 """
@@ -33,7 +33,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
         topics = []
         for topic in marker.topics:
             writes = [
-                markers.write_marker(
+                markers.write_marker_locally(
                     topic.name,
                     index,
                     marker.producer_id,

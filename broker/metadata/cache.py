@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .records import (
     BrokerEndpoint,
@@ -25,8 +25,9 @@ from .records import (
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRegistration:
+class PartitionRegistration(NamedTuple):
+    """One partition's registration (a NamedTuple: many are made at every start)."""
+
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int

@@ -2,26 +2,25 @@
 
 A controller turns a request (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs)
 into records; the publisher applies them. The same records rebuild the state at start.
-They are few and short-lived, so they go without slots (a slotted dataclass costs
-twice as much to define, and these are defined at every start).
+They are immutable values; NamedTuples rather than frozen dataclasses because a
+broker defines them at every start, and a frozen dataclass costs eight times as much to
+define (half a millisecond each on a small machine).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class TopicRecord:
+class TopicRecord(NamedTuple):
     name: str
     topic_id: uuid.UUID
 
 
-@dataclass(frozen=True)
-class PartitionRecord:
+class PartitionRecord(NamedTuple):
     topic_id: uuid.UUID
     partition_id: int
     replicas: tuple[int, ...]
@@ -33,8 +32,7 @@ class PartitionRecord:
     partition_epoch: int = 0
 
 
-@dataclass(frozen=True)
-class BrokerEndpoint:
+class BrokerEndpoint(NamedTuple):
     """One advertised listener of a broker (Kafka's BrokerEndpoint)."""
 
     listener_name: str
@@ -43,8 +41,7 @@ class BrokerEndpoint:
     security_protocol: str = "PLAINTEXT"
 
 
-@dataclass(frozen=True)
-class RegisterBrokerRecord:
+class RegisterBrokerRecord(NamedTuple):
     """A broker is alive, reachable at its endpoints (ZooKeeper: /brokers/ids/<id>)."""
 
     broker_id: int
@@ -52,23 +49,20 @@ class RegisterBrokerRecord:
     rack: str | None = None
 
 
-@dataclass(frozen=True)
-class UnregisterBrokerRecord:
+class UnregisterBrokerRecord(NamedTuple):
     """A broker is gone (its registration znode went with its session)."""
 
     broker_id: int
 
 
-@dataclass(frozen=True)
-class TopicConfigsRecord:
+class TopicConfigsRecord(NamedTuple):
     """A topic's whole set of config overrides (Kafka writes a ConfigRecord a key)."""
 
     topic_id: uuid.UUID
-    configs: Mapping[str, Any] = field(default_factory=dict)
+    configs: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class RemoveTopicRecord:
+class RemoveTopicRecord(NamedTuple):
     topic_id: uuid.UUID
 
 

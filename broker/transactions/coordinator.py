@@ -22,7 +22,7 @@ from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.timer import Timer
 from ..groups.coordinator import GroupCoordinator
 from .errors import InvalidTransactionTimeoutError
-from .markers import RETRY_BACKOFF_S, TransactionMarkerWriter
+from .markers import RETRY_BACKOFF_S, MarkerRoute, TransactionMarkerWriter
 from .metadata import TV_0, TopicPartitionKey, TransactionMetadata
 from .shard import (
     InitProducerIdResult,
@@ -65,6 +65,7 @@ class TransactionCoordinator:
         clock: Clock,
         groups: GroupCoordinator,
         next_producer_id: Callable[[], int],
+        marker_route: MarkerRoute | None = None,
     ) -> None:
         self.max_timeout_ms = int(config["transaction.max.timeout.ms"])
         timeouts = TransactionTimeouts(
@@ -77,7 +78,7 @@ class TransactionCoordinator:
                 config["transaction.remove.expired.transaction.cleanup.interval.ms"]
             ),
         )
-        self.markers = TransactionMarkerWriter(writer, groups, self._complete, clock)
+        self.markers = TransactionMarkerWriter(writer, groups, self._complete, clock, marker_route)
 
         def build_shard(
             tp: TopicPartition, shard_timer: CoordinatorTimer

@@ -23,7 +23,11 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
+
+from kio.schema.add_partitions_to_txn.v5 import request as add_request
+from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32
 
 from brook.protocol.errors import ErrorCode, KafkaError
 
@@ -31,6 +35,8 @@ from .metadata import TV_2, TopicPartitionKey
 from .shard import ProducerIdAndEpoch
 
 if TYPE_CHECKING:
+    from ..inter_broker import InterBrokerClients
+    from ..services import BrokerServices
     from .coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.transactions")
@@ -39,6 +45,9 @@ log = logging.getLogger("brook.transactions")
 # long a broker retries adding a partition while the last transaction completes.
 ADD_RETRY_BACKOFF_S = 0.020
 ADD_RETRY_MAX_S = 0.100
+
+# What a coordinator answers a verification of a partition outside the transaction.
+_NOT_IN_TRANSACTION = frozenset({ErrorCode.transaction_abortable, ErrorCode.invalid_txn_state})
 
 _COORDINATOR_UNREACHABLE = frozenset(
     {
@@ -74,6 +83,72 @@ def for_txn_offset_commit(api_version: int) -> SupportedOperation:
     return SupportedOperation.DEFAULT_ERROR
 
 
+class RemoteTransactionCoordinator:
+    """The coordinator of a transactional id on another broker, asked as Kafka's
+    AddPartitionsToTxnManager asks it: AddPartitionsToTxn v5, `verify_only` to check that
+    a partition is in the transaction, without it to add it (transaction version 2)."""
+
+    def __init__(self, broker_id: int, clients: InterBrokerClients) -> None:
+        self.broker_id = broker_id
+        self._clients = clients
+
+    async def add_or_verify(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partition: TopicPartitionKey,
+        verify_only: bool,
+        timeout_s: float,
+    ) -> ErrorCode:
+        topic, index = partition
+        response = await self._clients.request(
+            self.broker_id,
+            add_request.AddPartitionsToTxnRequest(
+                transactions=(
+                    add_request.AddPartitionsToTxnTransaction(
+                        transactional_id=TransactionalId(transactional_id),
+                        producer_id=ProducerId(producer.producer_id),
+                        producer_epoch=i16(producer.producer_epoch),
+                        verify_only=verify_only,
+                        topics=(
+                            add_request.AddPartitionsToTxnTopic(
+                                name=TopicName(topic), partitions=(i32(index),)
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            timeout_s,
+        )
+        if response.error_code != ErrorCode.none:
+            return ErrorCode(response.error_code)
+        for transaction in response.results_by_transaction:
+            for topic_result in transaction.topic_results:
+                for result in topic_result.results_by_partition:
+                    return ErrorCode(result.partition_error_code)
+        return ErrorCode.unknown_server_error  # an answer without our partition
+
+
+AnyCoordinator = Union["TransactionCoordinator", RemoteTransactionCoordinator]
+
+
+def coordinator_of(services: BrokerServices, transactional_id: str) -> AnyCoordinator:
+    """The coordinator of `transactional_id`: the leader of its `__transaction_state`
+    partition, this broker's own when it leads it (or when nothing is known yet, so
+    that the local coordinator answers with its errors)."""
+    from brook.protocol.coordinator_records import TRANSACTION_STATE_TOPIC
+
+    transactions = services.transactions  # made by now: a transactional write needs it
+    topic = services.metadata.get(TRANSACTION_STATE_TOPIC)
+    if topic is None or not topic.partitions:
+        return transactions
+    index = transactions.runtime.topic.partition_of(transactional_id, len(topic.partitions))
+    leader = topic.partitions[index].leader
+    if leader < 0 or leader == services.broker_id:
+        return transactions
+    return RemoteTransactionCoordinator(leader, services.inter_broker)
+
+
 class VerificationFailed(KafkaError):
     """The write is refused: its partition is not (and could not be put) in the
     producer's transaction; `error_code` is what the request's version answers."""
@@ -84,14 +159,17 @@ class VerificationFailed(KafkaError):
 
 
 def verify(
-    transactions: TransactionCoordinator,
+    transactions: AnyCoordinator,
     transactional_id: str,
     producer: ProducerIdAndEpoch,
     partition: TopicPartitionKey,
     operation: SupportedOperation,
 ) -> bool:
     """True when the partition is in the producer's open transaction; False when it is
-    not and the request may add it (ADD_PARTITION). Raises VerificationFailed otherwise."""
+    not and the request may add it (ADD_PARTITION), or when a remote coordinator must
+    be asked (`add` does, with the operation). Raises VerificationFailed otherwise."""
+    if isinstance(transactions, RemoteTransactionCoordinator):
+        return False
     try:
         missing = transactions.verify_partitions(transactional_id, producer, [partition])
     except KafkaError as exc:
@@ -105,8 +183,17 @@ def verify(
         return True
     if operation is SupportedOperation.ADD_PARTITION:
         return False
+    raise _not_in_transaction(transactional_id, producer, partition, operation)
+
+
+def _not_in_transaction(
+    transactional_id: str,
+    producer: ProducerIdAndEpoch,
+    partition: TopicPartitionKey,
+    operation: SupportedOperation,
+) -> VerificationFailed:
     topic, index = partition
-    raise VerificationFailed(
+    return VerificationFailed(
         ErrorCode.transaction_abortable
         if operation is SupportedOperation.GENERIC_ERROR_SUPPORTED
         else ErrorCode.invalid_txn_state,
@@ -116,21 +203,37 @@ def verify(
 
 
 async def add(
-    transactions: TransactionCoordinator,
+    transactions: AnyCoordinator,
     transactional_id: str,
     producer: ProducerIdAndEpoch,
     partition: TopicPartitionKey,
     timeout_s: float,
+    operation: SupportedOperation = SupportedOperation.ADD_PARTITION,
 ) -> None:
     """Transaction version 2: add the partition to the producer's transaction (starting
     one if none is open), retrying for a moment while its last one completes, as Kafka's
-    brokers do. Raises VerificationFailed when it cannot be added."""
+    brokers do; a remote coordinator is asked over the network (only to verify, for the
+    versions that may not add). Raises VerificationFailed when it cannot be added."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(ADD_RETRY_MAX_S, max(timeout_s, 0))
+    verify_only = operation is not SupportedOperation.ADD_PARTITION
     while True:
         try:
+            if isinstance(transactions, RemoteTransactionCoordinator):
+                code = await transactions.add_or_verify(
+                    transactional_id, producer, partition, verify_only, max(timeout_s, 0.1)
+                )
+                if code is ErrorCode.none:
+                    return
+                if verify_only and code in _NOT_IN_TRANSACTION:
+                    raise _not_in_transaction(transactional_id, producer, partition, operation)
+                failure = KafkaError(f"the coordinator answered {code.name.upper()}")
+                failure.error_code = code
+                raise failure
             await transactions.add_partitions(transactional_id, producer, [partition], TV_2)
             return
+        except VerificationFailed:
+            raise
         except KafkaError as exc:
             if (
                 exc.error_code is not ErrorCode.concurrent_transactions

@@ -27,7 +27,7 @@ from brook.storage.log_manager import generate_cluster_id
 
 from ..config import BrokerConfig
 from ..controller import Controller
-from ..membership import ControllerListener
+from ..membership import ControllerListener, FencingListener
 from ..metadata.cache import MetadataCache
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import RegisterBrokerRecord
@@ -83,6 +83,8 @@ class ZkMembership:
         self._registration_gone = asyncio.Event()
         self._rejoin = SerialJob("registering again in a new session", self._register_again)
         self._presume_lost: asyncio.TimerHandle | None = None
+        self._fencing_listeners: list[FencingListener] = []
+        self.fenced = False
         self._update = SerialJob("updating the broker registration", self._update_registration)
         self._config = config
         self.topics: TopicWatcher | None = None
@@ -108,6 +110,23 @@ class ZkMembership:
             listener(state.controller_id, state.epoch, is_controller)
 
         self.election.add_listener(forward)
+
+    def add_fencing_listener(self, listener: FencingListener) -> None:
+        self._fencing_listeners.append(listener)
+
+    def _fence(self, fenced: bool) -> None:
+        if fenced == self.fenced:
+            return
+        self.fenced = fenced
+        if fenced:
+            log.warning(
+                "Broker %d stops leading its partitions until it is back in ZooKeeper",
+                self._broker_id,
+            )
+        else:
+            log.info("Broker %d is back in ZooKeeper and leads again", self._broker_id)
+        for listener in self._fencing_listeners:
+            listener(fenced)
 
     # --- start --------------------------------------------------------------------------
 
@@ -334,6 +353,7 @@ class ZkMembership:
         if state is SessionState.LOST:
             # Our /controller and /brokers/ids/<id> went with the session.
             self.election.session_lost()
+            self._fence(True)
         elif state is SessionState.SUSPENDED:
             delay_s = self.client.negotiated_session_timeout_ms * PRESUME_LOST_AFTER / 1000
             self._presume_lost = asyncio.get_running_loop().call_later(
@@ -344,6 +364,7 @@ class ZkMembership:
         elif self._registration is not None:
             # The same session: what we held is ours still; the election reads it again.
             self.election.schedule()
+            self._fence(False)
 
     def _session_presumed_lost(self, delay_s: float) -> None:
         self._presume_lost = None
@@ -354,6 +375,9 @@ class ZkMembership:
                 delay_s * 1000,
             )
         self.election.session_lost()
+        # A partition leader steps down as early: another broker may lead its
+        # partitions once the session expires.
+        self._fence(True)
 
     async def _register_again(self) -> None:
         if self._registration is None:
@@ -376,6 +400,7 @@ class ZkMembership:
         if self.topics is not None:
             self.topics.resync()
         self.election.schedule()
+        self._fence(False)
 
     # --- stop ---------------------------------------------------------------------------
 

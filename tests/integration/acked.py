@@ -30,6 +30,7 @@ class AckRecorder:
         value_size: int = 40,
         message_timeout_ms: int = 300_000,
         rate: float | None = None,
+        idempotent: bool = False,
     ) -> None:
         self.acked: list[tuple[int, int, bytes]] = []
         self.sent = 0
@@ -43,6 +44,8 @@ class AckRecorder:
         self._message_timeout_ms = message_timeout_ms
         # At most this many records a second (None: as fast as the broker takes them).
         self._rate = rate
+        # Idempotent (acks=all, retries deduplicated): the cluster's loss test.
+        self._idempotent = idempotent
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._produce, name=f"producer-{run}", daemon=True)
@@ -66,7 +69,7 @@ class AckRecorder:
                 "bootstrap.servers": self._bootstrap,
                 "acks": self._acks,
                 "message.timeout.ms": self._message_timeout_ms,
-                "enable.idempotence": False,
+                "enable.idempotence": self._idempotent,
                 "linger.ms": 2,
                 "batch.num.messages": 200,
                 "reconnect.backoff.max.ms": 200,
@@ -145,3 +148,10 @@ def assert_all_acked_kept(
     # Each value was sent once and no retry reached a broker: nothing is stored twice.
     values = [value for records in stored.values() for _, value in records]
     assert len(values) == len(set(values)), "a record is stored twice"
+
+
+def assert_order_kept(stored: dict[int, list[tuple[int, bytes]]]) -> None:
+    """Per partition, records sit in the order they were sent (`<run>-<sequence>-...`)."""
+    for partition, records in stored.items():
+        sequences = [int(value.split(b"-")[1]) for _, value in records]
+        assert sequences == sorted(sequences), f"partition {partition} is out of order"

@@ -126,3 +126,19 @@ def test_a_follower_starts_over_at_the_leaders_log_start(cluster: ScriptedContro
     )
     assert cluster.partition_state(1, "trimmed")["log_start_offset"] == 8
     cluster.wait_for(lambda: cluster.partition_state(0, "trimmed")["isr"] == [0, 1], "ISR expand")
+
+
+def test_delete_records_answers_once_every_replica_starts_there(cluster: ScriptedController):
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("pruned", [0, 1])
+    producer = Producer({"bootstrap.servers": leader.bootstrap, "linger.ms": 0})
+    for value in range(6):
+        producer.produce("pruned", value=b"%d" % value, partition=0)
+        producer.flush(10)
+    admin = AdminClient({"bootstrap.servers": leader.bootstrap})
+    deleted = admin.delete_records([TopicPartition("pruned", 0, 4)])
+    assert deleted[TopicPartition("pruned", 0, 4)].result(20).low_watermark == 4
+    # Answered only once the follower had moved its log start too (Kafka's
+    # DelayedDeleteRecords), so it has by now.
+    assert cluster.partition_state(1, "pruned")["log_start_offset"] == 4
