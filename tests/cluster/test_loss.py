@@ -44,7 +44,8 @@ def test_no_acknowledged_record_is_lost_across_leader_kills(
     brokers = {broker_id: cluster.start(broker_id) for broker_id in (1, 2, 3)}
     zk.wait_broker_ids([1, 2, 3])
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
-    created = AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    created = admin.create_topics(
         [NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
     )
     created[TOPIC].result(30)
