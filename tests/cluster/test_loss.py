@@ -54,10 +54,11 @@ def test_no_acknowledged_record_is_lost_across_leader_kills(
     created[TOPIC].result(30)
     rng = random.Random(ROUNDS)
     with AckRecorder(
-        bootstrap, TOPIC, "loss", partitions=PARTITIONS, acks="all", idempotent=True
+        bootstrap, TOPIC, "loss", partitions=PARTITIONS, acks="all", idempotent=True, rate=3000
     ) as producer:
         for _ in range(ROUNDS):
-            producer.wait_for_acks(len(producer.acked) + rng.randint(50, 400), timeout=120)
+            # A random moment: after some hundreds of acknowledged writes.
+            producer.wait_for_acks(len(producer.acked) + rng.randint(100, 1500), timeout=120)
             leader, _ = _leader_and_isr(zk)
             brokers[leader].kill()
             # A new leader from the ISR takes writes again...
