@@ -646,6 +646,25 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             False,
             "Allow a replica outside the ISR to become leader.",
         ),
+        # Controlled shutdown: a broker stopping in a cluster hands its leaders over first.
+        _key(
+            "controlled.shutdown.enable",
+            "boolean",
+            True,
+            "Ask the controller to move this broker's leaders away before it stops.",
+        ),
+        _key(
+            "controlled.shutdown.max.retries",
+            "int",
+            3,
+            "ControlledShutdown attempts before the broker stops anyway.",
+        ),
+        _key(
+            "controlled.shutdown.retry.backoff.ms",
+            "long",
+            5000,
+            "Wait between ControlledShutdown attempts (ms).",
+        ),
         # Replication (a follower's fetches from its leaders, the leader's ISR upkeep).
         _key(
             "num.replica.fetchers",

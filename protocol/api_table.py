@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -22,6 +23,7 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -76,6 +78,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.FETCH: VersionRange(4, 16),
     ApiKey.LIST_OFFSETS: VersionRange(1, 8),
     ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 3),
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
     ApiKey.OFFSET_FETCH: VersionRange(1, 9),
     ApiKey.FIND_COORDINATOR: VersionRange(0, 5),
@@ -113,12 +116,23 @@ SERVED: dict[ApiKey, VersionRange] = {
 
 @cache
 def request_type(api_key: int, version: int) -> type[RequestPayload]:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        return _controlled_shutdown().REQUESTS[version]  # type: ignore[no-any-return]
     return load_request_schema(api_key, version)
 
 
 @cache
 def response_type(api_key: int, version: int) -> type[ResponsePayload]:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        return _controlled_shutdown().RESPONSES[version]  # type: ignore[no-any-return]
     return load_response_schema(api_key, version)
+
+
+def _controlled_shutdown() -> Any:
+    """The types kio lacks (Kafka 4 dropped the API), declared in kio's form."""
+    from . import controlled_shutdown_schema
+
+    return controlled_shutdown_schema
 
 
 def served_versions() -> Iterator[tuple[ApiKey, int]]:

@@ -59,6 +59,7 @@ def load_all() -> dict[int, Handler]:
         alter_configs,
         alter_replica_log_dirs,
         api_versions,
+        controlled_shutdown,
         create_partitions,
         create_topics,
         delete_groups,

@@ -13,6 +13,10 @@ It reconciles the partition states with the live brokers, every time either chan
 - an ISR member that is not live leaves the ISR (not the last one). The leader and its
   epoch stay: only the partition epoch (the znode's version) moves, so the leader goes
   on without a new epoch, as KRaft's controller fences a broker;
+- a broker in controlled shutdown (ControlledShutdown): the partitions it leads get the
+  first ISR member that is not shutting down as leader, leader epoch + 1; it leaves every
+  ISR it is in; it leads no new partition and is elected nowhere, though still registered
+  (Kafka's shuttingDownBrokerIds, forgotten when its registration goes);
 - /admin/delete_topics/<t>: the topic's znodes are deleted, then the mark.
 
 Every write is a ZooKeeper transaction that also checks /controller_epoch's version, as
@@ -40,7 +44,11 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import WatchedEvent
 
-from ..cluster.leader_election import new_partition_leader, offline_partition_leader_election
+from ..cluster.leader_election import (
+    controlled_shutdown_partition_leader_election,
+    new_partition_leader,
+    offline_partition_leader_election,
+)
 from ..config import BrokerConfig
 from ..metadata.cache import MetadataCache
 from ..metadata.records import MetadataRecord
@@ -73,6 +81,10 @@ class ControllerDuties:
         self._config = config
         self._job = SerialJob("the controller's reconciliation", self._reconcile)
         self._active = False
+        # Brokers in controlled shutdown, and the replicated partitions each still led
+        # after the last round (what ControlledShutdown answers as remaining).
+        self.shutting_down: set[int] = set()
+        self._still_leading: dict[int, list[tuple[str, int]]] = {}
         election.add_listener(self._controller_changed)
 
     def close(self) -> None:
@@ -100,6 +112,21 @@ class ControllerDuties:
     async def idle(self) -> None:
         await self._job.idle()
 
+    async def controlled_shutdown(self, broker_id: int) -> list[tuple[str, int]]:
+        """Move leadership away from `broker_id` and take it out of every ISR (Kafka's
+        KafkaController.doControlledShutdown); the replicated partitions it still leads
+        afterwards (no other ISR member to take over, or a state that changed meanwhile:
+        the broker asks again)."""
+        if broker_id not in self.shutting_down:
+            log.info("[Controller id=%d] Shutting down broker %d", self._own_id(), broker_id)
+        self.shutting_down.add(broker_id)
+        self._job.schedule()
+        await self._job.idle()
+        return self._still_leading.get(broker_id, [])
+
+    def _own_id(self) -> int:
+        return self._election.state.controller_id
+
     # --- the reconciliation -------------------------------------------------------------
 
     async def _reconcile(self) -> None:
@@ -119,6 +146,9 @@ class ControllerDuties:
 
     async def _elect(self, state: ControllerState) -> None:
         live = {broker.broker_id for broker in self._cache.brokers()}
+        # A broker that stopped (its registration went) is no longer shutting down.
+        self.shutting_down &= live
+        still_leading: dict[int, list[tuple[str, int]]] = {b: [] for b in self.shutting_down}
         retry = False
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
             if topic_id is None:
@@ -128,9 +158,15 @@ class ControllerDuties:
                 if current is None:
                     continue  # not read yet: its read schedules this again
                 try:
-                    await self._decide(state, name, partition, replicas, current, live)
+                    moved = await self._decide(state, name, partition, replicas, current, live)
                 except BadVersionError:
+                    moved = False
                     retry = True  # changed meanwhile: the watch brings the new state
+                leader = current.leader if current is not NO_STATE else NO_LEADER
+                # Kafka reports only replicated partitions: one replica has nowhere to go.
+                if not moved and leader in still_leading and len(replicas) > 1:
+                    still_leading[leader].append((name, partition))
+        self._still_leading = still_leading
         if retry:
             self._topics.schedule()
 
@@ -142,11 +178,15 @@ class ControllerDuties:
         replicas: list[int],
         current: znodes.PartitionState,
         live: set[int],
-    ) -> None:
+    ) -> bool:
+        """Decide one partition; True when its leader changed."""
+        # Brokers in controlled shutdown are registered but lead nothing new and leave
+        # the ISRs (ControllerContext.isReplicaOnline without includeShuttingDownBrokers).
+        active = live - self.shutting_down
         if current is NO_STATE:
-            chosen = new_partition_leader(replicas, live)
+            chosen = new_partition_leader(replicas, active)
             if chosen is None:
-                return  # no replica is live: it waits for one
+                return False  # no replica is live: it waits for one
             await self._create_state(state, name, partition, chosen.leader, chosen.isr)
             log.info(
                 "[Controller id=%d] %s-%d: new partition, leader %d, ISR %s",
@@ -156,10 +196,14 @@ class ControllerDuties:
                 chosen.leader,
                 list(chosen.isr),
             )
-            return
-        if current.leader in live:
+            return True
+        if current.leader in self.shutting_down and current.leader in live:
+            return await self._move_from_shutting_down(
+                state, name, partition, replicas, current, live
+            )
+        if current.leader in active:
             # Only followers that are gone leave the ISR (never the last member).
-            new_isr = tuple(member for member in current.isr if member in live)
+            new_isr = tuple(member for member in current.isr if member in active)
             if new_isr and new_isr != current.isr:
                 await self._write_state(
                     state, name, partition, current, current.leader, current.leader_epoch, new_isr
@@ -172,14 +216,14 @@ class ControllerDuties:
                     list(current.isr),
                     list(new_isr),
                 )
-            return
+            return False
         chosen = offline_partition_leader_election(
-            replicas, current.isr, live, self._unclean_allowed(name)
+            replicas, current.isr, active, self._unclean_allowed(name)
         )
         if chosen is None:
             if current.leader == NO_LEADER:
-                return  # offline already: waits for an ISR member to come back
-            remaining = tuple(m for m in current.isr if m in live) or current.isr
+                return False  # offline already: waits for an ISR member to come back
+            remaining = tuple(m for m in current.isr if m in active) or current.isr
             await self._write_state(
                 state, name, partition, current, NO_LEADER, current.leader_epoch + 1, remaining
             )
@@ -191,7 +235,7 @@ class ControllerDuties:
                 partition,
                 list(current.isr),
             )
-            return
+            return True
         await self._write_state(
             state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
         )
@@ -207,6 +251,44 @@ class ControllerDuties:
             current.leader_epoch + 1,
             list(chosen.isr),
         )
+        return True
+
+    async def _move_from_shutting_down(
+        self,
+        state: ControllerState,
+        name: str,
+        partition: int,
+        replicas: list[int],
+        current: znodes.PartitionState,
+        live: set[int],
+    ) -> bool:
+        """The controlled-shutdown election of a partition its leader is leaving; with no
+        other ISR member to lead, the leader keeps it (and the followers that are gone
+        leave the ISR), and the broker is told the partition remains."""
+        chosen = controlled_shutdown_partition_leader_election(
+            replicas, current.isr, live, self.shutting_down
+        )
+        if chosen is None:
+            new_isr = tuple(m for m in current.isr if m in live)
+            if new_isr and new_isr != current.isr:
+                await self._write_state(
+                    state, name, partition, current, current.leader, current.leader_epoch, new_isr
+                )
+            return False
+        await self._write_state(
+            state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
+        )
+        log.info(
+            "[Controller id=%d] %s-%d: leader %d (was %d, shutting down), leader epoch %d, ISR %s",
+            state.controller_id,
+            name,
+            partition,
+            chosen.leader,
+            current.leader,
+            current.leader_epoch + 1,
+            list(chosen.isr),
+        )
+        return True
 
     def _unclean_allowed(self, name: str) -> bool:
         topic = self._cache.get(name)

@@ -90,6 +90,7 @@ class ZkMembership:
         self.topics: TopicWatcher | None = None
         self.duties: ControllerDuties | None = None
         self.alter_partition: ZkAlterPartition | None = None
+        self.broker_epoch = -1
 
     # --- what the broker reads ----------------------------------------------------------
 
@@ -104,6 +105,11 @@ class ZkMembership:
     @property
     def is_controller(self) -> bool:
         return self.election.is_controller
+
+    async def broker_epoch_of(self, broker_id: int) -> int | None:
+        """The epoch of a registered broker (its registration's czxid), None if it has none."""
+        stat = await self.client.exists(znodes.broker_id_path(broker_id))
+        return None if stat is None else stat.czxid
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         def forward(state: ControllerState, is_controller: bool) -> None:
@@ -321,6 +327,11 @@ class ZkMembership:
                 raise BrokerIdRegisteredError(
                     self._taken_message(path, stat.ephemeralOwner)
                 ) from None
+        # The broker epoch is the registration's creation zxid (Kafka's, KIP-380): each
+        # incarnation of a broker id has a higher one.
+        stat = await self.client.exists(path)
+        if stat is not None:
+            self.broker_epoch = stat.czxid
         log.info(
             "Registered broker %d at path %s with addresses: %s",
             self._broker_id,
