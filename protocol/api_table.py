@@ -50,6 +50,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -105,6 +106,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.ELECT_LEADERS: VersionRange(0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),

@@ -71,6 +71,7 @@ def load_all() -> dict[int, Handler]:
         describe_log_dirs,
         describe_producers,
         describe_transactions,
+        elect_leaders,
         end_txn,
         fetch,
         find_coordinator,

@@ -29,7 +29,9 @@ repairs what its predecessor left half done.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import enum
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,10 +46,14 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import WatchedEvent
 
+from brook.protocol.errors import ErrorCode
+
 from ..cluster.leader_election import (
+    LeaderAndIsr,
     controlled_shutdown_partition_leader_election,
     new_partition_leader,
     offline_partition_leader_election,
+    preferred_replica_partition_leader_election,
 )
 from ..config import BrokerConfig
 from ..metadata.cache import MetadataCache
@@ -63,6 +69,19 @@ log = logging.getLogger("brook.controller")
 
 class ControllerFencedError(Exception):
     """/controller_epoch moved on: another broker is the controller now."""
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election_type (Kafka's ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+# A partition's outcome of an ElectLeaders: its error and the error's message.
+ElectionResult = tuple[ErrorCode, str | None]
+# Tries of an election whose state changed meanwhile (a leader's ISR write came first).
+ELECTION_ATTEMPTS = 5
 
 
 class ControllerDuties:
@@ -85,16 +104,25 @@ class ControllerDuties:
         # after the last round (what ControlledShutdown answers as remaining).
         self.shutting_down: set[int] = set()
         self._still_leading: dict[int, list[tuple[str, int]]] = {}
+        # The reconciliation and the elections asked for (ElectLeaders, the preferred
+        # leader rebalance) write the same states: one at a time.
+        self._lock = asyncio.Lock()
+        self._rebalance: asyncio.Future[None] | None = None
         election.add_listener(self._controller_changed)
 
     def close(self) -> None:
         self._active = False
         self._job.close()
+        self._stop_rebalance()
 
     # --- triggers -----------------------------------------------------------------------
 
     def _controller_changed(self, state: ControllerState, is_controller: bool) -> None:
         self._active = is_controller
+        if not is_controller:
+            self._stop_rebalance()
+        elif self._rebalance is None:
+            self._rebalance = asyncio.ensure_future(self._rebalance_loop())
         if is_controller:
             # A new controller reads everything and repairs what was left half done.
             self._topics.schedule()
@@ -130,6 +158,10 @@ class ControllerDuties:
     # --- the reconciliation -------------------------------------------------------------
 
     async def _reconcile(self) -> None:
+        async with self._lock:
+            await self._reconcile_locked()
+
+    async def _reconcile_locked(self) -> None:
         if not self._active:
             return
         state = self._election.state
@@ -289,6 +321,154 @@ class ControllerDuties:
             list(chosen.isr),
         )
         return True
+
+    # --- elections asked for (ElectLeaders, the preferred leader rebalance) --------------
+
+    async def elect_leaders(
+        self, election_type: ElectionType, partitions: Sequence[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], ElectionResult]:
+        """Kafka's KafkaController.processReplicaLeaderElection for the admin's request:
+        each partition's result (None: every partition). Raises ControllerFencedError
+        when this broker is not, or no longer, the controller."""
+        async with self._lock:
+            if not self._active:
+                raise ControllerFencedError()
+            await self._topics.idle()
+            if partitions is None:
+                partitions = [
+                    (name, index)
+                    for name, (topic_id, assignment) in sorted(self._topics.assignments.items())
+                    if topic_id is not None
+                    for index in sorted(assignment)
+                ]
+            results: dict[tuple[str, int], ElectionResult] = {}
+            for name, index in partitions:
+                results[(name, index)] = await self._elect_one(election_type, name, index)
+            return results
+
+    async def _elect_one(
+        self, election_type: ElectionType, name: str, index: int
+    ) -> ElectionResult:
+        state = self._election.state
+        for _ in range(ELECTION_ATTEMPTS):
+            entry = self._topics.assignments.get(name)
+            if entry is None or entry[0] is None or index not in entry[1]:
+                return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+            replicas = entry[1][index]
+            current = self._topics.states.get((name, index))
+            if current is None or current is NO_STATE:
+                # Not elected yet: the reconciliation gives it its first leader.
+                return ErrorCode.leader_not_available, f"{name}-{index} has no leader yet"
+            live = {broker.broker_id for broker in self._cache.brokers()}
+            active = live - self.shutting_down
+            chosen: LeaderAndIsr | None
+            if election_type is ElectionType.PREFERRED:
+                if replicas and current.leader == replicas[0]:
+                    return ErrorCode.election_not_needed, None
+                chosen = preferred_replica_partition_leader_election(replicas, current.isr, active)
+                strategy = "PreferredReplicaPartitionLeaderElectionStrategy"
+                error = ErrorCode.preferred_leader_not_available
+            else:
+                if current.leader in active:
+                    return ErrorCode.election_not_needed, None
+                chosen = offline_partition_leader_election(replicas, current.isr, active, True)
+                strategy = "OfflinePartitionLeaderElectionStrategy(true)"
+                error = ErrorCode.eligible_leaders_not_available
+            if chosen is None:
+                # Kafka's message (PartitionStateMachine's failed elections).
+                return error, (
+                    f"Failed to elect leader for partition {name}-{index} under strategy {strategy}"
+                )
+            try:
+                await self._write_state(
+                    state, name, index, current, chosen.leader, current.leader_epoch + 1, chosen.isr
+                )
+            except BadVersionError:
+                # A leader's ISR change came first: decide again on the state its watch
+                # brings.
+                self._topics.schedule()
+                await asyncio.sleep(0.05)
+                await self._topics.idle()
+                continue
+            log.log(
+                logging.WARNING if chosen.unclean else logging.INFO,
+                "[Controller id=%d] %s-%d: %s election, leader %d (was %d), leader epoch %d,"
+                " ISR %s",
+                state.controller_id,
+                name,
+                index,
+                election_type.name.lower(),
+                chosen.leader,
+                current.leader,
+                current.leader_epoch + 1,
+                list(chosen.isr),
+            )
+            return ErrorCode.none, None
+        return ErrorCode.not_controller, f"the state of {name}-{index} kept changing; try again"
+
+    # --- the preferred leader rebalance (auto.leader.rebalance.enable) ---------------------
+
+    def _stop_rebalance(self) -> None:
+        if self._rebalance is not None:
+            self._rebalance.cancel()
+            self._rebalance = None
+
+    async def _rebalance_loop(self) -> None:
+        """Kafka's AutoPreferredReplicaLeaderElection task, every
+        leader.imbalance.check.interval.seconds while this broker is the controller."""
+        while True:
+            await asyncio.sleep(self._config()["leader.imbalance.check.interval.seconds"])
+            if not self._config()["auto.leader.rebalance.enable"]:
+                continue
+            try:
+                await self.rebalance_preferred_leaders()
+            except ControllerFencedError:
+                return
+            except Exception:
+                log.exception("The preferred leader rebalance failed; next check goes on")
+
+    async def rebalance_preferred_leaders(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: for each broker, the share of the
+        partitions it is the preferred replica of that another broker leads; above
+        leader.imbalance.per.broker.percentage, those it can lead again (live, not
+        shutting down, in the ISR) get a preferred election."""
+        threshold = self._config()["leader.imbalance.per.broker.percentage"] / 100
+        live = {broker.broker_id for broker in self._cache.brokers()} - self.shutting_down
+        preferred_of: dict[int, list[tuple[str, int]]] = {}
+        elsewhere: dict[int, list[tuple[str, int]]] = {}
+        for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
+            if topic_id is None:
+                continue
+            for index, replicas in sorted(assignment.items()):
+                current = self._topics.states.get((name, index))
+                if not replicas or current is None or current is NO_STATE:
+                    continue
+                preferred = replicas[0]
+                preferred_of.setdefault(preferred, []).append((name, index))
+                if current.leader != preferred:
+                    elsewhere.setdefault(preferred, []).append((name, index))
+        for broker_id, partitions in sorted(preferred_of.items()):
+            moved = elsewhere.get(broker_id, [])
+            ratio = len(moved) / len(partitions)
+            log.debug("Leader imbalance ratio for broker %d is %f", broker_id, ratio)
+            if ratio <= threshold or broker_id not in live:
+                continue
+            candidates = [
+                (name, index)
+                for name, index in moved
+                if broker_id in self._topics.states[(name, index)].isr
+            ]
+            if not candidates:
+                continue
+            log.info(
+                "[Controller id=%d] Leader imbalance ratio for broker %d is %.2f: preferred"
+                " leader election for %s",
+                self._own_id(),
+                broker_id,
+                ratio,
+                ", ".join(f"{name}-{index}" for name, index in candidates),
+            )
+            await self.elect_leaders(ElectionType.PREFERRED, candidates)
 
     def _unclean_allowed(self, name: str) -> bool:
         topic = self._cache.get(name)
