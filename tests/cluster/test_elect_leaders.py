@@ -4,6 +4,7 @@ the controller's own preferred leader rebalance (auto.leader.rebalance.enable)."
 
 from __future__ import annotations
 
+import json
 import signal
 from typing import Any
 
@@ -171,3 +172,87 @@ def test_auto_leader_rebalance(cluster: Cluster, zk: ZooKeeperView):
     )
     for i in range(3):
         eventually(lambda i=i: state_of(zk, "prefs", i), lambda s, i=i: s["leader"] == preferred[i])
+
+
+def test_brook_leader_election(cluster: Cluster, zk: ZooKeeperView, tmp_path):  # type: ignore[no-untyped-def]
+    """`brook leader-election` as kafka-leader-election.sh: its output lines, exit 1 when a
+    partition could not be elected, usage errors (exit 2) before anything connects."""
+    from tests.integration.processes import run_brook
+
+    brokers = start_three(cluster, zk, **NO_REBALANCE)
+    admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    _create(admin, NewTopic("prefs", 3, 3))
+    preferred = {i: state_of(zk, "prefs", i)["leader"] for i in range(3)}
+    target = preferred[0]
+    _moved_away(cluster, zk, brokers, target)
+    moved = [f"prefs-{i}" for i in range(3) if preferred[i] == target]
+    kept = [f"prefs-{i}" for i in range(3) if preferred[i] != target]
+    bootstrap = ["--bootstrap-server", brokers[1].bootstrap]
+
+    chosen = tmp_path / "partitions.json"
+    chosen.write_text(
+        json.dumps({"partitions": [{"topic": "prefs", "partition": i} for i in range(3)]})
+    )
+    done = run_brook(
+        [
+            "leader-election",
+            *bootstrap,
+            "--election-type",
+            "preferred",
+            "--path-to-json-file",
+            str(chosen),
+        ]
+    )
+    assert done.returncode == 0, done.output
+    lines = done.output.splitlines()
+    assert (
+        f"Successfully completed leader election (PREFERRED) for partitions {', '.join(moved)}"
+        in lines
+    )
+    if kept:
+        assert f"Valid replica already elected for partitions {', '.join(kept)}" in lines
+    assert all(state_of(zk, "prefs", i)["leader"] == preferred[i] for i in range(3))
+
+    # Nothing needs an election any more: nothing to list.
+    done = run_brook(
+        ["leader-election", *bootstrap, "--election-type", "PREFERRED", "--all-topic-partitions"]
+    )
+    assert (done.returncode, done.output) == (0, "")
+
+    done = run_brook(
+        [
+            "leader-election",
+            *bootstrap,
+            "--election-type",
+            "UNCLEAN",
+            "--topic",
+            "missing",
+            "--partition",
+            "0",
+        ]
+    )
+    assert done.returncode == 1
+    assert done.output.startswith(
+        "Error completing leader election (UNCLEAN) for partition: missing-0: "
+    )
+    assert "1 replica(s) could not be elected" in done.output
+
+    for usage in (
+        ["--election-type", "PREFERRED"],
+        ["--election-type", "PREFERRED", "--topic", "prefs"],
+        ["--election-type", "PREFERRED", "--all-topic-partitions", "--topic", "prefs"],
+        ["--election-type", "SOMETIMES", "--all-topic-partitions"],
+    ):
+        assert run_brook(["leader-election", *bootstrap, *usage]).returncode == 2, usage
+    chosen.write_text('{"partitions": [{"topic": "prefs"}]}')
+    done = run_brook(
+        [
+            "leader-election",
+            *bootstrap,
+            "--election-type",
+            "PREFERRED",
+            "--path-to-json-file",
+            str(chosen),
+        ]
+    )
+    assert done.returncode == 1 and "is not" in done.output
