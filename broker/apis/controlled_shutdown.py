@@ -66,4 +66,4 @@ async def _shut_down(ctx: RequestContext, request: Any) -> tuple[ErrorCode, list
     epoch = getattr(request, "broker_epoch", NO_BROKER_EPOCH)
     if epoch != NO_BROKER_EPOCH and epoch < registered:
         return ErrorCode.stale_broker_epoch, []
-    return ErrorCode.none, await duties.controlled_shutdown(request.broker_id)
+    return ErrorCode.none, await duties.controlled_shutdown(request.broker_id, registered)

@@ -102,7 +102,8 @@ class ControllerDuties:
         self._active = False
         # Brokers in controlled shutdown, and the replicated partitions each still led
         # after the last round (what ControlledShutdown answers as remaining).
-        self.shutting_down: set[int] = set()
+        # broker id -> the broker epoch (registration czxid) it asked with.
+        self.shutting_down: dict[int, int] = {}
         self._still_leading: dict[int, list[tuple[str, int]]] = {}
         # The reconciliation and the elections asked for (ElectLeaders, the preferred
         # leader rebalance) write the same states: one at a time.
@@ -140,17 +141,27 @@ class ControllerDuties:
     async def idle(self) -> None:
         await self._job.idle()
 
-    async def controlled_shutdown(self, broker_id: int) -> list[tuple[str, int]]:
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
         """Move leadership away from `broker_id` and take it out of every ISR (Kafka's
         KafkaController.doControlledShutdown); the replicated partitions it still leads
         afterwards (no other ISR member to take over, or a state that changed meanwhile:
         the broker asks again)."""
         if broker_id not in self.shutting_down:
             log.info("[Controller id=%d] Shutting down broker %d", self._own_id(), broker_id)
-        self.shutting_down.add(broker_id)
+        self.shutting_down[broker_id] = broker_epoch
         self._job.schedule()
         await self._job.idle()
         return self._still_leading.get(broker_id, [])
+
+    async def _forget_restarted(self, live: set[int]) -> None:
+        """A broker that stopped, or came back as a new incarnation (a new registration,
+        which the live set alone may not show), is no longer shutting down."""
+        for broker_id, epoch in list(self.shutting_down.items()):
+            stat = None
+            if broker_id in live:
+                stat = await self._client.exists(znodes.broker_id_path(broker_id))
+            if stat is None or stat.czxid != epoch:
+                del self.shutting_down[broker_id]
 
     def _own_id(self) -> int:
         return self._election.state.controller_id
@@ -179,7 +190,7 @@ class ControllerDuties:
     async def _elect(self, state: ControllerState) -> None:
         live = {broker.broker_id for broker in self._cache.brokers()}
         # A broker that stopped (its registration went) is no longer shutting down.
-        self.shutting_down &= live
+        await self._forget_restarted(live)
         still_leading: dict[int, list[tuple[str, int]]] = {b: [] for b in self.shutting_down}
         retry = False
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
@@ -214,7 +225,7 @@ class ControllerDuties:
         """Decide one partition; True when its leader changed."""
         # Brokers in controlled shutdown are registered but lead nothing new and leave
         # the ISRs (ControllerContext.isReplicaOnline without includeShuttingDownBrokers).
-        active = live - self.shutting_down
+        active = live - self.shutting_down.keys()
         if current is NO_STATE:
             chosen = new_partition_leader(replicas, active)
             if chosen is None:
@@ -360,7 +371,7 @@ class ControllerDuties:
                 # Not elected yet: the reconciliation gives it its first leader.
                 return ErrorCode.leader_not_available, f"{name}-{index} has no leader yet"
             live = {broker.broker_id for broker in self._cache.brokers()}
-            active = live - self.shutting_down
+            active = live - self.shutting_down.keys()
             chosen: LeaderAndIsr | None
             if election_type is ElectionType.PREFERRED:
                 if replicas and current.leader == replicas[0]:
@@ -433,7 +444,7 @@ class ControllerDuties:
         leader.imbalance.per.broker.percentage, those it can lead again (live, not
         shutting down, in the ISR) get a preferred election."""
         threshold = self._config()["leader.imbalance.per.broker.percentage"] / 100
-        live = {broker.broker_id for broker in self._cache.brokers()} - self.shutting_down
+        live = {broker.broker_id for broker in self._cache.brokers()} - self.shutting_down.keys()
         preferred_of: dict[int, list[tuple[str, int]]] = {}
         elsewhere: dict[int, list[tuple[str, int]]] = {}
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
