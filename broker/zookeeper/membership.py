@@ -306,6 +306,15 @@ class ZkMembership:
         self.brokers = BrokerWatcher(self.client, publisher)
         await self.brokers.start()
         await self.election.start()
+        await self._read_broker_epoch()
+
+    async def _read_broker_epoch(self) -> None:
+        """The broker epoch is the registration's creation zxid (Kafka's, KIP-380): each
+        incarnation of a broker id has a higher one. Read once the election has started,
+        so that it delays nothing a client waits for; only a controlled shutdown needs it."""
+        stat = await self.client.exists(znodes.broker_id_path(self._broker_id))
+        if stat is not None and stat.ephemeralOwner == self.client.session_id:
+            self.broker_epoch = stat.czxid
 
     async def _create_registration(self) -> None:
         """Kafka's checked ephemeral create: a node already there is ours only if our
@@ -327,11 +336,6 @@ class ZkMembership:
                 raise BrokerIdRegisteredError(
                     self._taken_message(path, stat.ephemeralOwner)
                 ) from None
-        # The broker epoch is the registration's creation zxid (Kafka's, KIP-380): each
-        # incarnation of a broker id has a higher one.
-        stat = await self.client.exists(path)
-        if stat is not None:
-            self.broker_epoch = stat.czxid
         log.info(
             "Registered broker %d at path %s with addresses: %s",
             self._broker_id,
@@ -412,6 +416,7 @@ class ZkMembership:
             self.topics.resync()
         self.election.schedule()
         self._fence(False)
+        await self._read_broker_epoch()
 
     # --- stop ---------------------------------------------------------------------------
 
