@@ -347,6 +347,7 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
+        await self._controlled_shutdown()
         self.listeners.close()
         if self.admin is not None:
             await asyncio.to_thread(self.admin.stop)
@@ -372,6 +373,29 @@ class Broker:
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
         log.info("Broker %d stopped cleanly", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Hand this broker's leaders over while its listeners still answer (a cluster
+        with controlled.shutdown.enable only; skipped after a lost ZooKeeper session,
+        when the controller would not know this broker anyway)."""
+        if not self.config["zookeeper.connect"] or not hasattr(self, "services"):
+            return  # a single broker, or one that never finished starting
+        if not self.config["controlled.shutdown.enable"] or getattr(
+            self.membership, "fenced", True
+        ):
+            return
+        from .controlled_shutdown import controlled_shutdown
+        from .zookeeper.membership import ZkMembership
+
+        membership = self.membership
+        assert isinstance(membership, ZkMembership)
+
+        await controlled_shutdown(self.broker_id, self.config, membership, self.inter_broker)
+        # Follow nothing more (Kafka's controller sends StopReplica for it): a follower
+        # still fetching would be taken back into the ISRs the controller took it out of.
+        fetchers, self.replicas.fetchers = self.replicas.fetchers, None
+        if fetchers is not None:
+            await fetchers.shutdown()
 
     @property
     def groups(self) -> GroupCoordinator:

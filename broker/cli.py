@@ -90,13 +90,14 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
             dump_log,
             faults,
             groups,
+            leader_election,
             storage_zip,
             topics,
             transactions,
         )
 
         tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
-        for tool in (*tools, faults, cluster):
+        for tool in (*tools, leader_election, faults, cluster):
             tool.add_parser(commands)
     return parser
 

@@ -646,6 +646,46 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             False,
             "Allow a replica outside the ISR to become leader.",
         ),
+        # The controller's rebalance of leaders back to their preferred replicas.
+        _key(
+            "auto.leader.rebalance.enable",
+            "boolean",
+            True,
+            "The controller moves leaders back to their preferred replicas when imbalanced.",
+        ),
+        _key(
+            "leader.imbalance.check.interval.seconds",
+            "long",
+            300,
+            "How often the controller checks the leaders' balance (s).",
+            at_least=1,
+        ),
+        _key(
+            "leader.imbalance.per.broker.percentage",
+            "int",
+            10,
+            "Share of a broker's preferred partitions led elsewhere that triggers a rebalance (%).",
+            at_least=0,
+        ),
+        # Controlled shutdown: a broker stopping in a cluster hands its leaders over first.
+        _key(
+            "controlled.shutdown.enable",
+            "boolean",
+            True,
+            "Ask the controller to move this broker's leaders away before it stops.",
+        ),
+        _key(
+            "controlled.shutdown.max.retries",
+            "int",
+            3,
+            "ControlledShutdown attempts before the broker stops anyway.",
+        ),
+        _key(
+            "controlled.shutdown.retry.backoff.ms",
+            "long",
+            5000,
+            "Wait between ControlledShutdown attempts (ms).",
+        ),
         # Replication (a follower's fetches from its leaders, the leader's ISR upkeep).
         _key(
             "num.replica.fetchers",

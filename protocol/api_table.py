@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -22,6 +23,7 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -48,6 +50,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -76,6 +79,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.FETCH: VersionRange(4, 16),
     ApiKey.LIST_OFFSETS: VersionRange(1, 8),
     ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 3),
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
     ApiKey.OFFSET_FETCH: VersionRange(1, 9),
     ApiKey.FIND_COORDINATOR: VersionRange(0, 5),
@@ -102,6 +106,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.ELECT_LEADERS: VersionRange(0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
@@ -113,12 +118,23 @@ SERVED: dict[ApiKey, VersionRange] = {
 
 @cache
 def request_type(api_key: int, version: int) -> type[RequestPayload]:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        return _controlled_shutdown().REQUESTS[version]  # type: ignore[no-any-return]
     return load_request_schema(api_key, version)
 
 
 @cache
 def response_type(api_key: int, version: int) -> type[ResponsePayload]:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        return _controlled_shutdown().RESPONSES[version]  # type: ignore[no-any-return]
     return load_response_schema(api_key, version)
+
+
+def _controlled_shutdown() -> Any:
+    """The types kio lacks (Kafka 4 dropped the API), declared in kio's form."""
+    from . import controlled_shutdown_schema
+
+    return controlled_shutdown_schema
 
 
 def served_versions() -> Iterator[tuple[ApiKey, int]]:

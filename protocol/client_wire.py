@@ -24,6 +24,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.static.primitive import i16, i32
 
+from .api_table import ApiKey, response_type
 from .length_bounds import check_lengths
 from .wire import reader_of, writer_of
 
@@ -43,6 +44,8 @@ class ResponseFrame:
 
 def response_type_of(request: Any) -> type:
     """The kio response type that answers `request` (same API key and version)."""
+    if request.__api_key__ == ApiKey.CONTROLLED_SHUTDOWN:  # not one of kio's own
+        return response_type(request.__api_key__, request.__version__)
     return load_response_from_request(request)
 
 

@@ -13,6 +13,10 @@ It reconciles the partition states with the live brokers, every time either chan
 - an ISR member that is not live leaves the ISR (not the last one). The leader and its
   epoch stay: only the partition epoch (the znode's version) moves, so the leader goes
   on without a new epoch, as KRaft's controller fences a broker;
+- a broker in controlled shutdown (ControlledShutdown): the partitions it leads get the
+  first ISR member that is not shutting down as leader, leader epoch + 1; it leaves every
+  ISR it is in; it leads no new partition and is elected nowhere, though still registered
+  (Kafka's shuttingDownBrokerIds, forgotten when its registration goes);
 - /admin/delete_topics/<t>: once every replica's broker is live (Kafka's deletion waits
   for offline replicas too), the topic's znodes are deleted with the mark; every broker's
   watch then removes its logs.
@@ -27,7 +31,9 @@ repairs what its predecessor left half done.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import enum
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,9 +49,16 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import WatchedEvent
 
+from brook.protocol.errors import ErrorCode
 from brook.storage.checkpoints import topic_id_to_string
 
-from ..cluster.leader_election import new_partition_leader, offline_partition_leader_election
+from ..cluster.leader_election import (
+    LeaderAndIsr,
+    controlled_shutdown_partition_leader_election,
+    new_partition_leader,
+    offline_partition_leader_election,
+    preferred_replica_partition_leader_election,
+)
 from ..config import BrokerConfig
 from ..metadata.cache import MetadataCache
 from ..metadata.records import MetadataRecord
@@ -60,6 +73,19 @@ log = logging.getLogger("brook.controller")
 
 class ControllerFencedError(Exception):
     """/controller_epoch moved on: another broker is the controller now."""
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election_type (Kafka's ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+# A partition's outcome of an ElectLeaders: its error and the error's message.
+ElectionResult = tuple[ErrorCode, str | None]
+# Tries of an election whose state changed meanwhile (a leader's ISR write came first).
+ELECTION_ATTEMPTS = 5
 
 
 class ControllerDuties:
@@ -79,6 +105,15 @@ class ControllerDuties:
         self._job = SerialJob("the controller's reconciliation", self._reconcile)
         self._active = False
         self._waiting_deletions: set[str] = set()
+        # Brokers in controlled shutdown, and the replicated partitions each still led
+        # after the last round (what ControlledShutdown answers as remaining).
+        # broker id -> the broker epoch (registration czxid) it asked with.
+        self.shutting_down: dict[int, int] = {}
+        self._still_leading: dict[int, list[tuple[str, int]]] = {}
+        # The reconciliation and the elections asked for (ElectLeaders, the preferred
+        # leader rebalance) write the same states: one at a time.
+        self._lock = asyncio.Lock()
+        self._rebalance: asyncio.Future[None] | None = None
         election.add_listener(self._controller_changed)
         # Every read of the topics, changed or not (a topic without an id changes nothing
         # in the cache, and still needs the controller).
@@ -87,11 +122,16 @@ class ControllerDuties:
     def close(self) -> None:
         self._active = False
         self._job.close()
+        self._stop_rebalance()
 
     # --- triggers -----------------------------------------------------------------------
 
     def _controller_changed(self, state: ControllerState, is_controller: bool) -> None:
         self._active = is_controller
+        if not is_controller:
+            self._stop_rebalance()
+        elif self._rebalance is None:
+            self._rebalance = asyncio.ensure_future(self._rebalance_loop())
         if is_controller:
             # A new controller reads everything and repairs what was left half done.
             self._topics.schedule()
@@ -113,9 +153,38 @@ class ControllerDuties:
     async def idle(self) -> None:
         await self._job.idle()
 
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
+        """Move leadership away from `broker_id` and take it out of every ISR (Kafka's
+        KafkaController.doControlledShutdown); the replicated partitions it still leads
+        afterwards (no other ISR member to take over, or a state that changed meanwhile:
+        the broker asks again)."""
+        if broker_id not in self.shutting_down:
+            log.info("[Controller id=%d] Shutting down broker %d", self._own_id(), broker_id)
+        self.shutting_down[broker_id] = broker_epoch
+        self._job.schedule()
+        await self._job.idle()
+        return self._still_leading.get(broker_id, [])
+
+    async def _forget_restarted(self, live: set[int]) -> None:
+        """A broker that stopped, or came back as a new incarnation (a new registration,
+        which the live set alone may not show), is no longer shutting down."""
+        for broker_id, epoch in list(self.shutting_down.items()):
+            stat = None
+            if broker_id in live:
+                stat = await self._client.exists(znodes.broker_id_path(broker_id))
+            if stat is None or stat.czxid != epoch:
+                del self.shutting_down[broker_id]
+
+    def _own_id(self) -> int:
+        return self._election.state.controller_id
+
     # --- the reconciliation -------------------------------------------------------------
 
     async def _reconcile(self) -> None:
+        async with self._lock:
+            await self._reconcile_locked()
+
+    async def _reconcile_locked(self) -> None:
         if not self._active:
             return
         state = self._election.state
@@ -132,6 +201,10 @@ class ControllerDuties:
 
     async def _elect(self, state: ControllerState) -> None:
         live = {broker.broker_id for broker in self._cache.brokers()}
+        # A broker that stopped (its registration went) is no longer shutting down.
+        await self._forget_restarted(live)
+        still_leading: dict[int, list[tuple[str, int]]] = {b: [] for b in self.shutting_down}
+        retry = False
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
             if topic_id is None:
                 if assignment:
@@ -141,9 +214,18 @@ class ControllerDuties:
                 current = self._topics.states.get((name, partition))
                 if current is None:
                     continue  # not read yet: its read schedules this again
-                with contextlib.suppress(BadVersionError):
-                    # Changed meanwhile: its watch brings the new state, and this again.
-                    await self._decide(state, name, partition, replicas, current, live)
+                try:
+                    moved = await self._decide(state, name, partition, replicas, current, live)
+                except BadVersionError:
+                    moved = False
+                    retry = True  # changed meanwhile: the watch brings the new state
+                leader = current.leader if current is not NO_STATE else NO_LEADER
+                # Kafka reports only replicated partitions: one replica has nowhere to go.
+                if not moved and leader in still_leading and len(replicas) > 1:
+                    still_leading[leader].append((name, partition))
+        self._still_leading = still_leading
+        if retry:
+            self._topics.schedule()
 
     async def _decide(
         self,
@@ -153,11 +235,15 @@ class ControllerDuties:
         replicas: list[int],
         current: znodes.PartitionState,
         live: set[int],
-    ) -> None:
+    ) -> bool:
+        """Decide one partition; True when its leader changed."""
+        # Brokers in controlled shutdown are registered but lead nothing new and leave
+        # the ISRs (ControllerContext.isReplicaOnline without includeShuttingDownBrokers).
+        active = live - self.shutting_down.keys()
         if current is NO_STATE:
-            chosen = new_partition_leader(replicas, live)
+            chosen = new_partition_leader(replicas, active)
             if chosen is None:
-                return  # no replica is live: it waits for one
+                return False  # no replica is live: it waits for one
             await self._create_state(state, name, partition, chosen.leader, chosen.isr)
             log.info(
                 "[Controller id=%d] %s-%d: new partition, leader %d, ISR %s",
@@ -167,10 +253,14 @@ class ControllerDuties:
                 chosen.leader,
                 list(chosen.isr),
             )
-            return
-        if current.leader in live:
+            return True
+        if current.leader in self.shutting_down and current.leader in live:
+            return await self._move_from_shutting_down(
+                state, name, partition, replicas, current, live
+            )
+        if current.leader in active:
             # Only followers that are gone leave the ISR (never the last member).
-            new_isr = tuple(member for member in current.isr if member in live)
+            new_isr = tuple(member for member in current.isr if member in active)
             if new_isr and new_isr != current.isr:
                 await self._write_state(
                     state, name, partition, current, current.leader, current.leader_epoch, new_isr
@@ -183,14 +273,14 @@ class ControllerDuties:
                     list(current.isr),
                     list(new_isr),
                 )
-            return
+            return False
         chosen = offline_partition_leader_election(
-            replicas, current.isr, live, self._unclean_allowed(name)
+            replicas, current.isr, active, self._unclean_allowed(name)
         )
         if chosen is None:
             if current.leader == NO_LEADER:
-                return  # offline already: waits for an ISR member to come back
-            remaining = tuple(m for m in current.isr if m in live) or current.isr
+                return False  # offline already: waits for an ISR member to come back
+            remaining = tuple(m for m in current.isr if m in active) or current.isr
             await self._write_state(
                 state, name, partition, current, NO_LEADER, current.leader_epoch + 1, remaining
             )
@@ -202,7 +292,7 @@ class ControllerDuties:
                 partition,
                 list(current.isr),
             )
-            return
+            return True
         await self._write_state(
             state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
         )
@@ -218,6 +308,192 @@ class ControllerDuties:
             current.leader_epoch + 1,
             list(chosen.isr),
         )
+        return True
+
+    async def _move_from_shutting_down(
+        self,
+        state: ControllerState,
+        name: str,
+        partition: int,
+        replicas: list[int],
+        current: znodes.PartitionState,
+        live: set[int],
+    ) -> bool:
+        """The controlled-shutdown election of a partition its leader is leaving; with no
+        other ISR member to lead, the leader keeps it (and the followers that are gone
+        leave the ISR), and the broker is told the partition remains."""
+        chosen = controlled_shutdown_partition_leader_election(
+            replicas, current.isr, live, self.shutting_down
+        )
+        if chosen is None:
+            new_isr = tuple(m for m in current.isr if m in live)
+            if new_isr and new_isr != current.isr:
+                await self._write_state(
+                    state, name, partition, current, current.leader, current.leader_epoch, new_isr
+                )
+            return False
+        await self._write_state(
+            state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
+        )
+        log.info(
+            "[Controller id=%d] %s-%d: leader %d (was %d, shutting down), leader epoch %d, ISR %s",
+            state.controller_id,
+            name,
+            partition,
+            chosen.leader,
+            current.leader,
+            current.leader_epoch + 1,
+            list(chosen.isr),
+        )
+        return True
+
+    # --- elections asked for (ElectLeaders, the preferred leader rebalance) --------------
+
+    async def elect_leaders(
+        self, election_type: ElectionType, partitions: Sequence[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], ElectionResult]:
+        """Kafka's KafkaController.processReplicaLeaderElection for the admin's request:
+        each partition's result (None: every partition). Raises ControllerFencedError
+        when this broker is not, or no longer, the controller."""
+        async with self._lock:
+            if not self._active:
+                raise ControllerFencedError()
+            await self._topics.idle()
+            if partitions is None:
+                partitions = [
+                    (name, index)
+                    for name, (topic_id, assignment) in sorted(self._topics.assignments.items())
+                    if topic_id is not None
+                    for index in sorted(assignment)
+                ]
+            results: dict[tuple[str, int], ElectionResult] = {}
+            for name, index in partitions:
+                results[(name, index)] = await self._elect_one(election_type, name, index)
+            return results
+
+    async def _elect_one(
+        self, election_type: ElectionType, name: str, index: int
+    ) -> ElectionResult:
+        state = self._election.state
+        for _ in range(ELECTION_ATTEMPTS):
+            entry = self._topics.assignments.get(name)
+            if entry is None or entry[0] is None or index not in entry[1]:
+                return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+            replicas = entry[1][index]
+            current = self._topics.states.get((name, index))
+            if current is None or current is NO_STATE:
+                # Not elected yet: the reconciliation gives it its first leader.
+                return ErrorCode.leader_not_available, f"{name}-{index} has no leader yet"
+            live = {broker.broker_id for broker in self._cache.brokers()}
+            active = live - self.shutting_down.keys()
+            chosen: LeaderAndIsr | None
+            if election_type is ElectionType.PREFERRED:
+                if replicas and current.leader == replicas[0]:
+                    return ErrorCode.election_not_needed, None
+                chosen = preferred_replica_partition_leader_election(replicas, current.isr, active)
+                strategy = "PreferredReplicaPartitionLeaderElectionStrategy"
+                error = ErrorCode.preferred_leader_not_available
+            else:
+                if current.leader in active:
+                    return ErrorCode.election_not_needed, None
+                chosen = offline_partition_leader_election(replicas, current.isr, active, True)
+                strategy = "OfflinePartitionLeaderElectionStrategy(true)"
+                error = ErrorCode.eligible_leaders_not_available
+            if chosen is None:
+                # Kafka's message (PartitionStateMachine's failed elections).
+                return error, (
+                    f"Failed to elect leader for partition {name}-{index} under strategy {strategy}"
+                )
+            try:
+                await self._write_state(
+                    state, name, index, current, chosen.leader, current.leader_epoch + 1, chosen.isr
+                )
+            except BadVersionError:
+                # A leader's ISR change came first: decide again on the state its watch
+                # brings.
+                self._topics.schedule()
+                await asyncio.sleep(0.05)
+                await self._topics.idle()
+                continue
+            log.log(
+                logging.WARNING if chosen.unclean else logging.INFO,
+                "[Controller id=%d] %s-%d: %s election, leader %d (was %d), leader epoch %d,"
+                " ISR %s",
+                state.controller_id,
+                name,
+                index,
+                election_type.name.lower(),
+                chosen.leader,
+                current.leader,
+                current.leader_epoch + 1,
+                list(chosen.isr),
+            )
+            return ErrorCode.none, None
+        return ErrorCode.not_controller, f"the state of {name}-{index} kept changing; try again"
+
+    # --- the preferred leader rebalance (auto.leader.rebalance.enable) ---------------------
+
+    def _stop_rebalance(self) -> None:
+        if self._rebalance is not None:
+            self._rebalance.cancel()
+            self._rebalance = None
+
+    async def _rebalance_loop(self) -> None:
+        """Kafka's AutoPreferredReplicaLeaderElection task, every
+        leader.imbalance.check.interval.seconds while this broker is the controller."""
+        while True:
+            await asyncio.sleep(self._config()["leader.imbalance.check.interval.seconds"])
+            if not self._config()["auto.leader.rebalance.enable"]:
+                continue
+            try:
+                await self.rebalance_preferred_leaders()
+            except ControllerFencedError:
+                return
+            except Exception:
+                log.exception("The preferred leader rebalance failed; next check goes on")
+
+    async def rebalance_preferred_leaders(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: for each broker, the share of the
+        partitions it is the preferred replica of that another broker leads; above
+        leader.imbalance.per.broker.percentage, those it can lead again (live, not
+        shutting down, in the ISR) get a preferred election."""
+        threshold = self._config()["leader.imbalance.per.broker.percentage"] / 100
+        live = {broker.broker_id for broker in self._cache.brokers()} - self.shutting_down.keys()
+        preferred_of: dict[int, list[tuple[str, int]]] = {}
+        elsewhere: dict[int, list[tuple[str, int]]] = {}
+        for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
+            if topic_id is None:
+                continue
+            for index, replicas in sorted(assignment.items()):
+                current = self._topics.states.get((name, index))
+                if not replicas or current is None or current is NO_STATE:
+                    continue
+                preferred = replicas[0]
+                preferred_of.setdefault(preferred, []).append((name, index))
+                if current.leader != preferred:
+                    elsewhere.setdefault(preferred, []).append((name, index))
+        for broker_id, partitions in sorted(preferred_of.items()):
+            moved = elsewhere.get(broker_id, [])
+            ratio = len(moved) / len(partitions)
+            log.debug("Leader imbalance ratio for broker %d is %f", broker_id, ratio)
+            if ratio <= threshold or broker_id not in live:
+                continue
+            candidates = [
+                (name, index)
+                for name, index in moved
+                if broker_id in self._topics.states[(name, index)].isr
+            ]
+            if not candidates:
+                continue
+            log.info(
+                "[Controller id=%d] Leader imbalance ratio for broker %d is %.2f: preferred"
+                " leader election for %s",
+                self._own_id(),
+                broker_id,
+                ratio,
+                ", ".join(f"{name}-{index}" for name, index in candidates),
+            )
+            await self.elect_leaders(ElectionType.PREFERRED, candidates)
 
     def _unclean_allowed(self, name: str) -> bool:
         topic = self._cache.get(name)

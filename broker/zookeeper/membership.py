@@ -90,6 +90,7 @@ class ZkMembership:
         self.topics: TopicWatcher | None = None
         self.duties: ControllerDuties | None = None
         self.alter_partition: ZkAlterPartition | None = None
+        self.broker_epoch = -1
 
     # --- what the broker reads ----------------------------------------------------------
 
@@ -104,6 +105,11 @@ class ZkMembership:
     @property
     def is_controller(self) -> bool:
         return self.election.is_controller
+
+    async def broker_epoch_of(self, broker_id: int) -> int | None:
+        """The epoch of a registered broker (its registration's czxid), None if it has none."""
+        stat = await self.client.exists(znodes.broker_id_path(broker_id))
+        return None if stat is None else stat.czxid
 
     def add_controller_listener(self, listener: ControllerListener) -> None:
         def forward(state: ControllerState, is_controller: bool) -> None:
@@ -300,6 +306,15 @@ class ZkMembership:
         self.brokers = BrokerWatcher(self.client, publisher)
         await self.brokers.start()
         await self.election.start()
+        await self._read_broker_epoch()
+
+    async def _read_broker_epoch(self) -> None:
+        """The broker epoch is the registration's creation zxid (Kafka's, KIP-380): each
+        incarnation of a broker id has a higher one. Read once the election has started,
+        so that it delays nothing a client waits for; only a controlled shutdown needs it."""
+        stat = await self.client.exists(znodes.broker_id_path(self._broker_id))
+        if stat is not None and stat.ephemeralOwner == self.client.session_id:
+            self.broker_epoch = stat.czxid
 
     async def _create_registration(self) -> None:
         """Kafka's checked ephemeral create: a node already there is ours only if our
@@ -401,6 +416,7 @@ class ZkMembership:
             self.topics.resync()
         self.election.schedule()
         self._fence(False)
+        await self._read_broker_epoch()
 
     # --- stop ---------------------------------------------------------------------------
 

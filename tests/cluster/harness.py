@@ -134,6 +134,9 @@ class Cluster:
             "broker.id": broker_id,
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+            # A broker stopped last has no one to hand its leaders to: its controlled
+            # shutdown retries, and at the default 5 s apart each teardown would wait 10 s.
+            "controlled.shutdown.retry.backoff.ms": 200,
         }
         overrides.update(extra or {})
         return overrides

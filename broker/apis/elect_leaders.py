@@ -1,0 +1,137 @@
+"""ElectLeaders (key 43), v0-v2: elect the preferred replica (v0 only), or, from v1, an
+unclean leader for partitions that have none (Kafka's KafkaApis.handleElectLeaders and
+KafkaController's ReplicaLeaderElection).
+
+The controller decides: the request is answered there, and a broker that is not the
+controller forwards it to the controller over the inter-broker connection, so that any
+broker serves it (Kafka's admin clients send it to the controller; Kafka 2.x's
+/admin/preferred_replica_election znode was never used for it, since the znode path
+cannot carry each partition's result back). Per partition: ELECTION_NOT_NEEDED (the
+preferred replica leads already / the leader is live), PREFERRED_LEADER_NOT_AVAILABLE,
+ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. With every partition asked
+for (topic_partitions null), those that needed no election are left out, as Kafka does.
+A single broker (no ZooKeeper) leads every replica of its partitions already.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..request_context import RequestContext
+from . import build, handles, schema_module
+
+log = logging.getLogger("brook.apis.elect_leaders")
+
+Results = dict[tuple[str, int], tuple[ErrorCode, str | None]]
+# The client id of requests between brokers (broker/inter_broker.py): a forwarded
+# request is answered where it arrives, never forwarded again.
+INTER_BROKER_CLIENT_PREFIX = "broker-"
+
+
+@handles(ApiKey.ELECT_LEADERS)
+async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
+    from ..zookeeper.controller_duties import ElectionType
+
+    raw_type = getattr(request, "election_type", ElectionType.PREFERRED)
+    asked = _partitions(request)
+    membership = ctx.services.membership
+    duties = getattr(membership, "duties", None)
+    if raw_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
+        log.info("ElectLeaders from %s: unknown election type %d", ctx.peer, raw_type)
+        return _response(
+            ctx, ErrorCode.invalid_request, _all(asked, ErrorCode.invalid_request, None), False
+        )
+    election_type = ElectionType(raw_type)
+    if duties is None:
+        return _response(ctx, ErrorCode.none, _single_broker(ctx, asked), asked is None)
+    if not membership.is_controller:
+        return await _forward(ctx, request, asked)
+    from ..zookeeper.controller_duties import ControllerFencedError
+
+    try:
+        results = await duties.elect_leaders(election_type, asked)
+    except ControllerFencedError:
+        return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
+    for (topic, index), (error, message) in results.items():
+        if error not in (ErrorCode.none, ErrorCode.election_not_needed):
+            log.info(
+                "ElectLeaders %s of %s-%d from %s: %s (%s)",
+                election_type.name,
+                topic,
+                index,
+                ctx.peer,
+                error.name,
+                message,
+            )
+    return _response(ctx, ErrorCode.none, results, asked is None)
+
+
+def _partitions(request: Any) -> list[tuple[str, int]] | None:
+    if request.topic_partitions is None:
+        return None
+    # Each partition once, in the order asked.
+    return list(
+        dict.fromkeys((t.topic, int(p)) for t in request.topic_partitions for p in t.partitions)
+    )
+
+
+def _all(asked: list[tuple[str, int]] | None, error: ErrorCode, message: str | None) -> Results:
+    return {partition: (error, message) for partition in asked or ()}
+
+
+def _single_broker(ctx: RequestContext, asked: list[tuple[str, int]] | None) -> Results:
+    metadata = ctx.services.metadata
+    if asked is None:
+        return {}  # every partition's only replica leads: none needed an election
+    results: Results = {}
+    for topic, index in asked:
+        found = metadata.get(topic)
+        if found is None or not 0 <= index < len(found.partitions):
+            results[(topic, index)] = (
+                ErrorCode.unknown_topic_or_partition,
+                "The partition does not exist.",
+            )
+        else:
+            results[(topic, index)] = (ErrorCode.election_not_needed, None)
+    return results
+
+
+async def _forward(ctx: RequestContext, request: Any, asked: list[tuple[str, int]] | None) -> Any:
+    controller = ctx.services.membership.controller_id
+    if controller < 0 or (ctx.client_id or "").startswith(INTER_BROKER_CLIENT_PREFIX):
+        return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
+    try:
+        return await ctx.services.inter_broker.request(controller, request)
+    except KafkaError as exc:
+        log.info("ElectLeaders from %s to controller %d: %s", ctx.peer, controller, exc.message)
+        return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
+
+
+def _response(ctx: RequestContext, error: ErrorCode, results: Results, every: bool) -> Any:
+    types = schema_module(ctx.response_type)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), (partition_error, message) in results.items():
+        if every and partition_error is ErrorCode.election_not_needed:
+            continue  # asked for all: only the partitions that needed an election
+        by_topic.setdefault(topic, []).append(
+            build(
+                types.PartitionResult,
+                partition_id=index,
+                error_code=partition_error,
+                error_message=message,
+            )
+        )
+    return build(
+        ctx.response_type,
+        throttle_time=datetime.timedelta(0),
+        error_code=error,
+        replica_election_results=tuple(
+            build(types.ReplicaElectionResult, topic=topic, partition_result=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )

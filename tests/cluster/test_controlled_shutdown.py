@@ -1,0 +1,267 @@
+"""Controlled shutdown: a broker stopped cleanly (SIGTERM) in a cluster asks the controller
+to move its leaders first, so that producers at acks=all go on without an error, the
+partition states name the new leaders before the broker's registration goes, and the
+stopped broker leads nothing. The last replica of a partition cannot move (reported, the
+broker stops anyway); controlled.shutdown.enable=false skips it; the controller refuses
+requests that are not its to act on."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.protocol.states import ZnodeStat
+from kazoo.recipe.watchers import DataWatch
+
+from brook.protocol.controlled_shutdown_schema import (
+    ControlledShutdownRequestV1,
+    ControlledShutdownRequestV2,
+    ControlledShutdownRequestV3,
+)
+from brook.protocol.errors import ErrorCode
+from tests.integration.raw_client import RawClient
+
+from .harness import Cluster, ZooKeeperView, eventually
+from .topics import start_three, state_of, topic_of
+
+
+def _create(bootstrap: str, topic: NewTopic) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([topic], operation_timeout=20)[topic.topic].result(timeout=30)
+
+
+class StateHistory:
+    """Every version of a partition's state znode a watch sees: (leader, mzxid)."""
+
+    def __init__(self, zk: ZooKeeperView, topic: str, partition: int) -> None:
+        self.seen: list[tuple[int, int]] = []
+
+        def watch(data: bytes | None, stat: ZnodeStat | None) -> None:
+            if data is not None and stat is not None:
+                self.seen.append((json.loads(data)["leader"], stat.mzxid))
+
+        DataWatch(
+            zk.client, zk.path(f"/brokers/topics/{topic}/partitions/{partition}/state"), watch
+        )
+
+    def first_led_by_another(self, leader: int) -> int:
+        """The zxid of the first version seen whose leader is not `leader`."""
+        return next(zxid for seen, zxid in self.seen if seen != leader)
+
+
+def _registration_gone_zxid(zk: ZooKeeperView) -> int:
+    """The zxid of the last change of /brokers/ids' children (the stopped broker's
+    registration going, when nothing else joined or left after it)."""
+    return zk.exists("/brokers/ids").pzxid  # type: ignore[union-attr]
+
+
+def _sigterm(broker: Any) -> int:
+    broker.process.send_signal(signal.SIGTERM)
+    return broker.process.wait(60)  # type: ignore[no-any-return]
+
+
+def test_a_stopping_leader_hands_over_while_producers_go_on(cluster: Cluster, zk: ZooKeeperView):
+    """confluent-kafka and kafka-python produce at acks=all (min.insync.replicas 2) while the
+    partition's leader is SIGTERMed: the state names a new leader (leader epoch + 1, the
+    old leader out of the ISR) before the broker's registration goes, no produce error
+    reaches either application, and every acknowledged record is read back."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    brokers = start_three(cluster, zk, **{"min.insync.replicas": 2})
+    _create(brokers[1].bootstrap, NewTopic("orders", 1, 3))
+    before = eventually(lambda: state_of(zk, "orders", 0), lambda s: sorted(s["isr"]) == [1, 2, 3])
+    leader = before["leader"]
+    others = [i for i in brokers if i != leader]
+    bootstrap = ",".join(brokers[i].bootstrap for i in others)
+    history = StateHistory(zk, "orders", 0)
+
+    stop = threading.Event()
+    errors: list[Any] = []
+    acked: list[bytes] = []
+    lock = threading.Lock()
+
+    def confluent_loop() -> None:
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "retries": 100}
+        )
+
+        def report(error: KafkaError | None, message: Any) -> None:
+            with lock:
+                (errors if error is not None else acked).append(error or message.value())
+
+        sent = 0
+        while not stop.is_set() or sent < 200:
+            producer.produce("orders", f"ck-{sent}".encode(), partition=0, on_delivery=report)
+            producer.poll(0.005)
+            sent += 1
+        if producer.flush(60) != 0:
+            errors.append("confluent: records left unsent")
+
+    def kafka_python_loop() -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap.split(","), acks="all", retries=100, retry_backoff_ms=100
+        )
+        futures = []
+        sent = 0
+        while not stop.is_set() or sent < 200:
+            futures.append(
+                (f"kp-{sent}".encode(), producer.send("orders", f"kp-{sent}".encode(), partition=0))
+            )
+            sent += 1
+            stop.wait(0.005)
+        for value, future in futures:
+            try:
+                future.get(timeout=60)
+                with lock:
+                    acked.append(value)
+            except Exception as exc:  # what the application would see
+                errors.append(exc)
+        producer.close()
+
+    threads = [threading.Thread(target=confluent_loop), threading.Thread(target=kafka_python_loop)]
+    for thread in threads:
+        thread.start()
+    eventually(lambda: len(acked), lambda n: n >= 100)
+
+    assert _sigterm(brokers[leader]) == 0
+    stop.set()
+    for thread in threads:
+        thread.join(120)
+
+    assert errors == []
+    after = state_of(zk, "orders", 0)
+    assert after["leader"] in others
+    assert after["leader_epoch"] == before["leader_epoch"] + 1
+    assert leader not in after["isr"]
+    assert history.first_led_by_another(leader) < _registration_gone_zxid(zk)
+    log = brokers[leader].log_path.read_text()
+    assert "Controlled shutdown request returned successfully" in log
+
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=bootstrap.split(","),
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        group_id=None,
+    )
+    read = {message.value for message in consumer}
+    consumer.close()
+    assert set(acked) <= read
+
+
+def test_a_stopped_controller_leads_nothing(cluster: Cluster, zk: ZooKeeperView):
+    """The controller itself stopped cleanly: it moves its own leaders (its ControlledShutdown
+    goes to itself) before it goes; Metadata from the others shows no partition it leads,
+    each moved one at the next leader epoch."""
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("spread", 6, 3))
+    controller = zk.wait_controller(lambda c: c is not None)
+    assert controller is not None
+    before = {p: state_of(zk, "spread", p) for p in range(6)}
+    led = [p for p, s in before.items() if s["leader"] == controller]
+    assert led, "three brokers share the leaders of six partitions"
+
+    assert _sigterm(brokers[controller]) == 0
+
+    other = next(i for i in brokers if i != controller)
+    _, partitions = eventually(
+        lambda: topic_of(brokers[other].port, "spread"),
+        lambda seen: all(p.leader != controller for p in seen[1].values()),
+    )
+    for index, seen in partitions.items():
+        assert seen.error == ErrorCode.none
+        assert controller not in seen.isr
+        if index in led:
+            assert seen.leader_epoch == before[index]["leader_epoch"] + 1
+        else:
+            assert seen.leader == before[index]["leader"]
+
+
+def test_the_last_replica_cannot_move_and_the_broker_stops_anyway(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    """A partition whose ISR is its leader alone has no one to hand it to: the controller
+    reports it remaining, the broker retries per controlled.shutdown.max.retries, logs
+    it, and stops anyway (exit 0); the partition then has no leader."""
+    extra = {"controlled.shutdown.max.retries": 2, "controlled.shutdown.retry.backoff.ms": 100}
+    brokers = start_three(cluster, zk, **extra)
+    admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    topic = NewTopic("lonely", 1, replica_assignment=[[2, 3]])
+    admin.create_topics([topic], operation_timeout=20)["lonely"].result(timeout=30)
+    eventually(lambda: state_of(zk, "lonely", 0), lambda s: sorted(s["isr"]) == [2, 3])
+
+    # The follower goes first (its own controlled shutdown leaves the ISR to broker 2).
+    assert _sigterm(brokers[3]) == 0
+    eventually(lambda: state_of(zk, "lonely", 0), lambda s: s["isr"] == [2])
+
+    assert _sigterm(brokers[2]) == 0
+    log = brokers[2].log_path.read_text()
+    assert log.count("Controlled shutdown: remaining partitions to move: lonely-0") == 2
+    assert "Proceeding to do an unclean shutdown" in log
+    # Offline now, keeping its last ISR member for when it returns.
+    state = eventually(lambda: state_of(zk, "lonely", 0), lambda s: s["leader"] == -1)
+    assert state["isr"] == [2]
+
+
+def test_disabled_controlled_shutdown_is_skipped(cluster: Cluster, zk: ZooKeeperView):
+    """controlled.shutdown.enable=false: the broker stops without asking; its partitions
+    move only once its registration has gone (the controller's failover)."""
+    brokers = start_three(cluster, zk, **{"controlled.shutdown.enable": False})
+    _create(brokers[1].bootstrap, NewTopic("plain", 1, 3))
+    before = eventually(lambda: state_of(zk, "plain", 0), lambda s: len(s["isr"]) == 3)
+    leader = before["leader"]
+    history = StateHistory(zk, "plain", 0)
+
+    assert _sigterm(brokers[leader]) == 0
+    gone = _registration_gone_zxid(zk)
+    eventually(lambda: state_of(zk, "plain", 0), lambda s: s["leader"] not in (leader, -1))
+    assert history.first_led_by_another(leader) > gone
+    assert "controlled shutdown" not in brokers[leader].log_path.read_text().lower()
+
+
+def test_controlled_shutdown_refusals(cluster: Cluster, zk: ZooKeeperView):
+    """NOT_CONTROLLER from a broker that is not the controller; BROKER_NOT_AVAILABLE for a
+    broker id that is not registered; STALE_BROKER_EPOCH for an epoch older than the
+    broker's registration (v2+; v1 carries none). Nothing moves."""
+    brokers = start_three(cluster, zk)
+    _create(brokers[1].bootstrap, NewTopic("kept", 3, 3))
+    controller = zk.wait_controller(lambda c: c is not None)
+    assert controller is not None
+    other = next(i for i in brokers if i != controller)
+    before = {p: state_of(zk, "kept", p) for p in range(3)}
+    epoch = zk.exists(f"/brokers/ids/{other}").czxid  # type: ignore[union-attr]
+
+    def ask(port: int, request: Any) -> Any:
+        with RawClient(port) as client:
+            return client.request(request)
+
+    answer = ask(
+        brokers[other].port, ControlledShutdownRequestV3(broker_id=other, broker_epoch=epoch)
+    )
+    assert answer.error_code == ErrorCode.not_controller
+    assert answer.remaining_partitions == ()
+    answer = ask(
+        brokers[controller].port, ControlledShutdownRequestV3(broker_id=9, broker_epoch=-1)
+    )
+    assert answer.error_code == ErrorCode.broker_not_available
+    for request in (
+        ControlledShutdownRequestV2(broker_id=other, broker_epoch=epoch - 1),
+        ControlledShutdownRequestV3(broker_id=other, broker_epoch=epoch - 1),
+    ):
+        answer = ask(brokers[controller].port, request)
+        assert answer.error_code == ErrorCode.stale_broker_epoch
+    assert {p: state_of(zk, "kept", p) for p in range(3)} == before
+    # v1 has no epoch: the controller acts on it.
+    answer = ask(brokers[controller].port, ControlledShutdownRequestV1(broker_id=other))
+    assert answer.error_code == ErrorCode.none and answer.remaining_partitions == ()
+    after = eventually(
+        lambda: [state_of(zk, "kept", p) for p in range(3)],
+        lambda states: all(s["leader"] != other and other not in s["isr"] for s in states),
+    )
+    assert all(s["leader"] in brokers for s in after)
+    # It still fetches (nothing told it to stop, as its own stop does): its stop ends that.
+    assert _sigterm(brokers[other]) == 0
