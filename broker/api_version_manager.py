@@ -11,7 +11,7 @@ connection closed for the others.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from brook.protocol.api_table import SERVED, ApiKey, VersionRange
 from brook.protocol.releases import RELEASE_RANGES
@@ -52,8 +52,7 @@ def emulated_table(release: str) -> dict[ApiKey, VersionRange]:
     return table
 
 
-@dataclass(frozen=True, slots=True)
-class ApiVersionManager:
+class ApiVersionManager(NamedTuple):
     table: Mapping[ApiKey, VersionRange]
     features: tuple[Feature, ...]
     # The emulated Kafka release, or None for Brook's own ranges.

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from brook.protocol.releases import KNOWN_RELEASES
 
@@ -60,8 +59,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 _BOUNDS = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
+class ConfigKey(NamedTuple):
     name: str
     type: str  # int, long, double, boolean, string, list
     default: Any
@@ -746,8 +744,7 @@ _ADMIN_URL = re.compile(r"^http://(\[[^\]]*\]|[^:/]*):(?P<port>\d+)/?$")
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
+class Listener(NamedTuple):
     name: str
     host: str
     port: int

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from typing import Any
 
 
@@ -28,6 +27,8 @@ def java_double(value: float) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0 or 1e-3 <= abs(value) < 1e7:
         return repr(value)
+    from decimal import Decimal  # rare: not worth its import at start-up
+
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
     assert isinstance(exponent, int)
     text = "".join(str(d) for d in digits).rstrip("0") or "0"

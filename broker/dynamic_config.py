@@ -9,14 +9,13 @@ directory.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from brook.protocol.errors import InvalidRequestError
-from brook.storage.checkpoints import atomic_write_text, read_json
+from brook.storage.checkpoints import read_json, write_json
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
 
@@ -209,7 +208,7 @@ class DynamicBrokerConfig:
         brokers = stored.setdefault("brokers", {})
         brokers[str(self.static.broker_id)] = self.per_broker
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps(stored, indent=1, sort_keys=True))
+        write_json(self.path, stored, pretty=True)
 
 
 def _check_listener_change(old: BrokerConfig, new: BrokerConfig) -> None:

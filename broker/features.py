@@ -10,11 +10,10 @@ kafka-python, aiokafka) keep transaction version 0 with the versions they send.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Feature:
+class Feature(NamedTuple):
     name: str
     min_version: int
     max_version: int

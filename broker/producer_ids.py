@@ -7,10 +7,9 @@ instead of repeating ids.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from brook.storage.checkpoints import atomic_write_text, read_json
+from brook.storage.checkpoints import read_json, write_json
 from brook.storage.errors import CorruptCheckpointError
 
 BLOCK_SIZE = 1000
@@ -39,5 +38,5 @@ class ProducerIdManager:
         return producer_id
 
     def _reserve(self, block_end: int) -> None:
-        atomic_write_text(self.path, json.dumps({"next_block": block_end}))
+        write_json(self.path, {"next_block": block_end})
         self._block_end = block_end

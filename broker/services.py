@@ -4,8 +4,7 @@ builds one at start; handlers reach it as `ctx.services`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from brook.storage.clock import Clock
 from brook.storage.log_manager import LogManager
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
     from .transactions.coordinator import TransactionCoordinator
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerServices:
+class BrokerServices(NamedTuple):
     broker_id: int
     clock: Clock
     dynamic_config: DynamicBrokerConfig

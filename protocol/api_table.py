@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.index import load_request_schema, load_response_schema
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -59,8 +58,7 @@ class ApiKey(enum.IntEnum):
     LIST_TRANSACTIONS = 66
 
 
-@dataclass(frozen=True, slots=True)
-class VersionRange:
+class VersionRange(NamedTuple):
     min_version: int
     max_version: int
     advertised_min: int | None = None  # lower than min_version where Kafka advertises so

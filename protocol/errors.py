@@ -7,7 +7,7 @@ generated from Kafka's own message definitions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Re-exported: the layers above take ErrorCode from here, next to the errors that carry it.
 from kio.schema.errors import ErrorCode as ErrorCode
@@ -23,8 +23,7 @@ class KafkaError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class RecordError:
+class RecordError(NamedTuple):
     """One refused record of a produced batch: its index in the batch and why."""
 
     batch_index: int

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import cache
 from types import NoneType, UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -122,16 +122,14 @@ def _too_many_tags(path: str, count: int, left: int) -> InvalidRequestError:
     return InvalidRequestError(f"{path}: {count} tagged fields cannot fit in {left} bytes")
 
 
-@dataclass(frozen=True, slots=True)
-class _Sizes:
+class _Sizes(NamedTuple):
     """The smallest encoding of an entity type, and its size if it never varies."""
 
     min_size: int
     fixed_size: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Walk:
+class _Walk(NamedTuple):
     sizes: _Sizes
     function: Walker
     source: str

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
@@ -26,8 +25,7 @@ SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
 
 
-@dataclass(frozen=True, slots=True)
-class RequestFrame:
+class RequestFrame(NamedTuple):
     api_key: int
     api_version: int
     correlation_id: int

@@ -13,14 +13,12 @@ directory fsynced, so a crash leaves either the old or the new file, never a tor
 from __future__ import annotations
 
 import base64
-import json
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .errors import CorruptCheckpointError
 from .log_file_utils import PARTITION_METADATA_FILE, fsync_dir
@@ -45,10 +43,20 @@ def read_json(path: Path) -> Any:
         text = path.read_text()
     except FileNotFoundError:
         return None
+    import json  # only a broker with state files parses JSON: not at an empty start
+
     try:
         return json.loads(text)
     except ValueError as exc:
         raise CorruptCheckpointError(f"{path} is damaged: not valid JSON ({exc})") from None
+
+
+def write_json(path: Path, value: Any, pretty: bool = False) -> None:
+    """Replace a JSON state file atomically (read back by read_json)."""
+    import json
+
+    text = json.dumps(value, indent=1, sort_keys=True) if pretty else json.dumps(value)
+    atomic_write_text(path, text)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -150,8 +158,7 @@ class OffsetCheckpointFile:
 # --- meta.properties ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class MetaProperties:
+class MetaProperties(NamedTuple):
     """What a log dir says about its owner.
 
     Version 0 is a ZooKeeper-mode broker (`broker.id`), version 1 a KRaft node

@@ -92,6 +92,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Delete a directory and everything in it, ignoring what is already gone."""
+    import shutil  # with its compression modules, worth importing only when deleting
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def future_dir_name(topic: str, partition: int) -> str:
     """Where a partition being moved to another log dir is copied: Kafka's name for it."""
     return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"

@@ -22,7 +22,6 @@ import base64
 import fcntl
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -287,7 +286,7 @@ class LogManager:
             path = Path(entry.path)
             if entry.name.endswith(files.DELETE_DIR_SUFFIX):
                 logger.info("Removing %s, a partition whose deletion was interrupted", path)
-                shutil.rmtree(path, ignore_errors=True)
+                files.remove_tree(path)
                 continue
             if entry.name.endswith(files.FUTURE_DIR_SUFFIX):
                 future_dirs.append(path)
@@ -360,7 +359,7 @@ class LogManager:
                     partition,
                     path.parent,
                 )
-                shutil.rmtree(path, ignore_errors=True)
+                files.remove_tree(path)
                 continue
             target = path.with_name(f"{topic}-{partition}")
             logger.info("Completing the move of %s-%d to %s", topic, partition, path.parent)
@@ -535,7 +534,7 @@ class LogManager:
         replaced.high_watermark = high_watermark
         self._logs[topic_partition] = replaced
         self._dir_of[topic_partition] = target_dir
-        shutil.rmtree(doomed, ignore_errors=True)
+        files.remove_tree(doomed)
         logger.info("Moved %s-%d to %s", topic, partition, target_dir)
         return replaced
 
@@ -666,7 +665,7 @@ class LogManager:
                 return True
             for entry in entries:
                 if entry.is_dir() and entry.name.endswith(files.DELETE_DIR_SUFFIX):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    files.remove_tree(entry.path)
                     remaining = remaining or os.path.exists(entry.path)
         return remaining
 

@@ -9,14 +9,13 @@ ZooKeeper holds them (broker/zookeeper/store.py).
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from brook.storage.checkpoints import atomic_write_text, read_json
+from brook.storage.checkpoints import read_json, write_json
 
 if TYPE_CHECKING:
     from brook.storage.log import Log
@@ -102,7 +101,7 @@ class LocalMetadataStore:
             elif isinstance(record, RemoveTopicRecord):
                 configs.pop(names.pop(record.topic_id), None)
         if configs != self._configs:
-            atomic_write_text(self._configs_path, json.dumps(configs, indent=1, sort_keys=True))
+            write_json(self._configs_path, configs, pretty=True)
         self._configs = configs
         self._names = names
 
