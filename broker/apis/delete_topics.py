@@ -15,20 +15,28 @@ from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.delete_topics")
 ZERO_UUID = uuid.UUID(int=0)
+BOTH_GIVEN = "Topic name and topic ID can not both be specified."
 
 
 @handles(ApiKey.DELETE_TOPICS)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     metadata = ctx.services.metadata
-    if hasattr(request, "topics"):  # v6: names or ids
-        wanted = [(state.name, state.topic_id) for state in request.topics]
+    if hasattr(request, "topics"):  # v6: names or ids (kio reads the zero id as None)
+        wanted = [(state.name, state.topic_id or ZERO_UUID) for state in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    if any(name is not None and topic_id != ZERO_UUID for name, topic_id in wanted):
+        # Kafka refuses the whole request, every topic answered INVALID_REQUEST.
+        log.info("DeleteTopics from %s refused: %s", ctx.peer, BOTH_GIVEN)
+        return _refused(ctx, wanted, ErrorCode.invalid_request, BOTH_GIVEN)
     results = []
     for name, topic_id in wanted:
         error, message = ErrorCode.none, None
-        if name is None:
+        if name is None and topic_id == ZERO_UUID:
+            # Neither given: Kafka looks the null name up and does not find it.
+            error = ErrorCode.unknown_topic_or_partition
+        elif name is None:
             topic = metadata.get_by_id(topic_id)
             if topic is None:
                 error, message = (
@@ -53,6 +61,23 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def _refused(
+    ctx: RequestContext, wanted: list[tuple[Any, uuid.UUID]], error: ErrorCode, message: str
+) -> Any:
+    types = schema_module(ctx.response_type)
+    results = tuple(
+        build(
+            types.DeletableTopicResult,
+            name=name,
+            topic_id=topic_id,
+            error_code=error,
+            error_message=message,
+        )
+        for name, topic_id in wanted
+    )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=results)
 
 
 def _timeout_ms(request: Any) -> int:

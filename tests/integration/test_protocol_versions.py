@@ -7,6 +7,7 @@ with the answers Kafka gives (errors included).
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import Any
 
@@ -287,6 +288,32 @@ def test_delete_topics_every_version(brook_broker, version):
     errors = {result.name: result.error_code.value for result in response.responses}
     assert errors == {name: 0, "never-was": 3}
     assert not (brook_broker.data_dir / f"{name}-0").exists()
+
+
+def test_delete_topics_v6_with_neither_or_both_of_name_and_id(brook_broker, caplog):
+    """Kafka's answers: neither given is a topic that does not exist; both given refuses
+    the whole request (INVALID_REQUEST for every topic), deleting nothing."""
+    caplog.set_level(logging.INFO, logger="brook.apis.delete_topics")
+    name = "kept-v6"
+    create_topic(brook_broker.bootstrap, name)
+    request_type = load_request_schema(ApiKey.DELETE_TOPICS, 6)
+    state = nested(request_type, "DeleteTopicState")
+
+    def delete(*topics: Any) -> Any:
+        request = make(request_type, timeout=datetime.timedelta(seconds=5), topics=topics)
+        with RawClient(brook_broker.port) as client:
+            return client.request(request).responses
+
+    (neither,) = delete(make(state, name=None, topic_id=uuid.UUID(int=0)))
+    assert (neither.name, neither.error_code.value) == (None, 3)  # UNKNOWN_TOPIC_OR_PARTITION
+    both = delete(
+        make(state, name=name, topic_id=uuid.uuid4()),
+        make(state, name=name, topic_id=uuid.UUID(int=0)),
+    )
+    assert [result.error_code.value for result in both] == [42, 42]  # INVALID_REQUEST
+    assert both[0].error_message == "Topic name and topic ID can not both be specified."
+    assert (brook_broker.data_dir / f"{name}-0").exists()
+    assert f"refused: {both[0].error_message}" in caplog.text
 
 
 @pytest.mark.parametrize("version", versions(ApiKey.CREATE_PARTITIONS))
