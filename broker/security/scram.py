@@ -10,6 +10,7 @@ the two keys are derived here.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -206,6 +207,13 @@ class ScramSaslServer:
 # --- the client side, for the inter-broker client and the tools --------------------------
 
 
+@functools.lru_cache(maxsize=64)
+def _client_salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """The client's PBKDF2, once per salt: a broker reconnecting to another (or a tool
+    logging in again) does not pay thousands of iterations each time."""
+    return salted_password(mechanism, password, salt, iterations)
+
+
 class ScramClient:
     def __init__(self, mechanism: str, username: str, password: str) -> None:
         self.mechanism = mechanism
@@ -227,7 +235,7 @@ class ScramClient:
         if not fields.get("r", "").startswith(self._nonce):
             raise ValueError("the server's nonce does not extend the client's")
         salt = base64.b64decode(fields["s"])
-        salted = salted_password(self.mechanism, self._password, salt, int(fields["i"]))
+        salted = _client_salted_password(self.mechanism, self._password, salt, int(fields["i"]))
         without_proof = f"c={_b64(b'n,,')},r={fields['r']}"
         auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
         client_key = _hmac(self._hash, salted, b"Client Key")
