@@ -18,7 +18,7 @@ from typing import Any
 from brook.protocol.errors import InvalidRequestError
 from brook.storage.checkpoints import atomic_write_text, read_json
 
-from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, prefixed_key
 
 log = logging.getLogger("brook.dynamic_config")
 
@@ -161,8 +161,13 @@ class DynamicBrokerConfig:
             _check_cleaner_threads(self.current["log.cleaner.threads"], new["log.cleaner.threads"])
 
     def _check_values(self, props: Mapping[str, str]) -> None:
+        # A listener's own security keys (listener.name.<l>.ssl...) are static here: the
+        # TLS and SASL settings are read at start.
         static_only = sorted(
-            name for name in props if name in BROKER_CONFIGS and name not in DYNAMIC_BROKER_CONFIGS
+            name
+            for name in props
+            if (name in BROKER_CONFIGS and name not in DYNAMIC_BROKER_CONFIGS)
+            or prefixed_key(name) is not None
         )
         if static_only:
             raise InvalidRequestError(

@@ -255,3 +255,27 @@ def test_jaas_configs_as_kafka_reads_them():
     for bad in ("PlainLoginModule", "M flag;", 'M required a="b"', 'M required a="b"; N required;'):
         with pytest.raises(ConfigError):
             parse_jaas_config(bad, "k")
+
+
+def test_security_keys_cannot_change_at_runtime(secure_broker):
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": secure_broker.bootstrap("PLAINTEXT")})
+    for key in ("ssl.client.auth", "listener.name.mtls.ssl.client.auth"):
+        resource = ConfigResource(
+            "BROKER",
+            "0",
+            incremental_configs=[
+                ConfigEntry(key, "none", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
+        future = admin.incremental_alter_configs([resource])[resource]
+        with pytest.raises(Exception, match="Cannot update these configs dynamically"):
+            future.result(15)
+    # Nothing changed: the MTLS listener still asks for a certificate.
+    security = secure_broker.call(
+        lambda: secure_broker.broker.services.config.listener_security["MTLS"]
+    )
+    import ssl
+
+    assert security.ssl_context.verify_mode == ssl.CERT_REQUIRED
