@@ -279,3 +279,16 @@ def test_security_keys_cannot_change_at_runtime(secure_broker):
     import ssl
 
     assert security.ssl_context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_describe_configs_never_shows_a_password(secure_broker):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": secure_broker.bootstrap("PLAINTEXT")})
+    resource = ConfigResource("BROKER", "0")
+    entries = admin.describe_configs([resource])[resource].result(15)
+    key_password = entries["ssl.key.password"]
+    assert key_password.is_sensitive and key_password.value is None
+    assert entries["sasl.jaas.config"].is_sensitive
+    assert entries["ssl.client.auth"].value == "none"
+    assert not entries["ssl.client.auth"].is_sensitive
