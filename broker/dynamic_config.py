@@ -17,7 +17,7 @@ from typing import Any
 from brook.protocol.errors import InvalidRequestError
 from brook.storage.checkpoints import read_json, write_json
 
-from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, prefixed_key
 
 log = logging.getLogger("brook.dynamic_config")
 
@@ -142,8 +142,12 @@ class DynamicBrokerConfig:
         """
         self._check_values(props)
         if per_broker:
-            new = self._merge(self.cluster_default, props)
+            new = self._merge(self.cluster_default, props, build_security=False)
             _check_listener_change(self.current, new)
+            try:
+                new.build_listener_security()
+            except ConfigError as exc:
+                raise InvalidRequestError(str(exc)) from None
         else:
             cluster_only = sorted(name for name in props if name in PER_BROKER_CONFIGS)
             if cluster_only:
@@ -156,8 +160,13 @@ class DynamicBrokerConfig:
             _check_cleaner_threads(self.current["log.cleaner.threads"], new["log.cleaner.threads"])
 
     def _check_values(self, props: Mapping[str, str]) -> None:
+        # A listener's own security keys (listener.name.<l>.ssl...) are static here: the
+        # TLS and SASL settings are read at start.
         static_only = sorted(
-            name for name in props if name in BROKER_CONFIGS and name not in DYNAMIC_BROKER_CONFIGS
+            name
+            for name in props
+            if (name in BROKER_CONFIGS and name not in DYNAMIC_BROKER_CONFIGS)
+            or prefixed_key(name) is not None
         )
         if static_only:
             raise InvalidRequestError(
@@ -187,7 +196,12 @@ class DynamicBrokerConfig:
             reconfigure(old, self.current)
         return self.current
 
-    def _merge(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> Any:
+    def _merge(
+        self,
+        cluster_default: Mapping[str, str],
+        per_broker: Mapping[str, str],
+        build_security: bool = True,
+    ) -> Any:
         values = dict(self.static.items())
         explicit = set(self.static.explicit)
         for layer in (cluster_default, per_broker):
@@ -198,7 +212,7 @@ class DynamicBrokerConfig:
                 values[name] = key.parse(raw)
                 explicit.add(name)
         try:
-            return BrokerConfig(values, explicit)
+            return BrokerConfig(values, explicit, build_security)
         except ConfigError as exc:
             raise InvalidRequestError(str(exc)) from None
 

@@ -125,4 +125,11 @@ RELEASE_RANGES: dict[str, dict[int, tuple[int, int]]] = {
 }
 # fmt: on
 
+# The SASL and SCRAM APIs: the same ranges in every release above (SaslHandshake 0-1,
+# SaslAuthenticate 0-2, Describe/AlterUserScramCredentials 0, as kafka-python's recorded
+# 2.8 and 3.0 brokers advertise them; unchanged through 4.1), added here rather than
+# repeated in each table.
+for _ranges in RELEASE_RANGES.values():
+    _ranges.update({17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0)})
+
 KNOWN_RELEASES = tuple(RELEASE_RANGES)

@@ -71,6 +71,10 @@ KAFKA_2_8 = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 # 3.3 over 2.8: topic ids in Fetch/Metadata (KIP-516), KIP-699's batched FindCoordinator,
 # KIP-800/814 JoinGroup and LeaveGroup, and the transaction admin APIs of 3.0 (KIP-664).
