@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .groups.coordinator import GroupCoordinator
     from .log_cleaner import LogCleaner
     from .partition import Partition
+    from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.broker")
@@ -149,6 +151,16 @@ class Broker:
             await self.membership.close()
             raise
 
+    def _scram_credential_store(self, config: BrokerConfig) -> ScramCredentialStore:
+        """Kafka's place for SCRAM credentials: ZooKeeper when the cluster has one."""
+        if config["zookeeper.connect"]:
+            from .zookeeper.scram_znodes import ZkScramCredentialStore
+
+            return ZkScramCredentialStore(self.membership.client)  # type: ignore[attr-defined]
+        from .security.scram_credentials import LocalScramCredentialStore
+
+        return LocalScramCredentialStore(config.log_dirs[0])
+
     async def _connect_zookeeper(self, config: BrokerConfig) -> None:
         from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
 
@@ -252,6 +264,8 @@ class Broker:
             inter_broker=self.inter_broker,
             faults=self.faults,
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
+            scram_credentials=self._scram_credential_store(config),
+            scram_decoy_key=os.urandom(32),
         )
         if self.services.api_versions.release is not None:
             log.info(

@@ -55,6 +55,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "string": lambda text: text.strip(),
     "list": _parse_list,
     "double": lambda text: float(text.strip()),
+    "password": lambda text: text.strip(),
 }
 _BOUNDS = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
 
@@ -161,8 +162,195 @@ def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> Config
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-# What Brook serves so far (TLS and SASL are not there yet).
-SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+STORE_TYPES = ("JKS", "PKCS12", "PEM")
+# The mechanisms Brook serves; Kafka's others (GSSAPI, OAUTHBEARER) may be listed in
+# sasl.enabled.mechanisms, as they are by default, and are refused at the handshake.
+SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _check_tls_versions(value: Any) -> str | None:
+    unknown = [item for item in value if item not in ("TLSv1.2", "TLSv1.3", "TLSv1.1", "TLSv1")]
+    return f"unknown TLS protocol(s) {', '.join(unknown)}" if unknown else None
+
+
+def _check_mapping_rules(value: Any) -> str | None:
+    from .security.principal import parse_mapping_rules  # only when the key is set
+
+    try:
+        parse_mapping_rules(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# Kafka's SSL and SASL broker keys. Each may also be set for one listener as
+# `listener.name.<lower-case listener name>.<key>`, which wins over the plain key for
+# that listener (LISTENER_PREFIXED_CONFIGS); SASL's JAAS config and re-authentication
+# limit also per mechanism, `listener.name.<l>.<mechanism>.<key>`. Type "password":
+# Kafka's PASSWORD, never shown by DescribeConfigs.
+SECURITY_CONFIGS = [
+    ConfigKey(
+        "ssl.keystore.type",
+        "string",
+        "JKS",
+        "Format of the key store: PEM (or PKCS12); Kafka's default JKS is refused with a"
+        " message naming PEM.",
+        choices=STORE_TYPES,
+    ),
+    ConfigKey(
+        "ssl.keystore.location",
+        "string",
+        None,
+        "The key store: with PEM, a file holding the private key and the certificate chain.",
+    ),
+    ConfigKey("ssl.keystore.password", "password", None, "Password of the key store file."),
+    ConfigKey("ssl.key.password", "password", None, "Password of the private key."),
+    ConfigKey(
+        "ssl.keystore.key",
+        "password",
+        None,
+        "The private key in PEM (PKCS#8), inline, instead of ssl.keystore.location.",
+    ),
+    ConfigKey(
+        "ssl.keystore.certificate.chain",
+        "password",
+        None,
+        "The certificate chain in PEM, inline, with ssl.keystore.key.",
+    ),
+    ConfigKey(
+        "ssl.truststore.type",
+        "string",
+        "JKS",
+        "Format of the trust store: PEM (or PKCS12).",
+        choices=STORE_TYPES,
+    ),
+    ConfigKey(
+        "ssl.truststore.location",
+        "string",
+        None,
+        "The trust store: with PEM, a file of CA certificates.",
+    ),
+    ConfigKey("ssl.truststore.password", "password", None, "Password of the trust store file."),
+    ConfigKey(
+        "ssl.truststore.certificates",
+        "password",
+        None,
+        "Trusted CA certificates in PEM, inline, instead of ssl.truststore.location.",
+    ),
+    ConfigKey(
+        "ssl.client.auth",
+        "string",
+        "none",
+        "Whether TLS clients must present a certificate (required), may (requested) or are"
+        " not asked (none).",
+        choices=("required", "requested", "none"),
+    ),
+    ConfigKey(
+        "ssl.enabled.protocols",
+        "list",
+        ["TLSv1.2", "TLSv1.3"],
+        "The TLS versions accepted.",
+        check=_check_tls_versions,
+    ),
+    ConfigKey(
+        "ssl.protocol",
+        "string",
+        "TLSv1.3",
+        "The TLS protocol of the SSL context (the highest version offered).",
+        choices=("TLSv1.3", "TLSv1.2", "TLS"),
+    ),
+    ConfigKey(
+        "ssl.cipher.suites",
+        "list",
+        [],
+        "The TLS 1.2 cipher suites accepted, by OpenSSL's or IANA's names; empty: the defaults.",
+    ),
+    ConfigKey(
+        "ssl.principal.mapping.rules",
+        "string",
+        "DEFAULT",
+        "Rules mapping a client certificate's distinguished name to a principal name:"
+        " RULE:pattern/replacement/[LU], ..., DEFAULT.",
+        check=_check_mapping_rules,
+    ),
+    ConfigKey(
+        "ssl.endpoint.identification.algorithm",
+        "string",
+        "https",
+        "How the inter-broker client checks the server's host name: https, or empty for no check.",
+    ),
+    ConfigKey(
+        "sasl.enabled.mechanisms",
+        "list",
+        ["GSSAPI"],
+        "The SASL mechanisms a SASL listener accepts; Brook serves PLAIN, SCRAM-SHA-256 and"
+        " SCRAM-SHA-512.",
+    ),
+    ConfigKey(
+        "sasl.mechanism.inter.broker.protocol",
+        "string",
+        "GSSAPI",
+        "The SASL mechanism brokers authenticate to each other with.",
+    ),
+    ConfigKey(
+        "sasl.jaas.config",
+        "password",
+        None,
+        'JAAS login configuration: PlainLoginModule with user_<name>="<password>" entries'
+        " (and username/password for the inter-broker client), or ScramLoginModule.",
+    ),
+    ConfigKey(
+        "connections.max.reauth.ms",
+        "long",
+        0,
+        "Longest a SASL session lasts before the client must re-authenticate (KIP-368); 0: for"
+        " ever.",
+    ),
+    ConfigKey(
+        "connection.failed.authentication.delay.ms",
+        "int",
+        100,
+        "How long a connection that failed authentication is held before it is closed (ms).",
+        at_least=0,
+    ),
+    ConfigKey(
+        "sasl.server.max.receive.size",
+        "int",
+        524288,
+        "Largest request accepted before SASL authentication completes.",
+    ),
+]
+# The keys that may be set per listener, `listener.name.<l>.<key>`.
+LISTENER_PREFIXED_CONFIGS = frozenset(key.name for key in SECURITY_CONFIGS) - {
+    "sasl.mechanism.inter.broker.protocol",
+    "ssl.endpoint.identification.algorithm",
+}
+# The keys that may be set per listener and SASL mechanism, `listener.name.<l>.<mech>.<key>`.
+MECHANISM_PREFIXED_CONFIGS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+_LISTENER_PREFIXED = re.compile(r"^listener\.name\.(?P<listener>[a-z0-9_]+)\.(?P<rest>.+)$")
+
+
+def prefixed_key(name: str) -> ConfigKey | None:
+    """The definition of a per-listener key (`listener.name.<l>.[<mech>.]<key>`), or None.
+
+    Kafka requires the listener name in lower case there."""
+    match = _LISTENER_PREFIXED.match(name)
+    if not match:
+        return None
+    rest = match["rest"]
+    if rest in LISTENER_PREFIXED_CONFIGS:
+        return BROKER_CONFIGS[rest]
+    mechanism, _, key = rest.partition(".")
+    if key in MECHANISM_PREFIXED_CONFIGS and mechanism.upper().replace("_", "-") in (
+        *SERVED_SASL_MECHANISMS,
+        "GSSAPI",
+        "OAUTHBEARER",
+    ):
+        return BROKER_CONFIGS[key]
+    return None
+
 
 BROKER_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
@@ -221,8 +409,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                 "SSL:SSL",
                 "SASL_PLAINTEXT:SASL_PLAINTEXT",
             ],
-            "The security protocol of each listener name, NAME:PROTOCOL (only PLAINTEXT is"
-            " served so far).",
+            "The security protocol of each listener name, NAME:PROTOCOL.",
         ),
         _key(
             "inter.broker.listener.name",
@@ -737,6 +924,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             30000,
             "How long a follower waits for a fetch response (ms).",
         ),
+        *SECURITY_CONFIGS,
     ]
 }
 
@@ -786,8 +974,9 @@ def _security_protocol_map(entries: list[str]) -> dict[str, str]:
 def _check_listeners(
     listeners: list[Listener], protocols: Mapping[str, str], controller_names: set[str]
 ) -> None:
-    """Kafka's checks of `listeners`, and the protocols Brook serves (on the listeners it
-    binds: not on a KRaft controller's, which Kafka maps to PLAINTEXT when unmapped)."""
+    """Kafka's checks of `listeners`: names and ports once each, and a security protocol
+    for each listener bound (not a KRaft controller's, which Kafka maps to PLAINTEXT when
+    unmapped)."""
     text = ",".join(f"{item.name}://{item.host}:{item.port}" for item in listeners)
     names = [item.name for item in listeners]
     if len(set(names)) != len(names):
@@ -801,11 +990,6 @@ def _check_listeners(
         protocol = protocols.get(item.name)
         if protocol is None:
             raise ConfigError(f"No security protocol defined for listener {item.name}")
-        if protocol not in SERVED_SECURITY_PROTOCOLS:
-            raise ConfigError(
-                f"Listener {item.name} uses security protocol {protocol}, which Brook does not"
-                " serve yet: only PLAINTEXT listeners (see README's compatibility table)"
-            )
 
 
 def _check_advertised(advertised: list[Listener], listeners: list[Listener]) -> None:
@@ -868,7 +1052,9 @@ def _env_name(key: str) -> str:
 class BrokerConfig:
     """The validated broker configuration. Read values with `config["key"]`."""
 
-    def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = ()) -> None:
+    def __init__(
+        self, values: Mapping[str, Any], explicit: Iterable[str] = (), build_security: bool = True
+    ) -> None:
         self._values = dict(values)
         # What build() passed over: keys of the properties file and BROOK_* variables
         # that name no config (the caller logs one warning for each list).
@@ -920,6 +1106,12 @@ class BrokerConfig:
                 for item in self.listeners
             ]
         self.inter_broker_listener_name = self._inter_broker_listener_name()
+        # What each TLS or SASL listener asks of its clients (broker/security/), built
+        # here so that a missing key store or JAAS config stops start-up with its key
+        # (an AlterConfigs builds it after Kafka's listener checks, which come first).
+        self.listener_security: dict[str, Any] = {}
+        if build_security:
+            self.build_listener_security()
         admin = self["admin.listener"]
         if admin:
             match = _ADMIN_URL.match(admin)
@@ -929,6 +1121,15 @@ class BrokerConfig:
                     " http://HOST:PORT"
                 )
             _check_port(int(match["port"]), admin, "admin.listener")
+
+    def build_listener_security(self) -> None:
+        secured = [
+            item.name for item in self.listeners if self.security_protocol(item.name) != "PLAINTEXT"
+        ]
+        if secured:
+            from .security.listener_security import build_listener_security
+
+            self.listener_security = {name: build_listener_security(self, name) for name in secured}
 
     def _resolve_broker_id(self) -> None:
         """KRaft names the broker id node.id: it stands for broker.id when that is not
@@ -994,7 +1195,7 @@ class BrokerConfig:
                     if source == "the environment"
                     else source
                 )
-                key = BROKER_CONFIGS.get(name)
+                key = BROKER_CONFIGS.get(name) or prefixed_key(name)
                 if key is None:
                     if source == "the config file":
                         unknown_file_keys.append(name)
@@ -1015,6 +1216,21 @@ class BrokerConfig:
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def listener_value(self, listener_name: str, name: str, mechanism: str | None = None) -> Any:
+        """A key's value for one listener, as Kafka resolves it: the listener's and
+        mechanism's (`listener.name.<l>.<mech>.<key>`), the listener's
+        (`listener.name.<l>.<key>`), then the plain key."""
+        prefix = f"listener.name.{listener_name.lower()}."
+        if mechanism is not None:
+            value = self._values.get(f"{prefix}{mechanism.lower()}.{name}")
+            if value is not None:
+                return value
+        value = self._values.get(prefix + name)
+        return value if value is not None else self._values[name]
+
+    def security_protocol(self, listener_name: str) -> str:
+        return self.listener_security_protocols.get(listener_name, "PLAINTEXT")
 
     def items(self) -> Iterable[tuple[str, Any]]:
         return self._values.items()

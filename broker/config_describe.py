@@ -32,7 +32,15 @@ class ConfigSource(enum.IntEnum):
 
 
 # DescribeConfigs v3+ config_type: Kafka's ConfigDef types by id.
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+CONFIG_TYPES = {
+    "boolean": 1,
+    "string": 2,
+    "int": 3,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "password": 9,
+}
 UNKNOWN_TYPE = 0
 
 # Broker keys that stand for one setting, first the one that wins when several are set.
@@ -62,7 +70,7 @@ class ConfigEntry:
     synonyms: tuple[Synonym, ...]
     config_type: int
     documentation: str | None
-    is_sensitive: bool = False  # Brook has no password-type key
+    is_sensitive: bool = False  # a password-type key: its value is never shown
 
 
 def broker_synonyms(name: str) -> tuple[str, ...]:
@@ -179,10 +187,15 @@ class ConfigDescriber:
                     s for s in synonyms if s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
                 ]
             key = BROKER_CONFIGS.get(name)
+            sensitive = key is not None and key.type == "password"
+            if sensitive:
+                # As Kafka: a password's value is null everywhere, its synonyms' too.
+                synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
             entries.append(
                 ConfigEntry(
                     name=name,
-                    value=values[name],
+                    value=None if sensitive else values[name],
+                    is_sensitive=sensitive,
                     source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
                     read_only=name not in DYNAMIC_BROKER_CONFIGS,
                     synonyms=tuple(synonyms),

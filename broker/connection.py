@@ -40,8 +40,11 @@ from .apis import NO_RESPONSE, handler_for
 from .faults.model import FaultKind
 from .faults.registry import request_label
 from .request_context import RequestContext
+from .security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
+    from .security.listener_security import ListenerSecurity
+    from .security.sasl_authenticator import SaslAuthenticator
     from .services import BrokerServices
 
 log = logging.getLogger("brook.connection")
@@ -81,6 +84,13 @@ class KafkaConnection(asyncio.Protocol):
         self.spoke = False  # whether a request came yet
         # The request whose handler is waiting; nothing behind it is handled meanwhile.
         self.in_flight: asyncio.Future[Any] | None = None
+        # Who the client is (TLS client certificate or SASL), and on a SASL listener the
+        # exchange that must complete before any other request is handled.
+        self.principal: KafkaPrincipal = ANONYMOUS
+        self.security: ListenerSecurity | None = None
+        self.sasl: SaslAuthenticator | None = None
+        # Authentication failed: the answer is written, the close waits for Kafka's delay.
+        self.failing = False
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -93,9 +103,36 @@ class KafkaConnection(asyncio.Protocol):
             self.closed = True
             transport.abort()
             return
+        self.connections.add(self)
+        self.security = self.services.config.listener_security.get(self.listener_name)
+        self._ready(transport)  # type: ignore[arg-type]
+
+    def _ready(self, transport: asyncio.Transport) -> None:
+        """The connection is ready for requests (after the TLS handshake, if any)."""
+        self.transport = transport
         # pause_writing/resume_writing then tell when the unsent bytes cross the bounds.
         self.transport.set_write_buffer_limits(high=MAX_UNSENT_BYTES, low=RESUME_UNSENT_BYTES)
-        self.connections.add(self)
+        security = self.security
+        if security is not None and security.protocol == "SSL":
+            # The TLS handshake is done (security/tls_server.py): the client certificate
+            # names the principal.
+            from .security.tls_server import certificate_principal
+
+            principal = certificate_principal(transport, security, self.peer)
+            if principal is None:
+                self.close()
+                return
+            self.principal = principal
+        if security is not None and security.sasl is not None:
+            from .security.sasl_authenticator import SaslAuthenticator
+
+            self.sasl = SaslAuthenticator(
+                security.sasl,
+                self.services.scram_credentials,
+                self.services.scram_decoy_key,
+                self.peer,
+                self.listener_name,
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -119,8 +156,9 @@ class KafkaConnection(asyncio.Protocol):
 
     @property
     def busy(self) -> bool:
-        """Whether the next request must wait: one is in flight or too much is unsent."""
-        return self.in_flight is not None or self.writing_paused
+        """Whether the next request must wait: one is in flight or too much is unsent
+        (or the connection closes after a failed authentication)."""
+        return self.in_flight is not None or self.writing_paused or self.failing
 
     def _dispatch(self) -> None:
         """Handle the buffered requests, one after another, while the connection may."""
@@ -151,6 +189,17 @@ class KafkaConnection(asyncio.Protocol):
             )
             self.close()
             return None
+        sasl = self.sasl
+        if sasl is not None and not sasl.authenticated and size > sasl.settings.max_receive_size:
+            log.warning(
+                "Closing connection from %s: %d bytes before SASL authentication, more than"
+                " sasl.server.max.receive.size=%d",
+                self.peer,
+                size,
+                sasl.settings.max_receive_size,
+            )
+            self.close()
+            return None
         buffer = self.buffer
         if len(buffer) < SIZE_PREFIX + size:
             return None
@@ -169,6 +218,9 @@ class KafkaConnection(asyncio.Protocol):
                 self.services.listeners.check_dialled_address(
                     self.listener_name, local[0], local[1], self.peer
                 )
+        sasl = self.sasl
+        if sasl is not None and not self._sasl_admits(sasl, frame):
+            return
         try:
             request = decode_request(frame, self.api_versions.table)
         except UnsupportedVersionError as exc:
@@ -192,6 +244,7 @@ class KafkaConnection(asyncio.Protocol):
             peer=self.peer,
             connection=self,
             listener_name=self.listener_name,
+            principal=self.principal,
         )
         faults = self.services.faults
         if not faults.empty:
@@ -213,6 +266,90 @@ class KafkaConnection(asyncio.Protocol):
         else:
             self._respond(ctx, result)
 
+    # --- SASL ---------------------------------------------------------------------------
+
+    def _sasl_admits(self, sasl: SaslAuthenticator, frame: bytes) -> bool:
+        """Whether `frame` goes on to the handlers. Before authentication only the
+        requests of the exchange do (a v0 exchange's raw tokens are handled here); after
+        it, a SaslHandshake starts a re-authentication, and any request on an expired
+        session closes the connection, as Kafka does."""
+        from .security.sasl_authenticator import SaslState
+
+        if sasl.state is SaslState.RAW_TOKENS:
+            self._raw_token(sasl, frame)
+            return False
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        if sasl.authenticated:
+            self.principal = sasl.principal or ANONYMOUS
+            if api_key == ApiKey.SASL_HANDSHAKE and sasl.client_supports_reauthentication:
+                sasl.begin_reauthentication()
+                return True
+            if sasl.session_expired():
+                log.info(
+                    "Closing connection from %s (%s): its SASL session expired"
+                    " (connections.max.reauth.ms) and it did not re-authenticate",
+                    self.peer,
+                    sasl.principal,
+                )
+                self.close()
+                return False
+            return True
+        if sasl.accepts(api_key):
+            return True
+        name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
+        log.warning(
+            "Closing connection from %s (listener %s): unexpected request %s during SASL"
+            " %s; potential reasons: a client configured with the wrong security protocol,"
+            " or not a Kafka client",
+            self.peer,
+            self.listener_name,
+            name,
+            "handshake" if sasl.state is SaslState.HANDSHAKE else "authentication",
+        )
+        self.close()
+        return False
+
+    def _raw_token(self, sasl: SaslAuthenticator, token: bytes) -> None:
+        """A token after a v0 SaslHandshake: answered with a size-prefixed token."""
+        from .security.sasl_authenticator import AuthenticationError
+
+        async def evaluate() -> bytes | None:
+            try:
+                answer, _ = await sasl.authenticate(token, None)
+            except AuthenticationError:
+                return None  # v0 has no way to say why: the connection just closes
+            return answer
+
+        def done(task: asyncio.Future[bytes | None]) -> None:
+            self.in_flight = None
+            if task.cancelled() or self.closed or self.transport is None:
+                return
+            answer = task.exception() or task.result()
+            if isinstance(answer, BaseException):
+                log.error("Closing connection from %s: SASL failed", self.peer, exc_info=answer)
+                self.close()
+                return
+            if answer is None:
+                self._close_after_failed_authentication()
+                return
+            self.transport.write(len(answer).to_bytes(4, "big") + answer)
+            self._dispatch()
+
+        task = asyncio.ensure_future(evaluate())
+        self.in_flight = task
+        task.add_done_callback(done)
+
+    def _close_after_failed_authentication(self) -> None:
+        """Kafka holds a connection that failed authentication for
+        connection.failed.authentication.delay.ms before closing it (its answer sent),
+        so that a client retrying at once does not hammer the broker."""
+        if self.failing:
+            return
+        self.failing = True
+        assert self.sasl is not None
+        delay_ms = self.sasl.settings.failed_authentication_delay_ms
+        asyncio.get_running_loop().call_later(delay_ms / 1000, self.close)
+
     def _complete(self, task: asyncio.Future[Any], ctx: RequestContext) -> None:
         self.in_flight = None
         if task.cancelled() or self.closed:
@@ -230,6 +367,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         if response is NO_RESPONSE or self.closed or self.transport is None:
             return
+        if self.sasl is not None and self.sasl.failed:
+            self._close_after_failed_authentication()
         try:
             chunks = encode_response_chunks(ctx.correlation_id, response)
         except SerialError as exc:

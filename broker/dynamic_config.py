@@ -142,8 +142,12 @@ class DynamicBrokerConfig:
         """
         self._check_values(props)
         if per_broker:
-            new = self._merge(self.cluster_default, props)
+            new = self._merge(self.cluster_default, props, build_security=False)
             _check_listener_change(self.current, new)
+            try:
+                new.build_listener_security()
+            except ConfigError as exc:
+                raise InvalidRequestError(str(exc)) from None
         else:
             cluster_only = sorted(name for name in props if name in PER_BROKER_CONFIGS)
             if cluster_only:
@@ -187,7 +191,12 @@ class DynamicBrokerConfig:
             reconfigure(old, self.current)
         return self.current
 
-    def _merge(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> Any:
+    def _merge(
+        self,
+        cluster_default: Mapping[str, str],
+        per_broker: Mapping[str, str],
+        build_security: bool = True,
+    ) -> Any:
         values = dict(self.static.items())
         explicit = set(self.static.explicit)
         for layer in (cluster_default, per_broker):
@@ -198,7 +207,7 @@ class DynamicBrokerConfig:
                 values[name] = key.parse(raw)
                 explicit.add(name)
         try:
-            return BrokerConfig(values, explicit)
+            return BrokerConfig(values, explicit, build_security)
         except ConfigError as exc:
             raise InvalidRequestError(str(exc)) from None
 

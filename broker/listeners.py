@@ -79,7 +79,7 @@ class ListenerManager:
     async def start(self, config: BrokerConfig) -> None:
         self._advertised = {listener.name: listener for listener in config.advertised_listeners}
         for listener in config.listeners:
-            await self._bind(listener)
+            await self._bind(listener, config)
         await self._resolve_advertised_hosts()
 
     def reconfigure(self, old: BrokerConfig, config: BrokerConfig) -> None:
@@ -106,7 +106,7 @@ class ListenerManager:
         for name, listener in wanted.items():
             if name not in self._servers:
                 try:
-                    await self._bind(listener)
+                    await self._bind(listener, config)
                 except OSError as exc:
                     log.error(
                         "Could not listen on %s://%s:%d: %s",
@@ -128,8 +128,23 @@ class ListenerManager:
             describe(self.advertised()),
         )
 
-    async def _bind(self, listener: Listener) -> None:
+    async def _bind(self, listener: Listener, config: BrokerConfig) -> None:
         loop = asyncio.get_running_loop()
+        security = config.listener_security.get(listener.name)
+        if security is not None and security.ssl_context is not None:
+            # A TLS listener accepts and shakes hands itself, to log failed handshakes.
+            from .security.tls_server import TlsServer, listening_socket
+
+            tls_server = TlsServer(
+                listening_socket(listener.host, listener.port),
+                security,
+                lambda: self._new_connection(listener.name),
+            )
+            self._servers[listener.name] = tls_server  # type: ignore[assignment]
+            self._configured[listener.name] = listener
+            port = tls_server.sockets[0].getsockname()[1]
+            self._bound[listener.name] = Listener(listener.name, listener.host, port)
+            return
         sock = _ip_listening_socket(listener.host, listener.port)
         if sock is not None:
             server = await loop.create_server(

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import response_type
 
+from .security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from brook.protocol.errors import ErrorCode
 
@@ -25,6 +27,8 @@ class RequestContext:
     connection: Any  # the KafkaConnection the request came on
     # The listener the request came in on: the endpoints handed out are its own.
     listener_name: str = "PLAINTEXT"
+    # Who sent it: User:ANONYMOUS on PLAINTEXT, the SASL user, the mapped certificate name.
+    principal: KafkaPrincipal = ANONYMOUS
     # What armed faults do to this request (None, nearly always).
     faults: RequestFaults | None = None
 

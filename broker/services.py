@@ -26,6 +26,7 @@ from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
     from .groups.coordinator import GroupCoordinator
+    from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
 
@@ -54,6 +55,10 @@ class BrokerServices(NamedTuple):
     faults: FaultRegistry
     # The API versions advertised and served (an emulated Kafka release's, if asked for).
     api_versions: ApiVersionManager
+    # SCRAM credentials: ZooKeeper's /config/users, or a file in the first log dir.
+    scram_credentials: ScramCredentialStore
+    # The key an unknown SCRAM user's made-up salt is derived from (one per broker run).
+    scram_decoy_key: bytes
 
     @property
     def groups(self) -> GroupCoordinator:

@@ -103,9 +103,11 @@ class BrokerThread(RecordHelpers):
         data_dir: Path,
         overrides: Mapping[str, Any] | None = None,
         clock: Callable[[], int] | None = None,
+        port: int | None = None,
     ) -> None:
         self.clock = clock
-        self.port = free_port()
+        # The PLAINTEXT port: a test that lists more listeners names this one among them.
+        self.port = port or free_port()
         self.data_dir = data_dir
         self.config = BrokerConfig.build({}, {}, broker_overrides(self.port, data_dir, overrides))
         self.loop: asyncio.AbstractEventLoop | None = None

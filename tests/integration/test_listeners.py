@@ -196,7 +196,10 @@ def test_a_listener_that_is_not_advertised_hands_out_no_leader(tmp_path):
             {"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
             "cannot use the nonroutable meta-address 0.0.0.0",
         ),
-        ({"listeners": "SSL://:9093"}, "uses security protocol SSL, which Brook does not"),
+        (
+            {"listeners": "SSL://:9093", "security.inter.broker.protocol": "SSL"},
+            "Listener SSL uses TLS but has no key store",
+        ),
         (
             {"listener.security.protocol.map": "PLAINTEXT:TLS"},
             "Invalid value 'PLAINTEXT:TLS' for configuration listener.security.protocol.map",
@@ -321,7 +324,7 @@ def test_listener_changes_that_kafka_refuses(brook_broker):
     # A listener may not change its security protocol.
     error, message = _alter_raw(port, "0", {"listener.security.protocol.map": "PLAINTEXT:SSL"})
     assert error == "invalid_request"
-    assert "uses security protocol SSL" in message
+    assert "Security protocol cannot be updated for existing listener PLAINTEXT" in message
     assert brook_broker.broker.listeners.is_open("PLAINTEXT")
     assert not brook_broker.broker.listeners.is_open("OTHER")
     assert _metadata_brokers(port) == [("127.0.0.1", port)]

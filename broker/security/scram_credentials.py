@@ -1,0 +1,91 @@
+"""Where SCRAM credentials live: in ZooKeeper's /config/users/<user> when the broker has
+a ZooKeeper (as Kafka stores them there, so every broker of the cluster sees the same
+users: broker/zookeeper/scram_znodes.py), else in a metadata file of the first log
+directory, replaced atomically.
+
+The file holds what the znode holds, Kafka's strings per mechanism
+({"version": 1, "users": {"alice": {"SCRAM-SHA-256": "salt=...,stored_key=...,..."}}}).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from brook.storage.checkpoints import atomic_write_text, read_json
+
+from .scram import ScramCredential
+
+log = logging.getLogger("brook.security")
+
+SCRAM_CREDENTIALS_FILE = "brook-scram-credentials.json"
+
+# user -> mechanism -> the new credential, or None to delete it.
+CredentialChanges = Mapping[str, Mapping[str, ScramCredential | None]]
+
+
+class ScramCredentialStore(Protocol):
+    async def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
+
+    async def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+
+    async def alter(self, changes: CredentialChanges) -> None:
+        """Apply every change, each user's all together."""
+        ...
+
+
+class LocalScramCredentialStore:
+    """A single broker's credentials, kept in memory and written through to one file."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.path = log_dir / SCRAM_CREDENTIALS_FILE
+        self._users: dict[str, dict[str, ScramCredential]] | None = None
+
+    def _load(self) -> dict[str, dict[str, ScramCredential]]:
+        if self._users is None:
+            stored = read_json(self.path) or {}
+            self._users = {
+                user: {
+                    mechanism: ScramCredential.from_kafka_string(text)
+                    for mechanism, text in mechanisms.items()
+                }
+                for user, mechanisms in stored.get("users", {}).items()
+            }
+        return self._users
+
+    async def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._load().get(user, {}).get(mechanism)
+
+    async def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(mechanisms) for user, mechanisms in self._load().items()}
+
+    async def alter(self, changes: CredentialChanges) -> None:
+        users = {user: dict(mechanisms) for user, mechanisms in self._load().items()}
+        for user, mechanisms in changes.items():
+            own = users.setdefault(user, {})
+            for mechanism, credential in mechanisms.items():
+                if credential is None:
+                    own.pop(mechanism, None)
+                else:
+                    own[mechanism] = credential
+            if not own:
+                del users[user]
+        # Written before it is served: a crash leaves the old file or the new one whole.
+        import json
+
+        atomic_write_text(
+            self.path,
+            json.dumps(
+                {
+                    "version": 1,
+                    "users": {
+                        user: {m: c.to_kafka_string() for m, c in sorted(mechanisms.items())}
+                        for user, mechanisms in sorted(users.items())
+                    },
+                },
+                indent=1,
+            ),
+        )
+        self._users = users
