@@ -30,12 +30,6 @@ from .acl import (
 
 log = logging.getLogger("brook.authorizer")
 
-# The class names Kafka accepts for authorizer.class.name: either turns ACLs on.
-AUTHORIZER_CLASS_NAMES = (
-    "kafka.security.authorizer.AclAuthorizer",
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-)
-
 # Operations whose allowance implies another's (Kafka's AclOperation documentation).
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(

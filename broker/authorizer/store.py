@@ -17,8 +17,15 @@ from typing import Any, Protocol
 from brook.storage.checkpoints import read_json, write_json
 
 from ..authorized_operations import AclOperation
-from .acl import AccessControlEntry, PatternType, PermissionType, ResourcePattern, ResourceType
-from .acl import camel_name, parse_name
+from .acl import (
+    AccessControlEntry,
+    PatternType,
+    PermissionType,
+    ResourcePattern,
+    ResourceType,
+    camel_name,
+    parse_name,
+)
 from .authorizer import AclCache, Entries
 
 log = logging.getLogger("brook.authorizer")

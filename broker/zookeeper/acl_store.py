@@ -14,6 +14,7 @@ ZkNodeChangeNotificationListener purges them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -102,10 +103,8 @@ class ZkAclStore:
             LITERAL_CHANGES,
             EXTENDED_CHANGES,
         ):
-            try:
+            with contextlib.suppress(NodeExistsError):
                 await self._client.create(path, makepath=True)
-            except NodeExistsError:
-                pass
         self._job.schedule()
         await self._job.idle()
 
@@ -205,7 +204,7 @@ class ZkAclStore:
                 elif wanted:
                     await self._client.set(path, data, version)
                 else:
-                    await self._client.multi(lambda tx: tx.delete(path, version))
+                    await self._client.multi(lambda tx, v=version: tx.delete(path, v))
                     # multi reports a lost race as a result, not an exception.
                     if await self._client.exists(path) is not None:
                         continue
