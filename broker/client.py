@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.client_wire import (
     SIZE,
@@ -23,6 +23,9 @@ from brook.protocol.client_wire import (
     peek_correlation_id,
     response_type_of,
 )
+
+if TYPE_CHECKING:
+    from .security.client_security import ClientSecurity
 
 __all__ = ["BlockingClient", "Client", "ConnectionClosedError", "InvalidResponseError"]
 
@@ -47,9 +50,34 @@ class Client:
         self._receiver = asyncio.get_running_loop().create_task(self._receive_loop())
 
     @classmethod
-    async def connect(cls, host: str, port: int, client_id: str | None = "brook") -> Client:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, client_id)
+    async def connect(
+        cls,
+        host: str,
+        port: int,
+        client_id: str | None = "brook",
+        security: ClientSecurity | None = None,
+    ) -> Client:
+        """A connection to a broker; with `security` (the inter-broker listener's), over
+        TLS and/or authenticated by SASL before it is handed out."""
+        if security is None:
+            reader, writer = await asyncio.open_connection(host, port)
+            return cls(reader, writer, client_id)
+        reader, writer = await asyncio.open_connection(
+            host,
+            port,
+            ssl=security.ssl_context,
+            server_hostname=host if security.ssl_context is not None else None,
+        )
+        client = cls(reader, writer, client_id)
+        if security.sasl is not None:
+            from .security.sasl_client import authenticate
+
+            try:
+                await authenticate(client, security.sasl)
+            except BaseException:
+                await client.close()
+                raise
+        return client
 
     async def request(self, request: Any) -> Any:
         """Send `request` and return the body of its response."""

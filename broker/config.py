@@ -1165,6 +1165,11 @@ class BrokerConfig:
             from .security.listener_security import build_listener_security
 
             self.listener_security = {name: build_listener_security(self, name) for name in secured}
+        if self.security_protocol(self.inter_broker_listener_name) != "PLAINTEXT":
+            # The inter-broker client's login and TLS context, checked as Kafka checks them.
+            from .security.client_security import inter_broker_security
+
+            inter_broker_security(self)
 
     def _resolve_broker_id(self) -> None:
         """KRaft names the broker id node.id: it stands for broker.id when that is not

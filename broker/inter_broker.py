@@ -67,8 +67,17 @@ class InterBrokerClients:
         endpoint = self._metadata.endpoint(broker_id, self._config().inter_broker_listener_name)
         if endpoint is None:
             raise ConnectionClosedError(f"broker {broker_id} is not alive or has no endpoint")
+        config = self._config()
+        security = None
+        if config.security_protocol(config.inter_broker_listener_name) != "PLAINTEXT":
+            from .security.client_security import inter_broker_security
+
+            security = inter_broker_security(config)
         client = await Client.connect(
-            endpoint.host, endpoint.port, client_id=f"broker-{self.local_broker_id}"
+            endpoint.host,
+            endpoint.port,
+            client_id=f"broker-{self.local_broker_id}",
+            security=security,
         )
         self._clients[broker_id] = client
         return client

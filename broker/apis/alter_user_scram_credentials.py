@@ -1,17 +1,20 @@
 """AlterUserScramCredentials (key 51), v0: add, replace or delete users' SCRAM credentials.
 
 The client sends the salt and the salted password (never the password); the broker keeps
-the salt, the iteration count, StoredKey and ServerKey, as Kafka does. Kafka's checks,
-per user: a user changed twice in one request DUPLICATE_RESOURCE, an empty name
-UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, iterations
-outside 4096..16384 UNACCEPTABLE_CREDENTIAL, a deletion of a credential that does not
-exist RESOURCE_NOT_FOUND. The valid users' changes are then written together; a refused
-user's changes are not written at all.
+the salt, the iteration count, StoredKey and ServerKey, as Kafka does. The checks are those
+of Kafka's ZooKeeper mode (ZkAdminManager), whose storage Brook shares: per user, an empty
+name UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, iterations
+outside 4096..16384 UNACCEPTABLE_CREDENTIAL, the same user and mechanism twice in one
+request DUPLICATE_RESOURCE, a deletion of a credential that does not exist
+RESOURCE_NOT_FOUND. One mechanism of a user may be set and another deleted in the same
+request (KRaft refuses that as a duplicate; ZooKeeper mode applies both). A user with any
+refused change has none of its changes written; the others are written together.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -46,47 +49,40 @@ async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any)
     stored = await store.users()
     errors: dict[str, tuple[ErrorCode, str]] = {}
     changes: dict[str, dict[str, ScramCredential | None]] = {}
+    pairs: list[tuple[str, int]] = []
     for deletion in request.deletions:
-        name = deletion.name
-        if name in errors:
-            continue
-        if name in changes:
-            del changes[name]
-            errors[name] = (ErrorCode.duplicate_resource, _TWICE)
-            continue
-        error = _check_name_and_mechanism(name, deletion.mechanism)
-        mechanism = MECHANISM_BY_TYPE.get(deletion.mechanism, "")
-        if error is None and mechanism not in stored.get(name, {}):
-            error = (
-                ErrorCode.resource_not_found,
-                "Attempt to delete a user credential that does not exist",
-            )
+        error = _check_name_and_mechanism(deletion.name, deletion.mechanism)
         if error is not None:
-            errors[name] = error
-        else:
-            changes[name] = {mechanism: None}
+            errors.setdefault(deletion.name, error)
+        pairs.append((deletion.name, deletion.mechanism))
     for upsertion in request.upsertions:
-        name = upsertion.name
-        if name in errors:
-            continue
-        if name in changes:
-            del changes[name]
-            errors[name] = (ErrorCode.duplicate_resource, _TWICE)
-            continue
-        error = _check_name_and_mechanism(name, upsertion.mechanism)
+        error = _check_name_and_mechanism(upsertion.name, upsertion.mechanism)
         if error is None and upsertion.iterations < MIN_ITERATIONS:
             error = (ErrorCode.unacceptable_credential, "Too few iterations")
         elif error is None and upsertion.iterations > MAX_ITERATIONS:
             error = (ErrorCode.unacceptable_credential, "Too many iterations")
         if error is not None:
-            errors[name] = error
-            continue
-        mechanism = MECHANISM_BY_TYPE[upsertion.mechanism]
-        changes[name] = {
-            mechanism: credential_from_salted_password(
+            errors.setdefault(upsertion.name, error)
+        pairs.append((upsertion.name, upsertion.mechanism))
+    for name, count in Counter(pairs).items():
+        if count > 1 and name[0] not in errors:
+            errors[name[0]] = (ErrorCode.duplicate_resource, _TWICE)
+    for deletion in request.deletions:
+        mechanism = MECHANISM_BY_TYPE.get(deletion.mechanism, "")
+        if deletion.name not in errors and mechanism not in stored.get(deletion.name, {}):
+            errors[deletion.name] = (
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
+    for deletion in request.deletions:
+        if deletion.name not in errors:
+            changes.setdefault(deletion.name, {})[MECHANISM_BY_TYPE[deletion.mechanism]] = None
+    for upsertion in request.upsertions:
+        if upsertion.name not in errors:
+            mechanism = MECHANISM_BY_TYPE[upsertion.mechanism]
+            changes.setdefault(upsertion.name, {})[mechanism] = credential_from_salted_password(
                 mechanism, upsertion.salted_password, upsertion.salt, upsertion.iterations
             )
-        }
     if changes:
         await store.alter(changes)
         for name, mechanisms in changes.items():

@@ -198,10 +198,16 @@ class ReplicaFetcher:
         if endpoint is None:
             raise ConnectionClosedError(f"broker {self.source_broker_id} has no endpoint")
         host, port = endpoint
-        timeout_s = self._config()["replica.socket.timeout.ms"] / 1000
+        config = self._config()
+        timeout_s = config["replica.socket.timeout.ms"] / 1000
+        security = None
+        if config.security_protocol(config.inter_broker_listener_name) != "PLAINTEXT":
+            from ..security.client_security import inter_broker_security
+
+            security = inter_broker_security(config)
         async with asyncio.timeout(timeout_s):
             self._client = await Client.connect(
-                host, port, client_id=f"broker-{self.local_broker_id}-fetcher"
+                host, port, client_id=f"broker-{self.local_broker_id}-fetcher", security=security
             )
         return self._client
 

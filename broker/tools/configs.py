@@ -35,7 +35,7 @@ from .common import (
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient, ConfigEntry
 
-ENTITY_TYPES = ("topics", "brokers")
+ENTITY_TYPES = ("topics", "brokers", "users")
 
 EPILOG = """\
 examples (HOST is e.g. localhost:9092):
@@ -46,6 +46,9 @@ examples (HOST is e.g. localhost:9092):
   brook configs --bootstrap-server HOST --alter --topic orders --delete-config retention.ms
   brook configs --bootstrap-server HOST --describe --entity-type brokers --entity-name 0
   brook configs --bootstrap-server HOST --alter --broker 0 --add-config log.retention.ms=3600000
+  brook configs --bootstrap-server HOST --alter --entity-type users --entity-name alice \\
+      --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+  brook configs --bootstrap-server HOST --describe --entity-type users
 
 --describe lists only the configs set on the entity itself (a topic's overrides, a
 broker's dynamic configs); --all lists every config with its value and source.
@@ -84,7 +87,9 @@ def add_parser(commands: Any) -> None:
         },
     )
     add_connection_arguments(parser)
-    parser.add_argument("--entity-type", choices=ENTITY_TYPES, help="topics or brokers")
+    parser.add_argument(
+        "--entity-type", choices=ENTITY_TYPES, help="topics, brokers or users (SCRAM credentials)"
+    )
     parser.add_argument("--entity-name", metavar="NAME", help="a topic name or a broker id")
     parser.add_argument(
         "--entity-default",
@@ -131,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
+    if args.entity_type == "users":
+        return _run_users(args, action)
     kind, name = _entity(args)
     if action == "alter":
         sets, deletes = _changes(args)
@@ -158,6 +165,22 @@ def _run(args: argparse.Namespace) -> int:
     for entity in entities:
         _describe(admin, entity, args)
     return 0
+
+
+def _run_users(args: argparse.Namespace, action: str) -> int:
+    """SCRAM credentials (broker/tools/user_scram.py)."""
+    from . import user_scram
+
+    if args.entity_default:
+        raise ToolError("--entity-default is not served for users (quotas are not served)", 2)
+    if action == "alter":
+        if not args.entity_name:
+            raise ToolError("--alter needs --entity-name", 2)
+        sets, deletes = _changes(args)
+        return user_scram.alter(args, args.entity_name, sets, deletes)
+    if args.add_config or args.delete_config or args.add_config_file:
+        raise ToolError("--add-config and --delete-config are only for --alter", 2)
+    return user_scram.describe(args, args.entity_name)
 
 
 def _entity(args: argparse.Namespace) -> tuple[str, str | None]:

@@ -1,0 +1,87 @@
+"""How this broker connects to the others: the inter-broker listener's protocol, with its
+TLS context (trust store, and key store as client certificate) and its SASL login
+(`sasl.mechanism.inter.broker.protocol`, username and password from the JAAS config of
+that listener and mechanism, as Kafka's inter-broker client reads them).
+
+Used by every broker-to-broker connection (the replica fetchers, the transaction
+markers, the controller's requests: broker/client.py's Client.connect).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..config import SASL_PROTOCOLS, SERVED_SASL_MECHANISMS, TLS_PROTOCOLS, ConfigError
+from .jaas import parse_jaas_config
+
+if TYPE_CHECKING:
+    from ..config import BrokerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SaslLogin:
+    mechanism: str
+    username: str
+    password: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    ssl_context: ssl.SSLContext | None
+    sasl: SaslLogin | None
+
+
+def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
+    """The inter-broker client's security (None: PLAINTEXT), built once per config."""
+    cached = config.__dict__.get("_inter_broker_security", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    security = build_client_security(config)
+    config.__dict__["_inter_broker_security"] = security
+    return security
+
+
+def build_client_security(config: BrokerConfig) -> ClientSecurity | None:
+    listener = config.inter_broker_listener_name
+    protocol = config.security_protocol(listener)
+    if protocol == "PLAINTEXT":
+        return None
+    context = None
+    if protocol in TLS_PROTOCOLS:
+        from .tls import client_context
+
+        context = client_context(config, listener)
+    login = None
+    if protocol in SASL_PROTOCOLS:
+        login = _sasl_login(config, listener)
+    return ClientSecurity(context, login)
+
+
+def _sasl_login(config: BrokerConfig, listener: str) -> SaslLogin:
+    mechanism = str(config["sasl.mechanism.inter.broker.protocol"]).upper()
+    enabled = [item.upper() for item in config.listener_value(listener, "sasl.enabled.mechanisms")]
+    if mechanism not in enabled:
+        raise ConfigError(
+            "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms"
+            " when SASL is used for inter-broker communication"
+        )
+    if mechanism not in SERVED_SASL_MECHANISMS:
+        raise ConfigError(
+            f"sasl.mechanism.inter.broker.protocol={mechanism}: Brook's inter-broker client"
+            f" speaks {', '.join(SERVED_SASL_MECHANISMS)}"
+        )
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    text = config.listener_value(listener, "sasl.jaas.config", mechanism)
+    if not text:
+        raise ConfigError(
+            f"The inter-broker listener {listener} uses SASL {mechanism}: set {key} (or"
+            ' sasl.jaas.config) with username="..." password="..." for brokers to log in with'
+        )
+    options = parse_jaas_config(str(text), key).options
+    if "username" not in options or "password" not in options:
+        raise ConfigError(
+            f"{key} must hold username and password: the inter-broker client logs in with them"
+        )
+    return SaslLogin(mechanism, options["username"], options["password"])
