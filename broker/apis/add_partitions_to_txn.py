@@ -94,7 +94,9 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _refused(ctx: RequestContext, transactional_id: str, partitions: Partitions) -> Errors | None:
+def _unauthorized(
+    ctx: RequestContext, transactional_id: str, partitions: Partitions
+) -> Errors | None:
     """Kafka's checks: Write on the transactional id (else every partition refused), then
     Write on each topic (the others then OPERATION_NOT_ATTEMPTED)."""
     if ctx.services.authorizer is None:
@@ -124,9 +126,9 @@ def _add(
     verify_only: bool,
 ) -> Errors | asyncio.Future[Errors]:
     services = ctx.services
-    refused = _refused(ctx, transactional_id, partitions)
-    if refused is not None:
-        return refused
+    unauthorized = _unauthorized(ctx, transactional_id, partitions)
+    if unauthorized is not None:
+        return unauthorized
     unknown = [tp for tp in partitions if not _exists(services, tp)]
     if unknown:
         log.info(
