@@ -149,11 +149,9 @@ def _with_operations(ctx: RequestContext, request: object, topics: list[Any]) ->
         replace(
             topic,
             topic_authorized_operations=authorized_operations(
-                ctx, AclResource.TOPIC, topic.name, asked=True
+                ctx, AclResource.TOPIC, topic.name or "", asked=True
             ),
         )
-        if topic.error_code == ErrorCode.none
-        else topic
         for topic in topics
     ]
 

@@ -32,6 +32,7 @@ from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError as KpTopicAuthorizationFailed
 
 from brook.protocol.errors import ErrorCode
+from tests.integration.processes import run_brook
 from tests.integration.raw_client import RawClient
 
 from .conftest import PLAIN_USERS, SCRAM_USERS, SecureBroker
@@ -466,3 +467,46 @@ def test_acls_survive_a_restart(tmp_path, pki):
         assert _produce(_sasl(again), topic, [b"after restart"]) == [None]
     finally:
         again.stop()
+
+
+def test_brook_acls_adds_lists_and_removes(acl_broker):
+    topic, group = _unique("tool-topic"), _unique("tool-group")
+    acls = ["acls", "--bootstrap-server", acl_broker.bootstrap("PLAINTEXT")]
+    alice = ["--allow-principal", ALICE]
+    added = run_brook([*acls, "--add", *alice, "--consumer", "--topic", topic, "--group", group])
+    assert added.returncode == 0, added.output
+    pattern = f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)"
+    assert f"Adding ACLs for resource `{pattern}`" in added.output
+    assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in added.output
+    listed = run_brook([*acls, "--list", "--topic", topic])
+    assert listed.returncode == 0, listed.output
+    assert f"Current ACLs for resource `{pattern}`" in listed.output
+    assert "operation=DESCRIBE, permissionType=ALLOW" in listed.output
+    # The consumer it allowed can read the topic in that group.
+    _create_topic(acl_broker, topic)
+    _produce({"bootstrap.servers": acl_broker.bootstrap("PLAINTEXT")}, topic, [b"x"])
+    assert _consume_error(_sasl(acl_broker), topic, group) is None
+    removed = run_brook(
+        [*acls, "--remove", "--force", *alice, "--operation", "Read", "--topic", topic]
+    )
+    assert removed.returncode == 0, removed.output
+    listed = run_brook([*acls, "--list", "--topic", topic])
+    assert "operation=READ" not in listed.output
+    assert "operation=DESCRIBE" in listed.output
+    # Bad input: an unknown operation, and no principal.
+    bad = run_brook(
+        [
+            "acls",
+            *bootstrap,
+            "--add",
+            "--allow-principal",
+            ALICE,
+            "--operation",
+            "Fly",
+            "--topic",
+            topic,
+        ]
+    )
+    assert bad.returncode == 2 and "unknown operation 'Fly'" in bad.output
+    none = run_brook([*acls, "--add", "--operation", "Read", "--topic", topic])
+    assert none.returncode == 2 and "name a principal" in none.output
