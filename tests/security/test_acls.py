@@ -494,19 +494,7 @@ def test_brook_acls_adds_lists_and_removes(acl_broker):
     assert "operation=READ" not in listed.output
     assert "operation=DESCRIBE" in listed.output
     # Bad input: an unknown operation, and no principal.
-    bad = run_brook(
-        [
-            "acls",
-            *bootstrap,
-            "--add",
-            "--allow-principal",
-            ALICE,
-            "--operation",
-            "Fly",
-            "--topic",
-            topic,
-        ]
-    )
+    bad = run_brook([*acls, "--add", *alice, "--operation", "Fly", "--topic", topic])
     assert bad.returncode == 2 and "unknown operation 'Fly'" in bad.output
     none = run_brook([*acls, "--add", "--operation", "Read", "--topic", topic])
     assert none.returncode == 2 and "name a principal" in none.output
