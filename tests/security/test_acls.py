@@ -498,3 +498,28 @@ def test_brook_acls_adds_lists_and_removes(acl_broker):
     assert bad.returncode == 2 and "unknown operation 'Fly'" in bad.output
     none = run_brook([*acls, "--add", "--operation", "Read", "--topic", topic])
     assert none.returncode == 2 and "name a principal" in none.output
+
+
+def test_authorized_operations_are_the_principals(acl_broker):
+    from confluent_kafka import TopicCollection
+
+    topic = _unique("ops")
+    _create_topic(acl_broker, topic)
+    _allow(acl_broker, ALICE, ResourceType.TOPIC, topic, AclOperation.READ)
+    _allow(acl_broker, ALICE, ResourceType.TOPIC, topic, AclOperation.ALTER_CONFIGS)
+    admin = _admin(acl_broker, "alice")
+    futures = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)
+    described = futures[topic].result(15)
+    # Read implies Describe, AlterConfigs implies DescribeConfigs; nothing else is allowed.
+    assert set(described.authorized_operations) == {
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.DESCRIBE_CONFIGS,
+    }
+    every = (
+        _admin(acl_broker)
+        .describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
+        .result(15)
+    )
+    assert AclOperation.DELETE in set(every.authorized_operations)  # the super user's
