@@ -517,9 +517,9 @@ def test_authorized_operations_are_the_principals(acl_broker):
         AclOperation.ALTER_CONFIGS,
         AclOperation.DESCRIBE_CONFIGS,
     }
-    every = (
-        _admin(acl_broker)
-        .describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
-        .result(15)
+    super_admin = _admin(acl_broker)  # kept referenced while its future runs
+    futures = super_admin.describe_topics(
+        TopicCollection([topic]), include_authorized_operations=True
     )
+    every = futures[topic].result(15)
     assert AclOperation.DELETE in set(every.authorized_operations)  # the super user's
