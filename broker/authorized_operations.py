@@ -2,10 +2,10 @@
 
 Metadata (include_cluster_authorized_operations, include_topic_authorized_operations)
 and DescribeGroups (include_authorized_operations) can ask for them: a bitfield with
-bit n set for each allowed AclOperation of code n (Kafka's Utils.to32BitField). Brook has
-no authorizer, so, as Kafka without one, every operation a resource type supports is
-allowed (AuthHelper.authorizedOperations). Not asked for, the field is Int.MinValue:
-"not provided".
+bit n set for each allowed AclOperation of code n (Kafka's Utils.to32BitField). Without an
+authorizer every operation a resource type supports is allowed, as in Kafka
+(AuthHelper.authorizedOperations); with one, those the principal may do
+(broker/authorizer/checks.py). Not asked for, the field is Int.MinValue: "not provided".
 """
 
 from __future__ import annotations
@@ -76,11 +76,3 @@ SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[AclOperation]] = {
         }
     ),
 }
-
-
-def authorized_operations(resource_type: ResourceType, asked: bool) -> int:
-    """The bitfield of a resource's allowed operations (all it supports: there is no
-    authorizer), or NOT_PROVIDED when the request did not ask for it."""
-    if not asked:
-        return NOT_PROVIDED
-    return sum(1 << operation for operation in SUPPORTED_OPERATIONS[resource_type])

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from brook.storage.log_config import LogConfig
 
     from .admin_server import AdminServer
+    from .authorizer.authorizer import Authorizer
+    from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
     from .log_cleaner import LogCleaner
     from .partition import Partition
@@ -161,6 +163,46 @@ class Broker:
 
         return LocalScramCredentialStore(config.log_dirs[0])
 
+    async def _start_authorizer(
+        self, config: BrokerConfig
+    ) -> tuple[Authorizer | None, AclStore | None]:
+        """The authorizer `authorizer.class.name` asks for, its ACLs loaded from where
+        Kafka keeps them (ZooKeeper in a cluster, else a file of the first log dir)."""
+        if not config["authorizer.class.name"]:
+            return None, None
+        from .authorizer.authorizer import Authorizer  # only with ACLs on
+
+        super_users = [u.strip() for u in config["super.users"].split(";") if u.strip()]
+        authorizer = Authorizer(super_users, config["allow.everyone.if.no.acl.found"])
+        store: AclStore
+        if config["zookeeper.connect"]:
+            from .zookeeper.acl_store import ZkAclStore
+            from .zookeeper.client import SessionState
+
+            client = self.membership.client  # type: ignore[attr-defined]
+            zk_store = ZkAclStore(client)
+            client.add_session_listener(
+                lambda state, new_session: (
+                    zk_store.resync() if state is SessionState.CONNECTED and new_session else None
+                )
+            )
+            store = zk_store
+        else:
+            from .authorizer.store import LocalAclStore
+
+            store = LocalAclStore(config.log_dirs[0])
+        await store.start(authorizer.cache, authorizer.changed)
+        acls = len(authorizer.cache.bindings())
+        log.info(
+            "Authorizer %s: %d ACL%s loaded, super users %s, allow.everyone.if.no.acl.found=%s",
+            config["authorizer.class.name"],
+            acls,
+            "" if acls == 1 else "s",
+            ", ".join(super_users) or "none",
+            "true" if authorizer.allow_everyone_if_no_acl_found else "false",
+        )
+        return authorizer, store
+
     async def _connect_zookeeper(self, config: BrokerConfig) -> None:
         from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
 
@@ -245,6 +287,7 @@ class Broker:
         # From here on, a partition of an internal topic that changes hands here is
         # loaded or dropped by its coordinator.
         self.replicas.leadership_listeners.append(self._on_leadership_change)
+        authorizer, acl_store = await self._start_authorizer(config)
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -266,6 +309,8 @@ class Broker:
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
             scram_credentials=self._scram_credential_store(config),
             scram_decoy_key=os.urandom(32),
+            authorizer=authorizer,
+            acl_store=acl_store,
         )
         if self.services.api_versions.release is not None:
             log.info(
@@ -384,6 +429,8 @@ class Broker:
         self.coordinators.stop()
         self.log_dir_mover.stop()
         self.log_manager.shutdown()
+        if self.services.acl_store is not None:
+            self.services.acl_store.close()
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
         log.info("Broker %d stopped cleanly", self.broker_id)

@@ -118,6 +118,7 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     if with_tools:
         # The operator's tools: each module adds its subcommand and the function that runs it.
         from .tools import (
+            acls,
             audit,
             cluster,
             compact,
@@ -132,7 +133,7 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         )
 
         tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
-        for tool in (*tools, leader_election, faults, cluster):
+        for tool in (*tools, acls, leader_election, faults, cluster):
             tool.add_parser(commands)
     return parser
 

@@ -322,6 +322,40 @@ SECURITY_CONFIGS = [
         "Largest request accepted before SASL authentication completes.",
     ),
 ]
+# ACLs: off unless authorizer.class.name names one of Kafka's authorizers.
+AUTHORIZER_CLASS_NAMES = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+)
+AUTHORIZER_CONFIGS = [
+    ConfigKey(
+        "authorizer.class.name",
+        "string",
+        "",
+        "The authorizer: Kafka's AclAuthorizer or StandardAuthorizer class name turns ACLs on"
+        " (both act the same here); empty, every request is allowed.",
+        check=lambda value: (
+            None
+            if value in ("", *AUTHORIZER_CLASS_NAMES)
+            else f"Brook's authorizer is one of {', '.join(AUTHORIZER_CLASS_NAMES)}"
+        ),
+    ),
+    ConfigKey(
+        "super.users",
+        "string",
+        "",
+        "Principals allowed every operation whatever the ACLs say, semicolon-separated"
+        " (User:admin;User:broker).",
+    ),
+    ConfigKey(
+        "allow.everyone.if.no.acl.found",
+        "boolean",
+        False,
+        "With an authorizer: whether a resource no ACL applies to is open to everyone.",
+    ),
+]
+
+
 # The keys that may be set per listener, `listener.name.<l>.<key>`.
 LISTENER_PREFIXED_CONFIGS = frozenset(key.name for key in SECURITY_CONFIGS) - {
     "sasl.mechanism.inter.broker.protocol",
@@ -925,6 +959,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "How long a follower waits for a fetch response (ms).",
         ),
         *SECURITY_CONFIGS,
+        *AUTHORIZER_CONFIGS,
     ]
 }
 

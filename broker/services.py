@@ -25,6 +25,8 @@ from .metadata.cache import MetadataCache
 from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
+    from .authorizer.authorizer import Authorizer
+    from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
@@ -59,6 +61,9 @@ class BrokerServices(NamedTuple):
     scram_credentials: ScramCredentialStore
     # The key an unknown SCRAM user's made-up salt is derived from (one per broker run).
     scram_decoy_key: bytes
+    # ACLs (authorizer.class.name): None when every request is allowed.
+    authorizer: Authorizer | None
+    acl_store: AclStore | None
 
     @property
     def groups(self) -> GroupCoordinator:

@@ -44,6 +44,9 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     ALTER_REPLICA_LOG_DIRS = 34
@@ -103,6 +106,9 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.END_TXN: VersionRange(0, 5),
     ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
     ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),
+    ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+    ApiKey.CREATE_ACLS: VersionRange(1, 3),
+    ApiKey.DELETE_ACLS: VersionRange(1, 3),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),

@@ -160,3 +160,7 @@ class LeaderNotAvailableError(KafkaError):
 
 class RequestTimedOutError(KafkaError):
     error_code = ErrorCode.request_timed_out
+
+
+class TopicAuthorizationFailedError(KafkaError):
+    error_code = ErrorCode.topic_authorization_failed

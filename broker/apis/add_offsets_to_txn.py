@@ -13,6 +13,9 @@ from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
@@ -24,6 +27,12 @@ log = logging.getLogger("brook.apis.add_offsets_to_txn")
 @handles(ApiKey.ADD_OFFSETS_TO_TXN)
 def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
+    if not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return _response(ctx, ErrorCode.transactional_id_authorization_failed)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(ctx, ErrorCode.group_authorization_failed)
     producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
     try:
         services.groups.ensure_topic()

@@ -16,6 +16,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, authorize_cluster, denied
 from ..request_context import RequestContext
 from ..services import BrokerServices
 from ..transactions.errors import error_for_version
@@ -53,6 +56,14 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
                 results_by_topic_v3_and_below=_topic_results(types, errors[0]),
             ),
         )
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        # v4+ come from brokers (KIP-890's verification): ClusterAction is theirs.
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results_by_transaction=(),
+        )
     answers = [
         _add(
             ctx,
@@ -83,6 +94,26 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
     )
 
 
+def _unauthorized(
+    ctx: RequestContext, transactional_id: str, partitions: Partitions
+) -> Errors | None:
+    """Kafka's checks: Write on the transactional id (else every partition refused), then
+    Write on each topic (the others then OPERATION_NOT_ATTEMPTED)."""
+    if ctx.services.authorizer is None:
+        return None
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.transactional_id_authorization_failed)
+    unwritable = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t for t, _ in partitions))
+    if not unwritable:
+        return None
+    return {
+        tp: ErrorCode.topic_authorization_failed
+        if tp[0] in unwritable
+        else ErrorCode.operation_not_attempted
+        for tp in partitions
+    }
+
+
 def _partitions(topics: Any) -> Partitions:
     return [(topic.name, partition) for topic in topics for partition in topic.partitions]
 
@@ -95,6 +126,9 @@ def _add(
     verify_only: bool,
 ) -> Errors | asyncio.Future[Errors]:
     services = ctx.services
+    unauthorized = _unauthorized(ctx, transactional_id, partitions)
+    if unauthorized is not None:
+        return unauthorized
     unknown = [tp for tp in partitions if not _exists(services, tp)]
     if unknown:
         log.info(

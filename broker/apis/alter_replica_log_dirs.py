@@ -16,6 +16,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -26,11 +28,16 @@ log = logging.getLogger("brook.apis.alter_replica_log_dirs")
 def handle_alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     results: dict[str, list[Any]] = {}
+    allowed = authorize_cluster(ctx, AclOperation.ALTER)
     for target in request.dirs:
         for topic in target.topics:
             partitions = results.setdefault(topic.name, [])
             for index in topic.partitions:
-                error = _move(ctx, target.path, topic.name, index)
+                error = (
+                    _move(ctx, target.path, topic.name, index)
+                    if allowed
+                    else ErrorCode.cluster_authorization_failed
+                )
                 partitions.append(
                     build(
                         types.AlterReplicaLogDirPartitionResult,

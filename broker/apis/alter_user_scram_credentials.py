@@ -20,6 +20,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from ..security.scram import (
     MAX_ITERATIONS,
@@ -45,6 +47,21 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        # Every user named answered CLUSTER_AUTHORIZATION_FAILED, as Kafka does.
+        types = schema_module(ctx.response_type)
+        named = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        return ctx.response_type(
+            throttle_time=NO_THROTTLE,
+            results=tuple(
+                types.AlterUserScramCredentialsResult(
+                    user=name, error_code=ErrorCode.cluster_authorization_failed, error_message=None
+                )
+                for name in named
+            ),
+        )
     store = ctx.services.scram_credentials
     stored = await store.users()
     errors: dict[str, tuple[ErrorCode, str]] = {}

@@ -22,6 +22,8 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.controlled_shutdown_schema import REMAINING_PARTITIONS
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import build, handles
 
@@ -51,6 +53,8 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _shut_down(ctx: RequestContext, request: Any) -> tuple[ErrorCode, list[tuple[str, int]]]:
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return ErrorCode.cluster_authorization_failed, []
     membership = ctx.services.membership
     if not membership.is_controller:
         return ErrorCode.not_controller, []

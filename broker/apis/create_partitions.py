@@ -12,8 +12,16 @@ import logging
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from brook.protocol.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+)
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..request_context import RequestContext
 from ..topics import check_partitions_per_request
 from . import NO_THROTTLE, build, handles, schema_module
@@ -36,8 +44,11 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
         )
         return _response(ctx, types, [(topic.name, exc) for topic in request.topics])
     outcomes: list[tuple[str, KafkaError | None]] = []
+    refused = denied(ctx, AclOperation.ALTER, ResourceType.TOPIC, names)
     for topic in request.topics:
         try:
+            if topic.name in refused:
+                raise TopicAuthorizationFailedError()
             if names.count(topic.name) > 1:
                 raise InvalidRequestError("Duplicate topic name.")
             assignments = (

@@ -21,8 +21,12 @@ from brook.protocol.errors import (
     InvalidReplicaAssignmentError,
     InvalidRequestError,
     KafkaError,
+    TopicAuthorizationFailedError,
 )
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize_cluster, denied
 from ..config_describe import ConfigDescriber
 from ..config_values import config_to_string
 from ..request_context import RequestContext
@@ -51,8 +55,16 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
             topics=tuple(_failed(types, topic.name, exc) for topic in request.topics),
         )
     results = []
+    # Create on the cluster allows every topic; else Create on each topic is needed.
+    refused = (
+        frozenset()
+        if authorize_cluster(ctx, AclOperation.CREATE, log_denial=False)
+        else denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    )
     for topic in request.topics:
         try:
+            if topic.name in refused:
+                raise TopicAuthorizationFailedError("Authorization failed.")
             if names.count(topic.name) > 1:
                 raise InvalidRequestError(
                     f"Create topics request from client `{ctx.client_id}`"

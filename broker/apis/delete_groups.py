@@ -12,6 +12,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -19,7 +22,13 @@ from . import NO_THROTTLE, build, handles, schema_module
 @handles(ApiKey.DELETE_GROUPS)
 def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
     # Every group's deletion starts now; the response waits for those still writing.
-    answers = [ctx.services.groups.delete_group(group_id) for group_id in request.groups_names]
+    refused = denied(ctx, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
+    answers = [
+        ErrorCode.group_authorization_failed
+        if group_id in refused
+        else ctx.services.groups.delete_group(group_id)
+        for group_id in request.groups_names
+    ]
     if any(inspect.isawaitable(answer) for answer in answers):
         return _await_all(ctx, request.groups_names, answers)
     return _response(ctx, request.groups_names, answers)

@@ -17,6 +17,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -27,9 +30,14 @@ log = logging.getLogger("brook.apis.delete_records")
 def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
     results: list[tuple[str, list[_Result]]] = []
     waiting: list[tuple[_Result, asyncio.Future[None]]] = []
+    refused = denied(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         partitions = []
         for entry in topic.partitions:
+            if topic.name in refused:
+                error = ErrorCode.topic_authorization_failed
+                partitions.append(_Result(entry.partition_index, error))
+                continue
             result, waiter = _delete_below(ctx, topic.name, entry.partition_index, entry.offset)
             partitions.append(result)
             if waiter is not None:

@@ -10,6 +10,9 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.checkpoints import topic_id_to_string
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -45,6 +48,14 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 )
             else:
                 name = topic.name
+        if error is ErrorCode.none and not authorize(
+            ctx, AclOperation.DELETE, ResourceType.TOPIC, name
+        ):
+            error = ErrorCode.topic_authorization_failed
+            if topic_id != ZERO_UUID and not authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_denial=False
+            ):
+                name = None  # asked by id: its name is not disclosed
         if error is ErrorCode.none:
             try:
                 topic_id = await ctx.services.controller.delete_topic(name, _timeout_ms(request))

@@ -15,7 +15,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import ResourceType, authorized_operations
+from ..authorized_operations import NOT_PROVIDED
+from ..authorizer.acl import CLUSTER_NAME, ResourceType
+from ..authorizer.checks import authorized_operations
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -45,7 +47,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
             cluster_id="",
             controller_id=NO_CONTROLLER,
             brokers=(),
-            cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER, False),
+            cluster_authorized_operations=NOT_PROVIDED,
         )
     types = schema_module(ctx.response_type)
     reachable = services.metadata.reachable_on(ctx.listener_name)
@@ -73,7 +75,10 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
             for broker, endpoint in reachable
         ),
         cluster_authorized_operations=authorized_operations(
-            ResourceType.CLUSTER, request.include_cluster_authorized_operations
+            ctx,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+            request.include_cluster_authorized_operations,
         ),
     )
 

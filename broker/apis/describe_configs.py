@@ -20,6 +20,8 @@ from brook.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import config_refusal
 from ..config_describe import ConfigDescriber, ConfigEntry, only
 from ..request_context import RequestContext
 from ..topic_config import effective_topic_config
@@ -40,8 +42,14 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
     results = []
     for resource in request.resources:
         try:
-            entries = only(_describe(ctx, describer, resource), resource.configuration_keys)
-            error, message = ErrorCode.none, None
+            refusal = config_refusal(
+                ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+            )
+            if refusal is not None:
+                entries, error, message = [], refusal, None
+            else:
+                entries = only(_describe(ctx, describer, resource), resource.configuration_keys)
+                error, message = ErrorCode.none, None
         except KafkaError as exc:
             log.info(
                 "DescribeConfigs of %s %r from %s failed: %s",

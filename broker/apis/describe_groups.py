@@ -10,7 +10,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import ResourceType, authorized_operations
+from ..authorized_operations import NOT_PROVIDED, AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorized_operations, denied
 from ..groups.group import GroupState
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -19,12 +21,25 @@ from . import NO_THROTTLE, build, handles, schema_module
 @handles(ApiKey.DESCRIBE_GROUPS)
 def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
-    # v3+ may ask for them; every group gets the same, there being no authorizer.
-    operations = authorized_operations(
-        ResourceType.GROUP, getattr(request, "include_authorized_operations", False)
-    )
+    asked = getattr(request, "include_authorized_operations", False)  # v3+
     described = []
+    hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.groups)
     for group_id in request.groups:
+        if group_id in hidden:
+            described.append(
+                build(
+                    types.DescribedGroup,
+                    error_code=ErrorCode.group_authorization_failed,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                    authorized_operations=NOT_PROVIDED,
+                )
+            )
+            continue
+        operations = authorized_operations(ctx, ResourceType.GROUP, group_id, asked)
         group = ctx.services.groups.group(group_id)
         if group is None:
             described.append(

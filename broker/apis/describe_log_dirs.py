@@ -18,6 +18,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -29,6 +31,14 @@ PartitionFilter = dict[str, set[int]] | None
 @handles(ApiKey.DESCRIBE_LOG_DIRS)
 def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        # Kafka answers no log dir (and from v3 the error) to whom may not describe.
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results=(),
+        )
     wanted: PartitionFilter = None
     if request.topics is not None:
         wanted = defaultdict(set)

@@ -17,6 +17,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..partition import NotLeaderOrFollowerError
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -28,9 +31,20 @@ log = logging.getLogger("brook.apis.describe_producers")
 def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     topics = []
+    unreadable = denied(
+        ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         partitions = tuple(
-            _describe(ctx, types, topic.name, index) for index in topic.partition_indexes
+            build(
+                types.PartitionResponse,
+                partition_index=index,
+                error_code=ErrorCode.topic_authorization_failed,
+                active_producers=(),
+            )
+            if topic.name in unreadable
+            else _describe(ctx, types, topic.name, index)
+            for index in topic.partition_indexes
         )
         topics.append(build(types.TopicResponse, name=topic.name, partitions=partitions))
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -12,6 +12,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..request_context import RequestContext
 from ..transactions.metadata import STATE_NAMES, TransactionMetadata
 from . import NO_THROTTLE, build, handles, schema_module
@@ -25,7 +28,14 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any
     types = schema_module(ctx.response_type)
     transactions = ctx.services.transactions
     states = []
+    hidden = denied(
+        ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, request.transactional_ids
+    )
     for transactional_id in request.transactional_ids:
+        if transactional_id in hidden:
+            error = ErrorCode.transactional_id_authorization_failed
+            states.append(_state(types, transactional_id, None, error))
+            continue
         # Only committed state is described (Kafka reads its committed snapshot).
         await transactions.writes_committed(transactional_id)
         try:

@@ -14,6 +14,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from ..security.scram import SCRAM_MECHANISMS
 from . import NO_THROTTLE, handles, schema_module
@@ -22,6 +24,13 @@ from . import NO_THROTTLE, handles, schema_module
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return ctx.response_type(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=(),
+        )
     stored = await ctx.services.scram_credentials.users()
     names = [user.name for user in request.users or ()]
     results = []

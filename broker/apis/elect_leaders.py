@@ -22,6 +22,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import build, handles, schema_module
 
@@ -47,6 +49,9 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
             ctx, ErrorCode.invalid_request, _all(asked, ErrorCode.invalid_request, None), False
         )
     election_type = ElectionType(raw_type)
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        error = ErrorCode.cluster_authorization_failed
+        return _response(ctx, error, _all(asked, error, None), False)
     if duties is None:
         return _response(ctx, ErrorCode.none, _single_broker(ctx, asked), asked is None)
     if not membership.is_controller:

@@ -19,6 +19,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import TV_0, TV_2
@@ -33,6 +36,10 @@ FIRST_EPOCH_BUMP_VERSION = 5
 
 @handles(ApiKey.END_TXN)
 def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
+    if not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return _response(ctx, ErrorCode.transactional_id_authorization_failed)
     producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
     # The request's version is the client's transaction version, as in Kafka.
     version = TV_2 if ctx.api_version >= FIRST_EPOCH_BUMP_VERSION else TV_0

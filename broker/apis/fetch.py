@@ -23,6 +23,9 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.transaction_index import AbortedTxn
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize_cluster, authorized
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from ..partition import FetchIsolation, Partition
 from ..request_context import RequestContext
@@ -64,6 +67,8 @@ class _Reader:
 
     replica_id: int
     isolation: FetchIsolation
+    # The topics (names or ids, as the request gives them) the fetcher may not read.
+    denied: frozenset[Any] = frozenset()
 
 
 def _replica_id(request: Any) -> int:
@@ -94,6 +99,9 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     reader = _Reader(
         _replica_id(request),
         FetchIsolation.of(_replica_id(request), getattr(request, "isolation_level", 0)),
+        _denied(ctx, targets, _replica_id(request))
+        if ctx.services.authorizer is not None
+        else frozenset(),
     )
     # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
     # what one response (and so one connection) can hold.
@@ -147,6 +155,25 @@ async def _wait_then_respond(
         if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
     return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, reader), session, incremental)
+
+
+def _denied(ctx: RequestContext, targets: list[FetchTarget], replica_id: int) -> frozenset[Any]:
+    """Kafka's checks: a follower needs ClusterAction on the cluster (without it, every
+    partition is TOPIC_AUTHORIZATION_FAILED); a consumer needs Read on each topic."""
+    refs = {target.topic for target in targets}
+    if replica_id >= 0:
+        allowed = authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+        return frozenset() if allowed else frozenset(refs)
+    names: dict[Any, str] = {}
+    for ref in refs:
+        if isinstance(ref, uuid.UUID):
+            topic = ctx.services.metadata.get_by_id(ref)
+            if topic is not None:  # an unknown id is UNKNOWN_TOPIC_ID as before
+                names[ref] = topic.name
+        else:
+            names[ref] = ref
+    readable = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names.values())
+    return frozenset(ref for ref, name in names.items() if name not in readable)
 
 
 def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
@@ -245,6 +272,8 @@ def _read_all(
 def _read_one(
     ctx: RequestContext, target: FetchTarget, remaining: int, reader: _Reader, min_one: bool
 ) -> PartitionRead:
+    if target.topic in reader.denied:
+        return PartitionRead(target.topic, target.index, ErrorCode.topic_authorization_failed)
     partition = _partition_of(ctx, target)
     if partition is not None and (injected := ctx.injected_error(partition.topic, target.index)):
         return PartitionRead(target.topic, target.index, injected)

@@ -15,6 +15,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -42,6 +45,11 @@ def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
 def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _not_found(ErrorCode.invalid_request, f"Unknown coordinator type {key_type}")
+    if key_type == GROUP_KEY_TYPE:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return _not_found(ErrorCode.group_authorization_failed, None)
+    elif not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return _not_found(ErrorCode.transactional_id_authorization_failed, None)
     if not key:
         error = (
             ErrorCode.invalid_group_id if key_type == GROUP_KEY_TYPE else ErrorCode.invalid_request

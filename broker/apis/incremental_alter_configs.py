@@ -14,6 +14,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import config_refusal
 from ..config_changes import ConfigChange, alter_resource
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -48,6 +50,20 @@ async def alter_all(
         try:
             if seen.count((resource.resource_type, resource.resource_name)) > 1:
                 raise InvalidRequestError("Each resource must appear at most once.")
+            refusal = config_refusal(
+                ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name
+            )
+            if refusal is not None:
+                responses.append(
+                    build(
+                        types.AlterConfigsResourceResponse,
+                        error_code=refusal,
+                        error_message=None,
+                        resource_type=resource.resource_type,
+                        resource_name=resource.resource_name,
+                    )
+                )
+                continue
             pending = alter_resource(
                 ctx.services,
                 resource.resource_type,

@@ -15,6 +15,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, authorize_any_of_type, authorize_cluster
 from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import MAX_PRODUCER_EPOCH
@@ -27,7 +30,17 @@ log = logging.getLogger("brook.apis.init_producer_id")
 @handles(ApiKey.INIT_PRODUCER_ID)
 def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
+        if not authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+        ):
+            return _response(ctx, ErrorCode.transactional_id_authorization_failed, -1, -1)
         return _init_transactional(ctx, request)
+    # An idempotent producer: IdempotentWrite on the cluster, or Write on some topic.
+    if not authorize_cluster(
+        ctx, AclOperation.IDEMPOTENT_WRITE, log_denial=False
+    ) and not authorize_any_of_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        log.info("InitProducerId from %s refused: %s may write no topic", ctx.peer, ctx.principal)
+        return _response(ctx, ErrorCode.cluster_authorization_failed, -1, -1)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:

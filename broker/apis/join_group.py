@@ -10,7 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..groups.group import JoinRequest, JoinResult
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
@@ -18,6 +22,8 @@ from . import NO_THROTTLE, build, handles, respond, schema_module
 
 @handles(ApiKey.JOIN_GROUP)
 def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(ctx, JoinResult(ErrorCode.group_authorization_failed))
     session_timeout_ms = int(request.session_timeout.total_seconds() * 1000)
     rebalance = getattr(request, "rebalance_timeout", None)  # v1+; v0 uses the session timeout
     rebalance_timeout_ms = (

@@ -7,6 +7,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
@@ -17,6 +20,13 @@ def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.group_authorization_failed,
+            members=(),
+        )
     answer = ctx.services.groups.leave(request.group_id, leaving)
     return respond(answer, lambda answered: _response(ctx, *answered))
 

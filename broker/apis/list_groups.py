@@ -8,6 +8,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize_cluster, denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -18,7 +21,14 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     states = {state.lower() for state in getattr(request, "states_filter", ()) or ()}
     kinds = {kind.lower() for kind in getattr(request, "types_filter", ()) or ()}
     listed = []
-    for group in ctx.services.groups.list_groups():
+    groups = ctx.services.groups.list_groups()
+    # Describe on the cluster lists every group; else those the principal may describe.
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_denial=False):
+        hidden = denied(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups)
+        )
+        groups = [group for group in groups if group.group_id not in hidden]
+    for group in groups:
         if states and group.state.value.lower() not in states:
             continue
         if kinds and "classic" not in kinds:

@@ -14,6 +14,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..partition import FetchIsolation
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -24,6 +27,9 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     isolation = FetchIsolation.of(request.replica_id, getattr(request, "isolation_level", 0))
     topics = []
+    hidden = denied(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         seen: set[int] = set()
         partitions = []
@@ -31,6 +37,8 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             injected = ctx.injected_error(topic.name, entry.partition_index)
             if entry.partition_index in seen:
                 error, timestamp, offset, epoch = ErrorCode.invalid_request, -1, -1, -1
+            elif topic.name in hidden:
+                error, timestamp, offset, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
             elif injected is not None:
                 error, timestamp, offset, epoch = injected, -1, -1, -1
             else:

@@ -11,6 +11,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import denied
 from ..request_context import RequestContext
 from ..transactions.metadata import STATE_NAMES, TransactionState
 from . import NO_THROTTLE, build, handles, schema_module
@@ -27,7 +30,17 @@ def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
     running_longer_than = getattr(request, "duration_filter", -1)  # v1
     now = ctx.services.clock()
     listed = []
-    for found in ctx.services.transactions.transactions():
+    every = ctx.services.transactions.transactions()
+    # Only the transactional ids the principal may describe are listed.
+    hidden = denied(
+        ctx,
+        AclOperation.DESCRIBE,
+        ResourceType.TRANSACTIONAL_ID,
+        (t.transactional_id for t in every),
+    )
+    for found in every:
+        if found.transactional_id in hidden:
+            continue
         if request.state_filters and found.state not in wanted_states:
             continue
         if wanted_producers and found.producer_id not in wanted_producers:

@@ -14,12 +14,15 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import NOT_PROVIDED, ResourceType, authorized_operations
+from ..authorized_operations import NOT_PROVIDED, AclOperation
+from ..authorizer.acl import CLUSTER_NAME
+from ..authorizer.acl import ResourceType as AclResource
+from ..authorizer.checks import authorize, authorize_cluster, authorized_operations, denied
 from ..metadata.cache import PartitionRegistration, TopicMetadata
 from ..partition import Partition
 from ..request_context import RequestContext
@@ -49,11 +52,16 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
+        # Topics the principal may not describe are left out, silently (Kafka's rule).
+        hidden = denied(
+            ctx, AclOperation.DESCRIBE, AclResource.TOPIC, (t.name for t in metadata.topics())
+        )
         results = [
             _error_topic(types, topic.name, topic.topic_id, injected)
             if (injected := ctx.injected_error(topic.name)) is not None
             else _describe(services, types, topic, leaders)
             for topic in metadata.topics()
+            if topic.name not in hidden
         ]
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
         # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
@@ -88,6 +96,12 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
             else:
                 # "" is a name too: INVALID_TOPIC_EXCEPTION below.
                 topic = metadata.get(name)
+            if not authorize(ctx, AclOperation.DESCRIBE, AclResource.TOPIC, name):
+                # Whether it exists is not disclosed (nor its name, asked by id).
+                shown = name if entry.name is not None else None
+                error = ErrorCode.topic_authorization_failed
+                results.append(_error_topic(types, shown, ZERO_UUID, error))
+                continue
             if (injected := ctx.injected_error(name)) is not None:
                 topic_id = topic.topic_id if topic is not None else ZERO_UUID
                 results.append(_error_topic(types, name, topic_id, injected))
@@ -116,20 +130,30 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
         brokers=tuple(brokers),
         cluster_id=services.cluster_id,
         controller_id=services.membership.controller_id,
-        topics=tuple(_with_operations(request, results)),
+        topics=tuple(_with_operations(ctx, request, results)),
         # Asked for from v8 to v10 (DescribeCluster asks from Kafka 2.8 on).
         cluster_authorized_operations=authorized_operations(
-            ResourceType.CLUSTER, getattr(request, "include_cluster_authorized_operations", False)
+            ctx,
+            AclResource.CLUSTER,
+            CLUSTER_NAME,
+            getattr(request, "include_cluster_authorized_operations", False),
         ),
     )
 
 
-def _with_operations(request: object, topics: list[object]) -> list[object]:
+def _with_operations(ctx: RequestContext, request: object, topics: list[Any]) -> list[Any]:
     """Each topic's authorized operations where the request (v8+) asks for them."""
     if not getattr(request, "include_topic_authorized_operations", False):
         return topics
-    operations = authorized_operations(ResourceType.TOPIC, asked=True)
-    return [replace(topic, topic_authorized_operations=operations) for topic in topics]
+    return [
+        replace(
+            topic,
+            topic_authorized_operations=authorized_operations(
+                ctx, AclResource.TOPIC, topic.name or "", asked=True
+            ),
+        )
+        for topic in topics
+    ]
 
 
 def _unsupported_lookup(requested: object, version: int) -> str | None:
@@ -155,6 +179,10 @@ def _maybe_create(
         return None, ErrorCode.invalid_topic_exception
     if not (allow_auto_create and services.config["auto.create.topics.enable"]):
         return None, ErrorCode.unknown_topic_or_partition
+    if not authorize_cluster(ctx, AclOperation.CREATE, log_denial=False) and not authorize(
+        ctx, AclOperation.CREATE, AclResource.TOPIC, name
+    ):
+        return None, ErrorCode.topic_authorization_failed
     try:
         topic = services.controller.auto_create(name)
     except KafkaError as exc:

@@ -14,6 +14,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, denied
 from ..groups.coordinator import Answer
 from ..groups.group import CommittedOffset
 from ..request_context import RequestContext
@@ -30,7 +33,12 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
     retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
-    accepted, errors, known_partitions = offsets_to_commit(services, request.topics, retention_ms)
+    refusal, unreadable = commit_denials(ctx, request)
+    if refusal is not None:
+        return _response(ctx, request, refusal)
+    accepted, errors, known_partitions = offsets_to_commit(
+        services, request.topics, retention_ms, unreadable
+    )
     if ctx.faults is not None:
         for key in list(accepted):
             if (injected := ctx.injected_error(*key)) is not None:
@@ -80,12 +88,37 @@ def commit_response(
     return respond(answer, with_group_error)
 
 
+def commit_denials(
+    ctx: RequestContext, request: Any
+) -> tuple[dict[OffsetKey, ErrorCode] | None, frozenset[str]]:
+    """Kafka's checks of a commit (OffsetCommit, TxnOffsetCommit): Write on the
+    transactional id, then Read on the group, each refusing every partition; then Read on
+    each topic. (Every partition's error when refused, else the unreadable topics.)"""
+    if ctx.services.authorizer is None:
+        return None, frozenset()
+    everything = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    transactional_id = getattr(request, "transactional_id", None)
+    if transactional_id is not None and not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return dict.fromkeys(everything, ErrorCode.transactional_id_authorization_failed), (
+            frozenset()
+        )
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return dict.fromkeys(everything, ErrorCode.group_authorization_failed), frozenset()
+    names = (topic for topic, _ in everything)
+    return None, denied(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+
+
 def offsets_to_commit(
-    services: BrokerServices, topics: Any, retention_ms: int = -1
+    services: BrokerServices,
+    topics: Any,
+    retention_ms: int = -1,
+    unreadable: frozenset[str] = frozenset(),
 ) -> tuple[dict[OffsetKey, CommittedOffset], dict[OffsetKey, ErrorCode], list[OffsetKey]]:
     """The offsets a commit (OffsetCommit, TxnOffsetCommit) may store, the errors of the
-    partitions it may not (unknown topic, metadata over offset.metadata.max.bytes), and
-    every partition of a known topic."""
+    partitions it may not (a topic the principal may not read, an unknown topic, metadata
+    over offset.metadata.max.bytes), and every partition of a known topic."""
     now = services.clock()
     max_metadata = services.config["offset.metadata.max.bytes"]
     errors: dict[OffsetKey, ErrorCode] = {}
@@ -96,6 +129,9 @@ def offsets_to_commit(
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
             metadata = partition.committed_metadata or ""
+            if topic.name in unreadable:
+                errors[key] = ErrorCode.topic_authorization_failed
+                continue
             if known is None or not 0 <= partition.partition_index < len(known.partitions):
                 errors[key] = ErrorCode.unknown_topic_or_partition
                 continue

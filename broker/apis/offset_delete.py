@@ -11,6 +11,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
@@ -18,8 +21,16 @@ from . import NO_THROTTLE, build, handles, respond, schema_module
 @handles(ApiKey.OFFSET_DELETE)
 def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
     wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
-    answer = ctx.services.groups.delete_offsets(request.group_id, wanted)
-    return respond(answer, lambda answered: _response(ctx, request, *answered))
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return _response(ctx, request, ErrorCode.group_authorization_failed, {})
+    unreadable = denied(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in wanted))
+    refused = {key: ErrorCode.topic_authorization_failed for key in wanted if key[0] in unreadable}
+    answer = ctx.services.groups.delete_offsets(
+        request.group_id, [key for key in wanted if key not in refused]
+    )
+    return respond(
+        answer, lambda answered: _response(ctx, request, answered[0], {**answered[1], **refused})
+    )
 
 
 def _response(

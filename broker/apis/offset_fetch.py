@@ -11,6 +11,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -77,12 +80,25 @@ def _topics(
     require_stable (v7+), a partition whose offset an open transaction may still change
     answers UNSTABLE_OFFSET_COMMIT, as Kafka does, and the client retries."""
     groups = ctx.services.groups
-    error, found = groups.fetch_offsets(group_id, requested)
-    if error:
-        found = dict.fromkeys(requested or [])
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error, found = ErrorCode.group_authorization_failed, dict.fromkeys(requested or [])
+    else:
+        error, found = groups.fetch_offsets(group_id, requested)
+        if error:
+            found = dict.fromkeys(requested or [])
+    # Topics the principal may not describe: an error where asked for, else left out.
+    hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in found))
+    if hidden and requested is None:
+        found = {key: value for key, value in found.items() if key[0] not in hidden}
     unstable = groups.unstable_offsets(group_id, list(found)) if require_stable else set()
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), committed in found.items():
+        if topic in hidden:
+            committed, partition_error = None, ErrorCode.topic_authorization_failed
+        elif (topic, index) in unstable:
+            partition_error = ErrorCode.unstable_offset_commit
+        else:
+            partition_error = error
         by_topic.setdefault(topic, []).append(
             build(
                 getattr(types, partition_type),
@@ -90,9 +106,7 @@ def _topics(
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed else "",
-                error_code=ErrorCode.unstable_offset_commit
-                if (topic, index) in unstable
-                else error,
+                error_code=partition_error,
             )
         )
     return error, tuple(

@@ -12,6 +12,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize_cluster, denied
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -20,10 +23,21 @@ from . import NO_THROTTLE, build, handles, schema_module
 def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
     topics = []
+    # ClusterAction (a follower) may ask of every topic; others need Describe on each.
+    hidden = (
+        frozenset()
+        if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_denial=False)
+        else denied(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in request.topics)
+        )
+    )
     for topic in request.topics:
         partitions = []
         for entry in topic.partitions:
-            error, epoch, end_offset = _end_offset(ctx, topic.topic, entry)
+            if topic.topic in hidden:
+                error, epoch, end_offset = ErrorCode.topic_authorization_failed, -1, -1
+            else:
+                error, epoch, end_offset = _end_offset(ctx, topic.topic, entry)
             partitions.append(
                 build(
                     types.EpochEndOffset,

@@ -21,6 +21,9 @@ from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
 from brook.protocol.record_batch import parse_header
 from brook.storage.log_validator import AppendOrigin
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize, authorized
 from ..partition import ACKS_ALL, Partition
 from ..request_context import RequestContext
 from ..transactions import verification
@@ -57,11 +60,14 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     # the transaction (transaction version 2).
     uncommitted: list[tuple[PartitionResult, asyncio.Future[None]]] = []
     failed = False
+    denied = _denied(ctx, request) if ctx.services.authorizer is not None else None
     for topic_data in request.topic_data:
         partition_results = []
         for partition_data in topic_data.partition_data:
             if acks not in (0, 1, ACKS_ALL):
                 result = PartitionResult(ErrorCode.invalid_required_acks)
+            elif denied is not None and topic_data.name in denied:
+                result = PartitionResult(denied[topic_data.name])
             else:
                 result, waiter = _append(
                     ctx,
@@ -88,6 +94,19 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     if uncommitted:
         return _respond_when_committed(ctx, results, uncommitted, request.timeout.total_seconds())
     return _response(ctx, results)
+
+
+def _denied(ctx: RequestContext, request: Any) -> dict[str, ErrorCode]:
+    """The topics this request may not write to, with Kafka's error: every one without
+    Write on the transactional id, else those without Write on the topic."""
+    names = {topic_data.name for topic_data in request.topic_data}
+    transactional_id = request.transactional_id
+    if transactional_id is not None and not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return dict.fromkeys(names, ErrorCode.transactional_id_authorization_failed)
+    allowed = authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    return dict.fromkeys(names - allowed, ErrorCode.topic_authorization_failed)
 
 
 async def _no_response_when_appended(

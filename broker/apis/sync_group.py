@@ -7,6 +7,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
 from ..groups.group import SyncRequest
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond
@@ -14,6 +17,8 @@ from . import NO_THROTTLE, build, handles, respond
 
 @handles(ApiKey.SYNC_GROUP)
 def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(ctx, request.group_id, ErrorCode.group_authorization_failed, b"")
     result = ctx.services.groups.sync(
         SyncRequest(
             group_id=request.group_id,

@@ -26,7 +26,7 @@ from ..request_context import RequestContext
 from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch
 from . import handles
-from .offset_commit import OffsetKey, commit_response, offsets_to_commit
+from .offset_commit import OffsetKey, commit_denials, commit_response, offsets_to_commit
 
 log = logging.getLogger("brook.apis.txn_offset_commit")
 
@@ -38,7 +38,12 @@ ADD_TIMEOUT_S = verification.ADD_RETRY_MAX_S
 @handles(ApiKey.TXN_OFFSET_COMMIT)
 def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    accepted, errors, known_partitions = offsets_to_commit(services, request.topics)
+    refusal, unreadable = commit_denials(ctx, request)
+    if refusal is not None:
+        return commit_response(ctx, request, ErrorCode.none, refusal, [])
+    accepted, errors, known_partitions = offsets_to_commit(
+        services, request.topics, unreadable=unreadable
+    )
     if not known_partitions:
         return commit_response(ctx, request, ErrorCode.none, errors, known_partitions)
     producer = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)

@@ -17,6 +17,8 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import build, handles, schema_module
 
@@ -26,6 +28,9 @@ log = logging.getLogger("brook.apis.write_txn_markers")
 @handles(ApiKey.WRITE_TXN_MARKERS)
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        # Markers are written by transaction coordinators (brokers): ClusterAction is theirs.
+        return _refused(ctx, types, request)
     markers = ctx.services.transactions.markers
     results = []
     for marker in request.markers:
@@ -80,3 +85,32 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return build(ctx.response_type, markers=tuple(results))
+
+
+def _refused(ctx: RequestContext, types: Any, request: Any) -> Any:
+    error = ErrorCode.cluster_authorization_failed
+    return build(
+        ctx.response_type,
+        markers=tuple(
+            build(
+                types.WritableTxnMarkerResult,
+                producer_id=marker.producer_id,
+                topics=tuple(
+                    build(
+                        types.WritableTxnMarkerTopicResult,
+                        name=topic.name,
+                        partitions=tuple(
+                            build(
+                                types.WritableTxnMarkerPartitionResult,
+                                partition_index=index,
+                                error_code=error,
+                            )
+                            for index in topic.partition_indexes
+                        ),
+                    )
+                    for topic in marker.topics
+                ),
+            )
+            for marker in request.markers
+        ),
+    )

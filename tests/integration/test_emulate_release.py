@@ -75,6 +75,11 @@ KAFKA_2_8 = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
+    ApiKey.DESCRIBE_ACLS: (1, 2),
+    ApiKey.CREATE_ACLS: (1, 2),
+    ApiKey.DELETE_ACLS: (1, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 # 3.3 over 2.8: topic ids in Fetch/Metadata (KIP-516), KIP-699's batched FindCoordinator,
 # KIP-800/814 JoinGroup and LeaveGroup, and the transaction admin APIs of 3.0 (KIP-664).
@@ -90,6 +95,9 @@ KAFKA_3_3 = {
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 EXPECTED = {"2.8": KAFKA_2_8, "3.3": KAFKA_3_3}
 

@@ -1,0 +1,35 @@
+"""What the three ACL APIs share: the authorizer they need, and their filters read from
+the wire (DescribeAcls' request and DeleteAcls' filters have the same fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.errors import ErrorCode
+
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import AclBindingFilter, PatternType, PermissionType, ResourceType
+from ..authorizer.authorizer import Authorizer
+from ..request_context import RequestContext
+
+SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"
+
+
+def authorizer_of(ctx: RequestContext) -> Authorizer | None:
+    return ctx.services.authorizer  # type: ignore[no-any-return]
+
+
+def filter_from(request: Any) -> AclBindingFilter | ErrorCode:
+    """The filter a request names, or INVALID_REQUEST for a code Kafka does not know."""
+    try:
+        return AclBindingFilter(
+            ResourceType(request.resource_type_filter),
+            request.resource_name_filter,
+            PatternType(request.pattern_type_filter),
+            request.principal_filter,
+            request.host_filter,
+            AclOperation(request.operation),
+            PermissionType(request.permission_type),
+        )
+    except ValueError:
+        return ErrorCode.invalid_request

@@ -1,0 +1,96 @@
+"""CreateAcls (key 30), v1-v3: ACLs added to the authorizer's store, one result per
+creation in request order. Needs Alter on the cluster; SECURITY_DISABLED without an
+authorizer; an invalid ACL gets INVALID_REQUEST with Kafka's reason and is not kept."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..authorized_operations import AclOperation
+from ..authorizer.acl import (
+    AccessControlEntry,
+    AclBinding,
+    PatternType,
+    PermissionType,
+    ResourcePattern,
+    ResourceType,
+    invalid_binding_reason,
+)
+from ..authorizer.checks import authorize_cluster
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of
+
+log = logging.getLogger("brook.apis.create_acls")
+
+
+@handles(ApiKey.CREATE_ACLS)
+async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+
+    def result(error: ErrorCode, message: str | None = None) -> Any:
+        return build(types.AclCreationResult, error_code=error, error_message=message)
+
+    def respond(results: list[Any]) -> Any:
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, results=tuple(results))
+
+    authorizer = authorizer_of(ctx)
+    if authorizer is None:
+        disabled = result(ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE)
+        return respond([disabled] * len(request.creations))
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        denied = result(ErrorCode.cluster_authorization_failed)
+        return respond([denied] * len(request.creations))
+    results: list[Any] = [None] * len(request.creations)
+    by_pattern: dict[ResourcePattern, list[tuple[int, AclBinding]]] = defaultdict(list)
+    for index, creation in enumerate(request.creations):
+        binding = _binding(creation)
+        reason = invalid_binding_reason(binding) if binding is not None else None
+        if binding is None or reason is not None:
+            reason = reason or "ACL binding contains unknown elements"
+            log.info("CreateAcls from %s: %s refused: %s", ctx.peer, binding or creation, reason)
+            results[index] = result(ErrorCode.invalid_request, reason)
+            continue
+        by_pattern[binding.pattern].append((index, binding))
+    store = ctx.services.acl_store
+    for pattern, bindings in by_pattern.items():
+        added = frozenset(binding.entry for _, binding in bindings)
+        try:
+            await store.update(pattern, lambda current, added=added: current | added)
+        except Exception as exc:  # the store's failure is this creation's error
+            log.error(
+                "CreateAcls from %s: storing the ACLs of %s failed: %s", ctx.peer, pattern, exc
+            )
+            for index, _ in bindings:
+                results[index] = result(ErrorCode.unknown_server_error, str(exc))
+            continue
+        for index, binding in bindings:
+            log.info("Added ACL %s (from %s)", binding, ctx.peer)
+            results[index] = result(ErrorCode.none)
+    authorizer.changed()
+    return respond(results)
+
+
+def _binding(creation: Any) -> AclBinding | None:
+    """The ACL a creation asks for, or None when a code is not one of Kafka's."""
+    try:
+        return AclBinding(
+            ResourcePattern(
+                ResourceType(creation.resource_type),
+                creation.resource_name,
+                PatternType(creation.resource_pattern_type),
+            ),
+            AccessControlEntry(
+                creation.principal,
+                creation.host,
+                AclOperation(creation.operation),
+                PermissionType(creation.permission_type),
+            ),
+        )
+    except ValueError:
+        return None

@@ -1,0 +1,67 @@
+"""DescribeAcls (key 29), v1-v3: the ACLs a filter selects, grouped by resource pattern.
+Needs Describe on the cluster; SECURITY_DISABLED without an authorizer."""
+
+from __future__ import annotations
+
+import logging
+from itertools import groupby
+from typing import Any
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..authorized_operations import AclOperation
+from ..authorizer.checks import authorize_cluster
+from ..request_context import RequestContext
+from . import NO_THROTTLE, build, handles, schema_module
+from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of, filter_from
+
+log = logging.getLogger("brook.apis.describe_acls")
+
+
+@handles(ApiKey.DESCRIBE_ACLS)
+def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
+    types = schema_module(ctx.response_type)
+
+    def respond(error: ErrorCode, message: str | None = None, resources: tuple = ()) -> Any:  # type: ignore[type-arg]
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            error_message=message,
+            resources=resources,
+        )
+
+    authorizer = authorizer_of(ctx)
+    if authorizer is None:
+        return respond(ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return respond(ErrorCode.cluster_authorization_failed)
+    selected = filter_from(request)
+    if isinstance(selected, ErrorCode):
+        return respond(selected, "Invalid filter: unknown code")
+    reason = selected.invalid_reason()
+    if reason is not None:
+        log.info("DescribeAcls from %s refused: %s", ctx.peer, reason)
+        return respond(ErrorCode.invalid_request, reason)
+    bindings = authorizer.acls(selected)
+    resources = tuple(
+        build(
+            types.DescribeAclsResource,
+            resource_type=pattern.resource_type,
+            resource_name=pattern.name,
+            pattern_type=pattern.pattern_type,
+            acls=tuple(
+                build(
+                    types.AclDescription,
+                    principal=binding.entry.principal,
+                    host=binding.entry.host,
+                    operation=binding.entry.operation,
+                    permission_type=binding.entry.permission,
+                )
+                for binding in group
+            ),
+        )
+        for pattern, group in groupby(bindings, key=lambda binding: binding.pattern)
+    )
+    return respond(ErrorCode.none, None, resources)
