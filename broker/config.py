@@ -176,7 +176,7 @@ def _check_tls_versions(value: Any) -> str | None:
 
 
 def _check_mapping_rules(value: Any) -> str | None:
-    from .security.principal import parse_mapping_rules  # only when the key is set
+    from .security.certificate_names import parse_mapping_rules  # only when the key is set
 
     try:
         parse_mapping_rules(value)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..config import SASL_PROTOCOLS, SERVED_SASL_MECHANISMS, TLS_PROTOCOLS, ConfigError
+from .certificate_names import MappingRule, parse_mapping_rules
 from .jaas import PLAIN_LOGIN_MODULE, parse_jaas_config
-from .principal import MappingRule, parse_mapping_rules
 
 if TYPE_CHECKING:
     from ..config import BrokerConfig

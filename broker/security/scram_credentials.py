@@ -12,18 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from brook.storage.checkpoints import atomic_write_text, read_json
+from brook.storage.checkpoints import read_json, write_json
 
-from .scram import ScramCredential
+if TYPE_CHECKING:  # the SCRAM code loads with the first credential read, not at start
+    from .scram import ScramCredential
+
+    # user -> mechanism -> the new credential, or None to delete it.
+    CredentialChanges = Mapping[str, Mapping[str, ScramCredential | None]]
 
 log = logging.getLogger("brook.security")
 
 SCRAM_CREDENTIALS_FILE = "brook-scram-credentials.json"
-
-# user -> mechanism -> the new credential, or None to delete it.
-CredentialChanges = Mapping[str, Mapping[str, ScramCredential | None]]
 
 
 class ScramCredentialStore(Protocol):
@@ -45,6 +46,8 @@ class LocalScramCredentialStore:
 
     def _load(self) -> dict[str, dict[str, ScramCredential]]:
         if self._users is None:
+            from .scram import ScramCredential
+
             stored = read_json(self.path) or {}
             self._users = {
                 user: {
@@ -73,19 +76,9 @@ class LocalScramCredentialStore:
             if not own:
                 del users[user]
         # Written before it is served: a crash leaves the old file or the new one whole.
-        import json
-
-        atomic_write_text(
-            self.path,
-            json.dumps(
-                {
-                    "version": 1,
-                    "users": {
-                        user: {m: c.to_kafka_string() for m, c in sorted(mechanisms.items())}
-                        for user, mechanisms in sorted(users.items())
-                    },
-                },
-                indent=1,
-            ),
-        )
+        stored = {
+            user: {m: c.to_kafka_string() for m, c in sorted(mechanisms.items())}
+            for user, mechanisms in sorted(users.items())
+        }
+        write_json(self.path, {"version": 1, "users": stored}, pretty=True)
         self._users = users

@@ -18,15 +18,9 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from .certificate_names import NoMatchingRule, distinguished_name, map_distinguished_name
 from .listener_security import ListenerSecurity
-from .principal import (
-    ANONYMOUS,
-    KafkaPrincipal,
-    NoMatchingRule,
-    distinguished_name,
-    map_distinguished_name,
-    user,
-)
+from .principal import ANONYMOUS, KafkaPrincipal, user
 
 log = logging.getLogger("brook.security")
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ..security.scram import SCRAM_MECHANISMS, ScramCredential
-from ..security.scram_credentials import CredentialChanges
 from .client import ZooKeeperClient
+
+if TYPE_CHECKING:
+    from ..security.scram_credentials import CredentialChanges
 
 USERS_PATH = "/config/users"
 CHANGES_PATH = "/config/changes/config_change_"

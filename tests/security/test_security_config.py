@@ -12,13 +12,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from brook.broker.config import BrokerConfig, ConfigError
-from brook.broker.security.jaas import parse_jaas_config
-from brook.broker.security.principal import (
+from brook.broker.security.certificate_names import (
     NoMatchingRule,
     distinguished_name,
     map_distinguished_name,
     parse_mapping_rules,
 )
+from brook.broker.security.jaas import parse_jaas_config
 from brook.broker.security.tls import openssl_cipher_name
 
 from .certs import KEY_PASSWORD
