@@ -27,6 +27,7 @@ from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
     from .groups.coordinator import GroupCoordinator
+    from .observability.request_metrics import RequestMetrics
     from .transactions.coordinator import TransactionCoordinator
 
 
@@ -56,6 +57,8 @@ class BrokerServices:
     faults: FaultRegistry
     # The API versions advertised and served (an emulated Kafka release's, if asked for).
     api_versions: ApiVersionManager
+    # Requests' counts and times for /metrics: None unless admin.listener is set.
+    request_metrics: RequestMetrics | None = None
 
     @property
     def groups(self) -> GroupCoordinator:
