@@ -435,9 +435,17 @@ class Partition:
             return
         self.pending_isr = new_isr
         epoch = self.leader_epoch
+        shrinking = len(new_isr) < len(self.isr)
         written = self.alter_partition(self, new_isr)
 
         def done(future: asyncio.Future[PartitionRegistration]) -> None:
+            if not future.cancelled() and future.exception() is None:
+                # Written (IsrShrinksPerSec / IsrExpandsPerSec), whether or not the
+                # metadata brought the change here first.
+                if shrinking:
+                    self.stats.isr_shrinks += 1
+                else:
+                    self.stats.isr_expands += 1
             if self.leader_epoch != epoch or self.pending_isr is not new_isr:
                 return  # the metadata moved on meanwhile; it said what holds
             self.pending_isr = None
@@ -450,10 +458,6 @@ class Partition:
                 )
                 return
             registration = future.result()
-            if len(registration.isr) < len(self.isr):
-                self.stats.isr_shrinks += 1
-            else:
-                self.stats.isr_expands += 1
             self.isr = list(registration.isr)
             self.partition_epoch = registration.partition_epoch
             self._maybe_increment_high_watermark()
