@@ -1,16 +1,18 @@
-"""The broker's log lines: Kafka-like text (the default) or one JSON object per line
+"""The broker's log lines: text (the default) or one JSON object per line
 (`log.format=json`) for log shippers (Fluent Bit, Vector, Loki's promtail...).
 
-Text follows Kafka's log4j layout, `[%d] %p %m (%c)`:
+Text is what Brook has always written, the fields of Kafka's log4j lines (time to the
+millisecond, level, logger, message) with the logger before the message, where tools and
+tests that read Brook's log expect it:
 
-    [2026-11-24 12:31:14,123] WARN Rejected produce to t-0 from ... (brook.apis.produce)
+    2026-11-24 12:31:14,123 WARNING brook.apis.produce: Rejected produce to t-0 from ...
 
 JSON carries the same line as fields, and, for a line logged while a request's handler
 runs, the client id and peer of that request (the connection sets `current_request`
 around each handler call; a line logged later, from a timer or another task, is no
 longer about that request and gets neither):
 
-    {"timestamp": "2026-11-24T12:31:14.123Z", "level": "WARN", "logger": "brook.apis.produce",
+    {"timestamp": "2026-11-24T12:31:14.123Z", "level": "WARNING", "logger": "brook.apis.produce",
      "message": "Rejected produce ...", "client_id": "rdkafka", "peer": "127.0.0.1:50312"}
 """
 
@@ -21,9 +23,7 @@ import logging
 import time
 from typing import Any
 
-TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
-# log4j's names of Python's levels.
-LEVEL_NAMES = {"WARNING": "WARN", "CRITICAL": "FATAL"}
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class _RequestContext:
@@ -49,17 +49,9 @@ class RequestFields(logging.Filter):
         return True
 
 
-class KafkaTextFormatter(logging.Formatter):
+class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
-
-    def format(self, record: logging.LogRecord) -> str:
-        levelname = record.levelname
-        record.levelname = LEVEL_NAMES.get(levelname, levelname)
-        try:
-            return super().format(record)
-        finally:
-            record.levelname = levelname
 
 
 class JsonFormatter(logging.Formatter):
@@ -67,7 +59,7 @@ class JsonFormatter(logging.Formatter):
         seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
         line: dict[str, Any] = {
             "timestamp": f"{seconds}.{int(record.msecs):03d}Z",
-            "level": LEVEL_NAMES.get(record.levelname, record.levelname),
+            "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
         }
@@ -87,7 +79,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def formatter_for(log_format: str) -> logging.Formatter:
-    return JsonFormatter() if log_format == "json" else KafkaTextFormatter()
+    return JsonFormatter() if log_format == "json" else TextFormatter()
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:

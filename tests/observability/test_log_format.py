@@ -1,5 +1,5 @@
-"""log.format: Kafka-like text lines (the default), or one JSON object per line for log
-shippers, whose lines about a client's request carry its client id and peer."""
+"""log.format: text lines (the default), or one JSON object per line for log shippers,
+whose lines about a client's request carry its client id and peer."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from tests.integration.clients import create_topic
 from tests.integration.processes import run_brook
 from tests.integration.raw_client import RawClient, produce_request
 
-# Kafka's log4j layout: [%d] %p %m (%c)
-KAFKA_LINE = re.compile(
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (DEBUG|INFO|WARN|ERROR|FATAL) .+ \(brook[\w.]*\)$"
+# Time to the millisecond, level, logger, message.
+TEXT_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) brook[\w.]*: .+$"
 )
 
 
@@ -34,7 +34,7 @@ def _rejected_produce(port: int, topic: str) -> None:
     )
 
 
-def test_text_lines_follow_kafkas_layout_and_name_the_client(tmp_path: Path):
+def test_text_lines_carry_time_level_logger_and_name_the_client(tmp_path: Path):
     broker = BrokerProcess(tmp_path / "data").start()
     try:
         create_topic(broker.bootstrap, "texts")
@@ -44,11 +44,11 @@ def test_text_lines_follow_kafkas_layout_and_name_the_client(tmp_path: Path):
         assert broker.stop() == 0
     log = broker.log_text()
     lines = [line for line in log.splitlines() if line.strip()]
-    assert lines and all(KAFKA_LINE.match(line) for line in lines), [
-        line for line in lines if not KAFKA_LINE.match(line)
+    assert lines and all(TEXT_LINE.match(line) for line in lines), [
+        line for line in lines if not TEXT_LINE.match(line)
     ]
     rejected = next(line for line in lines if "Rejected produce" in line)
-    assert " WARN " in rejected and rejected.endswith("(brook.apis.produce)")
+    assert " WARNING brook.apis.produce: Rejected produce to texts-0 from " in rejected
     assert "(client 'late-clock')" in rejected and "127.0.0.1:" in rejected
 
 
@@ -66,7 +66,7 @@ def test_json_lines_carry_the_client_of_the_request(tmp_path: Path):
         assert {"timestamp", "level", "logger", "message"} <= set(line), line
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["timestamp"])
     rejected = next(line for line in lines if line["message"].startswith("Rejected produce"))
-    assert rejected["level"] == "WARN" and rejected["logger"] == "brook.apis.produce"
+    assert rejected["level"] == "WARNING" and rejected["logger"] == "brook.apis.produce"
     assert rejected["client_id"] == "late-clock"
     assert rejected["peer"].startswith("127.0.0.1:")
     # A line about no request names no client.
