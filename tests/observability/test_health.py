@@ -4,6 +4,8 @@ Docker's HEALTHCHECK and Kubernetes' probes ask them."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -11,6 +13,7 @@ from pathlib import Path
 
 from brook.broker.testing import BrokerProcess, free_port
 from tests.integration.groups import wait_for
+from tests.integration.processes import clean_env
 
 from .conftest import Admin
 
@@ -66,3 +69,43 @@ def test_brook_serve_turns_ready_and_its_endpoint_goes_with_it(tmp_path: Path):
     finally:
         assert broker.stop() == 0
     assert ready() == -1
+
+
+def test_a_starting_broker_is_live_but_not_ready(tmp_path: Path):
+    """A broker waiting for its ZooKeeper (none answers here) has not started: its admin
+    endpoint, up first, says live (it is making progress) and not ready, with why."""
+    admin_port = free_port()
+    admin_url = f"http://127.0.0.1:{admin_port}"
+    command = [sys.executable, "-m", "brook.broker.cli", "serve"]
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "log.dirs": str(tmp_path / "data"),
+        "zookeeper.connect": f"127.0.0.1:{free_port()}",  # nothing listens there
+        "zookeeper.connection.timeout.ms": 60_000,
+        "admin.listener": admin_url,
+    }
+    for key, value in overrides.items():
+        command += ["--override", f"{key}={value}"]
+    with open(tmp_path / "broker.log", "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=clean_env())
+    try:
+
+        def ready() -> tuple[int, dict] | None:
+            try:
+                with urllib.request.urlopen(admin_url + "/v1/ready", timeout=10) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.loads(exc.read())
+            except OSError:
+                assert process.poll() is None, (tmp_path / "broker.log").read_text()
+                return None
+
+        status, body = wait_for(ready, what="the admin endpoint to answer")
+        assert status == 503
+        assert body == {"ready": False, "state": "Starting", "reason": "the broker is Starting"}
+        with urllib.request.urlopen(admin_url + "/v1/health", timeout=10) as response:
+            assert json.loads(response.read()) == {"live": True, "state": "Starting"}
+    finally:
+        # A broker still connecting waits for ZooKeeper before it heeds SIGTERM.
+        process.kill()
+        process.wait(30)
