@@ -78,10 +78,12 @@ USER 10001:10001
 # Healthy once the first listener (PLAINTEXT) accepts TCP connections: the broker binds every
 # listener before it serves any, so the first stands for all. Probing DOCKER too would make the
 # broker warn at each start that a client reached it at 127.0.0.1 rather than at the hostname
-# it advertises. Plain Python, so the image needs no extra tools; a wildcard bind address is
-# probed on loopback.
+# it advertises. With the admin endpoint on (BROOK_ADMIN_LISTENER=http://0.0.0.0:9644), the
+# broker's own readiness instead: GET /v1/ready answers 200 once its logs are loaded, its
+# listeners bound and (in a cluster) it is registered and caught up, 503 otherwise. Plain
+# Python, so the image needs no extra tools; a wildcard bind address is probed on loopback.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import os, socket; listener = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(',')[0].split('://', 1)[-1]; host, _, port = listener.rpartition(':'); host = host.strip('[]'); host = '127.0.0.1' if host in ('', '0.0.0.0', '::') else host; socket.create_connection((host, int(port)), timeout=2).close()"]
+    CMD ["python", "-c", "import os, socket, urllib.request; admin = os.environ.get('BROOK_ADMIN_LISTENER', '').strip().rstrip('/').replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//127.0.0.1:'); listener = os.environ.get('BROOK_LISTENERS', 'PLAINTEXT://:9092').split(',')[0].split('://', 1)[-1]; host, _, port = listener.rpartition(':'); host = host.strip('[]'); host = '127.0.0.1' if host in ('', '0.0.0.0', '::') else host; urllib.request.urlopen(admin + '/v1/ready', timeout=2).close() if admin else socket.create_connection((host, int(port)), timeout=2).close()"]
 
 # The entrypoint defaults advertised.listeners (above), checks that the data directories are
 # writable (a bind-mounted host directory often is not) and says what to do, then runs the

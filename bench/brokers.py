@@ -7,7 +7,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,9 +54,12 @@ def compile_brook_bytecode() -> None:
             compileall.compile_dir(location, quiet=1)
 
 
-def brook_spec() -> BrokerSpec:
+def brook_spec(overrides: Sequence[str] = ()) -> BrokerSpec:
+    """`overrides`: more `--override KEY=VALUE` configs (e.g. the admin endpoint on, to
+    measure what /metrics' counting costs)."""
     base = brook_command()
     compile_brook_bytecode()
+    extra = [arg for override in overrides for arg in ("--override", override)]
 
     def argv(port: int, data_dir: Path) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{port}"
@@ -71,6 +74,7 @@ def brook_spec() -> BrokerSpec:
             f"log.dirs={data_dir}",
             "--override",
             "broker.id=0",
+            *extra,
         ]
 
     # BROOK_* variables would reconfigure the broker behind the bench's back.

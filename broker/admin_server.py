@@ -4,10 +4,13 @@ control of a running broker for tests in any language.
     POST   /v1/faults   arm one fault (a JSON object) or several (a list)
     GET    /v1/faults   what is armed, and every fault since the last clear with its count
     DELETE /v1/faults   clear them all
+    GET    /metrics     Prometheus' text format (observability/collector.py)
+    GET    /v1/health   200 while the event loop answers, else 503 (observability/health.py)
+    GET    /v1/ready    200 while the broker serves, else 503 with the reasons
 
-It is the standard library's threading HTTP server on a thread of its own (no dependency,
-nothing imported unless it is turned on); every action runs on the broker's event loop,
-where the faults live.
+It is the standard library's threading HTTP server on a thread of its own (nothing
+imported unless it is turned on); every action runs on the broker's event loop, where
+the faults and the broker's state live.
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 from .faults import FaultRegistry, FaultSpecError
+from .observability.broker_state import BrokerState
+from .observability.collector import CONTENT_TYPE, BrokerView, MetricsEndpoint, take_snapshot
+from .observability.health import LIVE_TIMEOUT_S, readiness
 
 log = logging.getLogger("brook.admin")
 
@@ -42,10 +49,23 @@ def parse_admin_url(url: str) -> tuple[str, int]:
 
 
 class AdminServer:
-    def __init__(self, url: str, loop: asyncio.AbstractEventLoop, faults: FaultRegistry) -> None:
+    def __init__(
+        self,
+        url: str,
+        loop: asyncio.AbstractEventLoop,
+        faults: FaultRegistry,
+        view: BrokerView | None = None,
+    ) -> None:
         self.host, port = parse_admin_url(url)
         self.loop = loop
         self.faults = faults
+        # The broker /metrics and the health endpoints read (None: faults only).
+        self.view = view
+        self.metrics = (
+            MetricsEndpoint(lambda: self.on_loop(lambda: take_snapshot(view)))
+            if view is not None
+            else None
+        )
         self._server = ThreadingHTTPServer((self.host or "0.0.0.0", port), _handler_for(self))
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
@@ -59,20 +79,60 @@ class AdminServer:
 
     def start(self) -> None:
         self._thread.start()
-        log.info("Admin endpoint on %s (fault injection: /v1/faults)", self.url)
+        log.info(
+            "Admin endpoint on %s (fault injection: /v1/faults%s)",
+            self.url,
+            "; /metrics, /v1/health, /v1/ready" if self.view is not None else "",
+        )
 
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
 
-    def on_loop(self, action: Callable[[], T]) -> T:
-        """Run `action` on the broker's loop and return its result (from a server thread)."""
+    def on_loop(self, action: Callable[[], T], timeout_s: float = CALL_TIMEOUT_S) -> T:
+        """Run `action` on the broker's loop and return its result (from a server thread);
+        TimeoutError when the loop has not run it within `timeout_s`."""
 
         async def run() -> T:
             return action()
 
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(CALL_TIMEOUT_S)
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout_s)
+
+    def health(self, timeout_s: float = LIVE_TIMEOUT_S) -> tuple[HTTPStatus, dict[str, Any]]:
+        """Live: the loop answers within `timeout_s` (or the broker is still starting)."""
+        assert self.view is not None
+        view = self.view
+        try:
+            state = BrokerState(self.on_loop(view.state, timeout_s))
+        except TimeoutError:
+            # Read off the loop: a starting broker recovering its logs holds the loop.
+            state = BrokerState(view.state())
+            if state in (BrokerState.STARTING, BrokerState.RECOVERY):
+                return HTTPStatus.OK, {"live": True, "state": state.title}
+            reason = f"the event loop did not answer within {timeout_s:g} s"
+            log.warning("Health check failed: %s", reason)
+            return HTTPStatus.SERVICE_UNAVAILABLE, {"live": False, "reason": reason}
+        return HTTPStatus.OK, {"live": True, "state": state.title}
+
+    def readiness(self, timeout_s: float = LIVE_TIMEOUT_S) -> tuple[HTTPStatus, dict[str, Any]]:
+        assert self.view is not None
+        view = self.view
+        state = BrokerState(view.state())
+        if state is not BrokerState.RUNNING:
+            # Answered off the loop: a starting broker may hold it for long.
+            answer: dict[str, Any] = {"ready": False, "state": state.title}
+            answer["reason"] = f"the broker is {state.title}"
+            return HTTPStatus.SERVICE_UNAVAILABLE, answer
+        try:
+            answer = self.on_loop(lambda: readiness(view), timeout_s)
+        except TimeoutError:
+            reason = f"the event loop did not answer within {timeout_s:g} s"
+            return HTTPStatus.SERVICE_UNAVAILABLE, {"ready": False, "reason": reason}
+        if answer["ready"]:
+            return HTTPStatus.OK, answer
+        answer["reason"] = "; ".join(answer["reasons"])
+        return HTTPStatus.SERVICE_UNAVAILABLE, answer
 
 
 def _handler_for(admin: AdminServer) -> type[BaseHTTPRequestHandler]:
@@ -80,9 +140,33 @@ def _handler_for(admin: AdminServer) -> type[BaseHTTPRequestHandler]:
         server_version = "Brook"
 
         def do_GET(self) -> None:
-            if self._path() != "/v1/faults":
-                return self._send(HTTPStatus.NOT_FOUND, {"error": f"No such path: {self.path}"})
-            self._send(HTTPStatus.OK, admin.on_loop(admin.faults.listing))
+            path = self._path()
+            if path == "/v1/faults":
+                return self._send(HTTPStatus.OK, admin.on_loop(admin.faults.listing))
+            if admin.view is not None:
+                if path == "/metrics":
+                    return self._send_metrics()
+                if path in ("/v1/health", "/v1/ready"):
+                    try:
+                        timeout_s = self._timeout_s()
+                    except ValueError as exc:
+                        return self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+                    check = admin.health if path == "/v1/health" else admin.readiness
+                    return self._send(*check(timeout_s))
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"No such path: {self.path}"})
+
+        def _send_metrics(self) -> None:
+            assert admin.metrics is not None
+            try:
+                data = admin.metrics.render()
+            except TimeoutError:
+                reason = f"the event loop did not answer within {CALL_TIMEOUT_S} s"
+                return self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"error": reason})
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def do_DELETE(self) -> None:
             if self._path() != "/v1/faults":
@@ -124,6 +208,20 @@ def _handler_for(admin: AdminServer) -> type[BaseHTTPRequestHandler]:
 
         def _path(self) -> str:
             return self.path.split("?", 1)[0].rstrip("/")
+
+        def _timeout_s(self) -> float:
+            """`?timeout_ms=N`: how long the loop may take to answer a probe."""
+            query = parse_qs(urlsplit(self.path).query)
+            if "timeout_ms" not in query:
+                return LIVE_TIMEOUT_S
+            raw = query["timeout_ms"][-1]
+            try:
+                timeout_ms = int(raw)
+            except ValueError:
+                timeout_ms = 0
+            if not 0 < timeout_ms <= 60_000:
+                raise ValueError(f"timeout_ms must be 1-60000 milliseconds, got {raw!r}")
+            return timeout_ms / 1000
 
         def _json_body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)

@@ -32,6 +32,7 @@ from .membership import LocalMembership, Membership, ProducerIds, broker_registr
 from .metadata.cache import INTERNAL_TOPICS, MetadataCache
 from .metadata.publisher import MetadataPublisher
 from .metadata.records import RegisterBrokerRecord
+from .observability.broker_state import BrokerState
 from .open_files import raise_open_file_limit
 from .replica_manager import ReplicaManager
 from .replication.fetcher_manager import ReplicaFetcherManager
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
     from .log_cleaner import LogCleaner
+    from .observability.loop_lag import LoopLagMonitor
+    from .observability.request_metrics import RequestMetrics
     from .partition import Partition
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
@@ -72,9 +75,14 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.faults = FaultRegistry(clock)
         self.admin: AdminServer | None = None
-        self.listeners = ListenerManager(
-            lambda listener_name: KafkaConnection(self.services, self.connections, listener_name)
-        )
+        # Kafka's BrokerState, which /metrics and /v1/ready report.
+        self.state = BrokerState.NOT_RUNNING
+        # With the admin endpoint on: what /metrics counts of requests and the loop.
+        self.request_metrics: RequestMetrics | None = None
+        self.loop_lag: LoopLagMonitor | None = None
+        # Connections accepted so far, per listener (socket-server-metrics).
+        self.connections_accepted: dict[str, int] = {}
+        self.listeners = ListenerManager(self._new_connection)
         self.background: list[asyncio.Task[Any]] = []
         # Retention passes run so far: what a test waits on instead of sleeping.
         self.retention_checks = 0
@@ -139,18 +147,31 @@ class Broker:
     def controller_epoch(self) -> int:
         return self.membership.controller_epoch
 
+    def _new_connection(self, listener_name: str) -> KafkaConnection:
+        accepted = self.connections_accepted
+        accepted[listener_name] = accepted.get(listener_name, 0) + 1
+        return KafkaConnection(self.services, self.connections, listener_name)
+
     async def start(self) -> None:
         started = time.monotonic()
+        self.state = BrokerState.STARTING
         raise_open_file_limit()
         static = self.dynamic_config.static
-        if static["zookeeper.connect"]:
-            # Before the log dirs are touched, as Kafka: no ZooKeeper, no start.
-            await self._connect_zookeeper(static)
+        if static["admin.listener"]:
+            # First, so that /v1/health and /v1/ready answer while the broker starts.
+            self._start_admin(static["admin.listener"])
         try:
+            if static["zookeeper.connect"]:
+                # Before the log dirs are touched, as Kafka: no ZooKeeper, no start.
+                await self._connect_zookeeper(static)
             await self._start(started)
         except BaseException:
             # Leave ZooKeeper at once: a registration made goes with the session.
             await self.membership.close()
+            if self.admin is not None:
+                await asyncio.to_thread(self.admin.stop)
+            if self.loop_lag is not None:
+                self.loop_lag.stop()
             raise
 
     def _scram_credential_store(self, config: BrokerConfig) -> ScramCredentialStore:
@@ -202,6 +223,29 @@ class Broker:
             "true" if authorizer.allow_everyone_if_no_acl_found else "false",
         )
         return authorizer, store
+
+    def _start_admin(self, url: str) -> None:
+        """The admin endpoint: faults, /metrics, /v1/health, /v1/ready (imported only
+        when asked for: prometheus-client costs start-up time)."""
+        from .admin_server import AdminServer
+        from .observability.collector import BrokerView
+        from .observability.loop_lag import LoopLagMonitor
+        from .observability.request_metrics import RequestMetrics
+
+        self.request_metrics = RequestMetrics()
+        self.loop_lag = LoopLagMonitor()
+        view = BrokerView(
+            broker_id=self.broker_id,
+            services=lambda: self.services if self.started.is_set() else None,
+            connections=self.connections,
+            accepted=self.connections_accepted,
+            request_metrics=self.request_metrics,
+            loop_lag=self.loop_lag,
+            state=lambda: self.state,
+        )
+        self.admin = AdminServer(url, asyncio.get_running_loop(), self.faults, view)
+        self.admin.start()
+        self.loop_lag.start()
 
     async def _connect_zookeeper(self, config: BrokerConfig) -> None:
         from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
@@ -311,6 +355,7 @@ class Broker:
             scram_decoy_key=os.urandom(32),
             authorizer=authorizer,
             acl_store=acl_store,
+            request_metrics=self.request_metrics,
         )
         if self.services.api_versions.release is not None:
             log.info(
@@ -344,13 +389,6 @@ class Broker:
             self.cluster_id,
             (time.monotonic() - started) * 1000,
         )
-        if config["admin.listener"]:
-            from .admin_server import AdminServer  # only when asked for
-
-            self.admin = AdminServer(
-                config["admin.listener"], asyncio.get_running_loop(), self.faults
-            )
-            self.admin.start()
         self.background.append(asyncio.create_task(self._checkpoint_loop()))
         self.background.append(asyncio.create_task(self._high_watermark_checkpoint_loop()))
         self.background.append(asyncio.create_task(self._flush_loop()))
@@ -368,6 +406,7 @@ class Broker:
         self.metadata_publisher.listeners.append(lambda _: self._maybe_start_cleaner())
         self.dynamic_config.reconfigurables.append(lambda *_: self._maybe_start_cleaner())
         self.started.set()
+        self.state = BrokerState.RUNNING
 
     def _maybe_start_cleaner(self) -> None:
         """Start the log cleaner's threads with the first compacted log (at start, or when
@@ -406,10 +445,14 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, answer what is in flight, flush and checkpoint the logs."""
         log.info("Shutting down broker %d", self.broker_id)
+        self.state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
         await self._controlled_shutdown()
+        self.state = BrokerState.SHUTTING_DOWN
         self.listeners.close()
         if self.admin is not None:
             await asyncio.to_thread(self.admin.stop)
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         for task in self.background:
             task.cancel()
         self.stopping = True
@@ -433,6 +476,7 @@ class Broker:
             self.services.acl_store.close()
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
+        self.state = BrokerState.NOT_RUNNING
         log.info("Broker %d stopped cleanly", self.broker_id)
 
     async def _controlled_shutdown(self) -> None:

@@ -15,6 +15,7 @@ from brook.storage.errors import StorageError
 
 from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
 from .config_values import config_to_string
+from .observability.log_format import configure_logging
 from .zookeeper.errors import ZooKeeperStartupError
 
 log = logging.getLogger("brook.cli")
@@ -188,10 +189,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # Kafka-like text until the config says otherwise (log.format).
+    configure_logging(args.log_level)
     path = args.properties or args.config
     try:
         properties = read_properties(path) if path else {}
@@ -207,6 +206,8 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         log.error("Invalid configuration: %s", exc)
         return 2
+    if config["log.format"] != "text":
+        configure_logging(args.log_level, config["log.format"])
     if config.unknown_file_keys:
         log.warning(
             'Passing over %d key(s) of %s that Brook does not know (Kafka warns "was'

@@ -492,6 +492,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "Brook's admin endpoint, http://HOST:PORT (fault injection); off when unset.",
         ),
         _key(
+            "log.format",
+            "string",
+            "text",
+            "Brook's own: the broker's log lines as Kafka-like text, or one JSON object per"
+            " line (json) for log shippers.",
+            choices=("text", "json"),
+        ),
+        _key(
             "brook.emulate.release",
             "string",
             None,

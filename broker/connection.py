@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from kio.serial.errors import SerialError
@@ -39,6 +40,7 @@ from brook.protocol.wire import (
 from .apis import NO_RESPONSE, handler_for
 from .faults.model import FaultKind
 from .faults.registry import request_label
+from .observability.log_format import current_request
 from .request_context import RequestContext
 from .security.principal import ANONYMOUS, KafkaPrincipal
 
@@ -91,6 +93,8 @@ class KafkaConnection(asyncio.Protocol):
         self.sasl: SaslAuthenticator | None = None
         # Authentication failed: the answer is written, the close waits for Kafka's delay.
         self.failing = False
+        # When bytes last arrived: a request's queue time starts there (/metrics).
+        self.received_at = 0.0
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -150,6 +154,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        self.received_at = time.perf_counter()
         self._dispatch()
 
     # --- dispatch -----------------------------------------------------------------------
@@ -246,11 +251,18 @@ class KafkaConnection(asyncio.Protocol):
             listener_name=self.listener_name,
             principal=self.principal,
         )
+        metrics = self.services.request_metrics
+        if metrics is not None:
+            ctx.timing = metrics.start(
+                request.api_key, request.api_version, request.body, self.received_at
+            )
         faults = self.services.faults
         if not faults.empty:
             ctx.faults = faults.for_request(
                 request.api_key, request_label(request.api_key, self.peer, ctx.client_id)
             )
+        # Lines the handler logs are about this request (the JSON log names its client).
+        current_request.request = ctx
         try:
             if ctx.faults is None:
                 result = handler_for(request.api_key)(ctx, request.body)
@@ -259,6 +271,10 @@ class KafkaConnection(asyncio.Protocol):
         except Exception as exc:
             self._handler_failed(ctx, exc)
             return
+        finally:
+            current_request.request = None
+        if ctx.timing is not None:
+            ctx.timing.handled = time.perf_counter()
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(result)
             self.in_flight = task
@@ -362,6 +378,13 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatch()
 
     def _respond(self, ctx: RequestContext, response: Any) -> None:
+        ready = time.perf_counter()
+        self._send(ctx, response)
+        if ctx.timing is not None and self.services.request_metrics is not None:
+            answered = None if response is NO_RESPONSE else response
+            self.services.request_metrics.record(ctx.timing, answered, ready)
+
+    def _send(self, ctx: RequestContext, response: Any) -> None:
         if ctx.faults is not None and ctx.faults.close is not None:
             self._respond_and_close(ctx, response, ctx.faults.close)
             return

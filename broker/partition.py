@@ -38,6 +38,8 @@ from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 from brook.storage.producer_state import ProducerStateEntry
 
+from .observability.partition_stats import PartitionStats
+
 if TYPE_CHECKING:
     from .metadata.cache import PartitionRegistration
 
@@ -173,6 +175,8 @@ class Partition:
     fenced: bool = False
     # Whether a broker is alive (registered): a dead replica holds back no low watermark.
     broker_alive: Callable[[int], bool] = lambda broker_id: True
+    # What /metrics reports of this partition (BrokerTopicMetrics, ISR changes).
+    stats: PartitionStats = field(default_factory=PartitionStats)
 
     def __post_init__(self) -> None:
         self._track_remote_replicas()
@@ -331,6 +335,9 @@ class Partition:
             origin,
             max_decompressed_bytes=max_decompressed_bytes,
         )
+        stats = self.stats
+        stats.messages_in += info.record_count
+        stats.bytes_in += len(records)
         self._wake_followers()
         self._maybe_increment_high_watermark()
         return info
@@ -428,9 +435,17 @@ class Partition:
             return
         self.pending_isr = new_isr
         epoch = self.leader_epoch
+        shrinking = len(new_isr) < len(self.isr)
         written = self.alter_partition(self, new_isr)
 
         def done(future: asyncio.Future[PartitionRegistration]) -> None:
+            if not future.cancelled() and future.exception() is None:
+                # Written (IsrShrinksPerSec / IsrExpandsPerSec), whether or not the
+                # metadata brought the change here first.
+                if shrinking:
+                    self.stats.isr_shrinks += 1
+                else:
+                    self.stats.isr_expands += 1
             if self.leader_epoch != epoch or self.pending_isr is not new_isr:
                 return  # the metadata moved on meanwhile; it said what holds
             self.pending_isr = None
@@ -516,6 +531,7 @@ class Partition:
         if batches:
             whole = batches[-1].position + batches[-1].size
             info = self.log.append_as_follower(memoryview(records)[:whole], batches)
+            self.stats.replication_bytes_in += whole
         self.update_follower_high_watermark(leader_high_watermark)
         return info
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from brook.protocol.errors import ErrorCode
 
     from .faults import RequestFaults
+    from .observability.request_metrics import RequestTiming
     from .services import BrokerServices
 
 
@@ -31,10 +32,17 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS
     # What armed faults do to this request (None, nearly always).
     faults: RequestFaults | None = None
+    # When it arrived and was handled, for /metrics (None unless admin.listener is set).
+    timing: RequestTiming | None = None
 
     def injected_error(self, topic: str, partition: int | None = None) -> ErrorCode | None:
         """The error a fault injects for this partition (or topic), if any."""
         return self.faults.partition_error(topic, partition) if self.faults else None
+
+    @property
+    def who(self) -> str:
+        """Who sent the request, as log lines about a client name it: peer and client id."""
+        return f"{self.peer} (client {self.client_id!r})"
 
     @property
     def response_type(self) -> Any:

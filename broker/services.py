@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .authorizer.authorizer import Authorizer
     from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
+    from .observability.request_metrics import RequestMetrics
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
@@ -64,6 +65,8 @@ class BrokerServices(NamedTuple):
     # ACLs (authorizer.class.name): None when every request is allowed.
     authorizer: Authorizer | None
     acl_store: AclStore | None
+    # Requests' counts and times for /metrics: None unless admin.listener is set.
+    request_metrics: RequestMetrics | None = None
 
     @property
     def groups(self) -> GroupCoordinator:

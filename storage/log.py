@@ -61,6 +61,7 @@ from .producer_state import (
     ProducerStateManager,
 )
 from .producer_state_config import ProducerStateManagerConfig
+from .time_histogram import LOG_FLUSH_TIMES
 from .transaction_index import AbortedTxn
 
 logger = logging.getLogger("brook.storage.log")
@@ -789,6 +790,7 @@ class Log:
         offset = min(offset, self._log_end_offset)
         if offset <= self._recovery_point:
             return
+        started = time.perf_counter()
         first = self._segment_index_for(self._recovery_point)
         new_segments = False
         for i in range(first, len(self._segments)):
@@ -799,6 +801,7 @@ class Log:
             new_segments = new_segments or segment.base_offset >= self._recovery_point
         if new_segments:
             files.fsync_dir(self.dir)
+        LOG_FLUSH_TIMES.observe((time.perf_counter() - started) * 1000)
         self._recovery_point = offset
         self._last_flush_ms = self._clock()
         if self._pending_flush_offset is not None and self._pending_flush_offset <= offset:

@@ -150,11 +150,16 @@ def healthcheck_command(check: Instruction) -> list[str]:
     return command
 
 
-def run_healthcheck(stage: list[Instruction], listeners: str) -> subprocess.CompletedProcess[str]:
-    """The health check's own Python, run here with BROOK_LISTENERS set to `listeners`."""
+def run_healthcheck(
+    stage: list[Instruction], listeners: str, admin_listener: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The health check's own Python, run here with BROOK_LISTENERS set to `listeners`
+    (and BROOK_ADMIN_LISTENER to `admin_listener`)."""
     command = healthcheck_command(only(stage, "HEALTHCHECK")[-1])
     code = command[command.index("-c") + 1]
     env = {"BROOK_LISTENERS": listeners}
+    if admin_listener is not None:
+        env["BROOK_ADMIN_LISTENER"] = admin_listener
     return subprocess.run(
         [sys.executable, "-c", code],
         env=env,
@@ -185,6 +190,27 @@ def test_healthcheck_succeeds_only_while_the_first_listener_accepts(
     down = run_healthcheck(stage, listeners)
     assert down.returncode != 0
     assert "ConnectionRefusedError" in down.stderr
+
+
+def test_healthcheck_asks_the_admin_endpoint_for_readiness_when_it_is_on(
+    stage: list[Instruction], tmp_path: Path
+) -> None:
+    """With BROOK_ADMIN_LISTENER set (a wildcard host, as in the image: probed on
+    loopback), the check is the broker's own GET /v1/ready: healthy while a real broker
+    answers 200, unhealthy once it is gone, whatever its client listener does."""
+    from brook.broker.testing import BrokerThread
+
+    broker = BrokerThread(tmp_path / "data", {"admin.listener": "http://127.0.0.1:0"}).start()
+    admin_port = broker.broker.admin.port
+    listeners = f"PLAINTEXT://0.0.0.0:{broker.port}"
+    try:
+        up = run_healthcheck(stage, listeners, f"http://0.0.0.0:{admin_port}")
+        assert up.returncode == 0, up.stderr
+    finally:
+        broker.stop()
+    down = run_healthcheck(stage, listeners, f"http://0.0.0.0:{admin_port}")
+    assert down.returncode != 0
+    assert "Connection refused" in down.stderr
 
 
 def test_data_lives_in_a_volume(stage: list[Instruction]) -> None:

@@ -127,3 +127,6 @@ def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
     assert "brook.broker.zookeeper.membership" not in imported
     # Nor the operator's tools: they cost start-up time and serve no request.
     assert sorted(m for m in imported if m.startswith("brook.broker.tools")) == []
+    # Nor Prometheus' client: /metrics is served only with admin.listener set.
+    assert sorted(m for m in imported if m.split(".")[0] == "prometheus_client") == []
+    assert "brook.broker.admin_server" not in imported

@@ -45,7 +45,7 @@ def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
             "AddOffsetsToTxn %r (group %r) from %s: %s",
             request.transactional_id,
             request.group_id,
-            ctx.peer,
+            ctx.who,
             exc.message,
         )
         return _response(ctx, exc.error_code)

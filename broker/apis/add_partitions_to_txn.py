@@ -134,7 +134,7 @@ def _add(
         log.info(
             "AddPartitionsToTxn %r from %s: unknown partitions %s",
             transactional_id,
-            ctx.peer,
+            ctx.who,
             ", ".join(f"{t}-{p}" for t, p in unknown),
         )
         return {
@@ -170,7 +170,7 @@ def _not_in_transaction(ctx: RequestContext) -> ErrorCode:
 def _refused(
     ctx: RequestContext, transactional_id: str, partitions: Partitions, exc: KafkaError
 ) -> Errors:
-    log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, ctx.peer, exc.message)
+    log.info("AddPartitionsToTxn %r from %s: %s", transactional_id, ctx.who, exc.message)
     return dict.fromkeys(
         partitions, error_for_version(ctx.api_key, ctx.api_version, exc.error_code)
     )

@@ -66,14 +66,14 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     if log_dir is None:
         log.warning(
             "AlterReplicaLogDirs from %s: %s-%d cannot move to %r, which is not one of log.dirs",
-            ctx.peer,
+            ctx.who,
             topic,
             index,
             path,
         )
         return ErrorCode.log_dir_not_found
     if manager.is_offline(log_dir):
-        log.warning("AlterReplicaLogDirs from %s: log dir %s is offline", ctx.peer, log_dir)
+        log.warning("AlterReplicaLogDirs from %s: log dir %s is offline", ctx.who, log_dir)
         return ErrorCode.kafka_storage_error
     partition = services.replicas.hosted(topic, index)
     if partition is None:
@@ -83,6 +83,6 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     try:
         services.log_dir_mover.move(partition, log_dir)
     except KafkaError as exc:
-        log.warning("AlterReplicaLogDirs from %s: %s-%d: %s", ctx.peer, topic, index, exc.message)
+        log.warning("AlterReplicaLogDirs from %s: %s-%d: %s", ctx.who, topic, index, exc.message)
         return exc.error_code
     return ErrorCode.none

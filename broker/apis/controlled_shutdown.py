@@ -40,7 +40,7 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
         log.info(
             "ControlledShutdown of broker %d from %s: %s",
             request.broker_id,
-            ctx.peer,
+            ctx.who,
             error.name,
         )
     return build(

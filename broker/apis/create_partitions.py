@@ -65,7 +65,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
             )
             outcomes.append((topic.name, None))
         except KafkaError as exc:
-            log.info("CreatePartitions %s from %s failed: %s", topic.name, ctx.peer, exc.message)
+            log.info("CreatePartitions %s from %s failed: %s", topic.name, ctx.who, exc.message)
             outcomes.append((topic.name, exc))
     return _response(ctx, types, outcomes)
 

@@ -74,7 +74,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 await _create(ctx, types, topic, _timeout_ms(request), request.validate_only)
             )
         except KafkaError as exc:
-            log.info("CreateTopics %s from %s failed: %s", topic.name, ctx.peer, exc.message)
+            log.info("CreateTopics %s from %s failed: %s", topic.name, ctx.who, exc.message)
             results.append(_failed(types, topic.name, exc))
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(results))
 

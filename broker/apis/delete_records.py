@@ -63,7 +63,7 @@ def _delete_below(
         log_start = partition.delete_records_on_leader(offset)
     except KafkaError as exc:
         log.info(
-            "DeleteRecords %s-%d to %d from %s: %s", topic, index, offset, ctx.peer, exc.message
+            "DeleteRecords %s-%d to %d from %s: %s", topic, index, offset, ctx.who, exc.message
         )
         return _Result(index, exc.error_code), None
     log.info("DeleteRecords: %s-%d now starts at %d", topic, index, log_start)

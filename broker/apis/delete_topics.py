@@ -61,7 +61,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 topic_id = await ctx.services.controller.delete_topic(name, _timeout_ms(request))
             except KafkaError as exc:
                 error, message = exc.error_code, exc.message
-                log.info("DeleteTopics %s from %s failed: %s", name, ctx.peer, exc.message)
+                log.info("DeleteTopics %s from %s failed: %s", name, ctx.who, exc.message)
         results.append(
             build(
                 types.DeletableTopicResult,

@@ -37,7 +37,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     refusal = _refusal(asked)
     if refusal is not None:
         error, message = refusal
-        log.info("DescribeCluster v%d from %s refused: %s", ctx.api_version, ctx.peer, message)
+        log.info("DescribeCluster v%d from %s refused: %s", ctx.api_version, ctx.who, message)
         return build(
             ctx.response_type,
             throttle_time=NO_THROTTLE,

@@ -55,7 +55,7 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
                 "DescribeConfigs of %s %r from %s failed: %s",
                 resource.resource_type,
                 resource.resource_name,
-                ctx.peer,
+                ctx.who,
                 exc.message or exc.error_code.name,
             )
             entries, error, message = [], exc.error_code, exc.message or None

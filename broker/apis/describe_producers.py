@@ -54,7 +54,7 @@ def _describe(ctx: RequestContext, types: Any, topic: str, index: int) -> Any:
     try:
         producers = _hosted(ctx, topic, index).active_producers()
     except KafkaError as exc:
-        log.info("DescribeProducers %s-%d from %s: %s", topic, index, ctx.peer, exc.message)
+        log.info("DescribeProducers %s-%d from %s: %s", topic, index, ctx.who, exc.message)
         return build(
             types.PartitionResponse,
             partition_index=index,

@@ -44,7 +44,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
     membership = ctx.services.membership
     duties = getattr(membership, "duties", None)
     if raw_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
-        log.info("ElectLeaders from %s: unknown election type %d", ctx.peer, raw_type)
+        log.info("ElectLeaders from %s: unknown election type %d", ctx.who, raw_type)
         return _response(
             ctx, ErrorCode.invalid_request, _all(asked, ErrorCode.invalid_request, None), False
         )
@@ -69,7 +69,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
                 election_type.name,
                 topic,
                 index,
-                ctx.peer,
+                ctx.who,
                 error.name,
                 message,
             )
@@ -113,7 +113,7 @@ async def _forward(ctx: RequestContext, request: Any, asked: list[tuple[str, int
     try:
         return await ctx.services.inter_broker.request(controller, request)
     except KafkaError as exc:
-        log.info("ElectLeaders from %s to controller %d: %s", ctx.peer, controller, exc.message)
+        log.info("ElectLeaders from %s to controller %d: %s", ctx.who, controller, exc.message)
         return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
 
 

@@ -63,7 +63,7 @@ def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) 
         "EndTxn(%s) of %r from %s: %s: %s",
         "commit" if request.committed else "abort",
         request.transactional_id,
-        ctx.peer,
+        ctx.who,
         error.name.upper(),
         message,
     )

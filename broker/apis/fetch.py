@@ -27,6 +27,7 @@ from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize_cluster, authorized
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
+from ..observability.partition_stats import NOT_FAILED_FETCH
 from ..partition import FetchIsolation, Partition
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -48,6 +49,10 @@ class PartitionRead:
     log_start_offset: int = -1
     records: bytes | memoryview = b""
     aborted_transactions: list[AbortedTxn] | None = None
+    # The partition read, whose bytes-out counters the response adds to, and whether
+    # a follower read it.
+    partition: Partition | None = None
+    by_follower: bool = False
 
 
 @dataclass(slots=True)
@@ -87,7 +92,7 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
         if version >= FIRST_SESSION_VERSION:
             session, incremental = _resolve_session(ctx, request)
     except KafkaError as exc:
-        log.info("Fetch from %s refused: %s", ctx.peer, exc.message)
+        log.info("Fetch from %s refused: %s", ctx.who, exc.message)
         return build(
             ctx.response_type,
             throttle_time=NO_THROTTLE,
@@ -285,6 +290,7 @@ def _read_one(
         )
         return PartitionRead(target.topic, target.index, error)
     max_bytes = min(target.max_bytes, remaining)
+    partition.stats.fetch_requests += 1
     try:
         info = partition.read_records(
             target.fetch_offset,
@@ -297,6 +303,8 @@ def _read_one(
             ctx.services.clock(),
         )
     except KafkaError as exc:
+        if exc.error_code not in NOT_FAILED_FETCH:
+            partition.stats.failed_fetch_requests += 1
         # As Kafka, a failed read tells no offsets.
         return PartitionRead(target.topic, target.index, exc.error_code)
     except ValueError as exc:
@@ -322,6 +330,8 @@ def _read_one(
         info.log_start_offset,
         info.records,  # a view of what the log read, not copied
         info.aborted_transactions,
+        partition,
+        reader.replica_id >= 0,
     )
 
 
@@ -336,6 +346,13 @@ def _respond(
         reads = _update_session(session, reads, incremental)
     by_topic: dict[Any, list[Any]] = {}
     for read in reads:
+        if read.records and read.partition is not None:
+            # BytesOutPerSec counts what consumers are sent; what followers are sent
+            # is ReplicationBytesOutPerSec.
+            if read.by_follower:
+                read.partition.stats.replication_bytes_out += len(read.records)
+            else:
+                read.partition.stats.bytes_out += len(read.records)
         by_topic.setdefault(read.topic, []).append(
             build(
                 types.PartitionData,

@@ -81,7 +81,7 @@ async def alter_all(
                 api,
                 resource.resource_type,
                 resource.resource_name,
-                ctx.peer,
+                ctx.who,
                 exc.error_code.name.upper(),
                 exc.message,
             )

@@ -49,7 +49,7 @@ def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
         producer_id = ctx.services.producer_ids.next_id()
     except KafkaError as exc:
         # A cluster's next block of ids is on its way from ZooKeeper: the producer retries.
-        log.info("InitProducerId from %s: %s", ctx.peer, exc.message)
+        log.info("InitProducerId from %s: %s", ctx.who, exc.message)
         return _response(ctx, exc.error_code, -1, -1)
     log.debug("Producer id %d for %s (client %r)", producer_id, ctx.peer, ctx.client_id)
     return _response(ctx, ErrorCode.none, producer_id, 0)
@@ -76,7 +76,7 @@ def _init_transactional(ctx: RequestContext, request: Any) -> Any:
     try:
         answer = ctx.services.transactions.init_producer_id(transactional_id, timeout_ms, expected)
     except KafkaError as exc:
-        log.info("InitProducerId %r from %s: %s", transactional_id, ctx.peer, exc.message)
+        log.info("InitProducerId %r from %s: %s", transactional_id, ctx.who, exc.message)
         return _response(ctx, exc.error_code, -1, -1)
     return respond(
         answer_or_error(answer, lambda error: InitProducerIdResult(error)),

@@ -66,7 +66,7 @@ def handle_metadata(ctx: RequestContext, request: object) -> object:
     elif (refusal := _unsupported_lookup(requested, version)) is not None:
         # Kafka refuses the whole request: every topic gets INVALID_REQUEST (a null
         # name as "", which the response cannot hold), and no broker is listed.
-        log.info("Metadata v%d from %s refused: %s", version, ctx.peer, refusal)
+        log.info("Metadata v%d from %s refused: %s", version, ctx.who, refusal)
         return build(
             ctx.response_type,
             throttle_time=NO_THROTTLE,
@@ -186,7 +186,7 @@ def _maybe_create(
     try:
         topic = services.controller.auto_create(name)
     except KafkaError as exc:
-        log.info("Auto-creation of %s for %s failed: %s", name, ctx.peer, exc.message)
+        log.info("Auto-creation of %s for %s failed: %s", name, ctx.who, exc.message)
         return None, exc.error_code
     return topic, ErrorCode.none
 

@@ -24,6 +24,7 @@ from brook.storage.log_validator import AppendOrigin
 from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, authorized
+from ..observability.partition_stats import NOT_FAILED_PRODUCE
 from ..partition import ACKS_ALL, Partition
 from ..request_context import RequestContext
 from ..transactions import verification
@@ -214,6 +215,7 @@ def _append(
             ctx, result, stalled, name, index, records, acks, transactional_id, timeout_s
         )
         return result, asyncio.ensure_future(later)
+    partition.stats.produce_requests += 1
     if transactional_id is not None:
         try:
             producer = _transactional_producer(records)
@@ -334,6 +336,8 @@ def _append_now(
 def _refused(
     ctx: RequestContext, name: str, index: int, partition: Partition, exc: KafkaError
 ) -> PartitionResult:
+    if exc.error_code not in NOT_FAILED_PRODUCE:
+        partition.stats.failed_produce_requests += 1
     detail = exc.message
     if isinstance(exc, RecordValidationError):
         detail += ": " + ", ".join(str(error) for error in exc.record_errors[:3])

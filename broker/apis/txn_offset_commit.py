@@ -136,7 +136,7 @@ def _refused(
         "TxnOffsetCommit of group %s (transactional id %r) from %s refused: %s: %s",
         request.group_id,
         request.transactional_id,
-        ctx.peer,
+        ctx.who,
         error.name.upper(),
         exc.message,
     )

@@ -60,7 +60,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
                         marker.producer_id,
                         topic.name,
                         index,
-                        ctx.peer,
+                        ctx.who,
                         outcome.message or error.name,
                     )
                 elif isinstance(outcome, BaseException):

@@ -31,7 +31,7 @@ from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
 from ..coordinator.write_errors import coordinator_error
 from .group import CommittedOffset, Group, JoinRequest, JoinResult, SyncRequest
-from .shard import GroupCoordinatorShard, OffsetKey, SyncAnswer
+from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
 
 if TYPE_CHECKING:
     from ..controller import Controller
@@ -71,9 +71,11 @@ class GroupCoordinator:
     ) -> None:
         self.config = config
         self.clock = clock
+        # Rebalances of every group coordinated here, read by /metrics.
+        self.rebalance_stats = RebalanceStats()
 
         def build_shard(tp: TopicPartition, shard_timer: CoordinatorTimer) -> GroupCoordinatorShard:
-            return GroupCoordinatorShard(tp, shard_timer, config, clock)
+            return GroupCoordinatorShard(tp, shard_timer, config, clock, self.rebalance_stats)
 
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
             topic, writer, timer, clock, build_shard

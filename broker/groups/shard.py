@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from brook.protocol import coordinator_records as cr
@@ -65,9 +66,27 @@ def _pending_member_timer(group_id: str, member_id: str) -> str:
     return f"pending-member-{group_id}-{member_id}"
 
 
+@dataclass(slots=True)
+class RebalanceStats:
+    """Kafka's group-coordinator-metrics group-rebalance-count (rebalances begun) and
+    group-completed-rebalance-count (generations formed), for /metrics."""
+
+    rebalances: int = 0
+    completed_rebalances: int = 0
+
+
 class GroupCoordinatorShard:
-    def __init__(self, tp: TopicPartition, timer: CoordinatorTimer, config: Any, clock: Clock):
+    def __init__(
+        self,
+        tp: TopicPartition,
+        timer: CoordinatorTimer,
+        config: Any,
+        clock: Clock,
+        stats: RebalanceStats | None = None,
+    ):
         self.tp = tp
+        # Shared by the coordinator's shards: they come and go with leadership.
+        self.stats = stats if stats is not None else RebalanceStats()
         self.timer = timer
         self.config = config
         self.clock = clock
@@ -436,6 +455,7 @@ class GroupCoordinatorShard:
         delay_ms = self.config["group.initial.rebalance.delay.ms"]
         was_empty = group.is_(GroupState.EMPTY)
         group.transition(GroupState.PREPARING_REBALANCE, self.clock())
+        self.stats.rebalances += 1
         log.info(
             "Preparing to rebalance group %s in generation %d: %s",
             group.group_id,
@@ -518,6 +538,7 @@ class GroupCoordinatorShard:
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.transition(GroupState.COMPLETING_REBALANCE, self.clock())
+        self.stats.completed_rebalances += 1
         log.info(
             "Group %s formed generation %d with %d member(s), protocol %s",
             group.group_id,
