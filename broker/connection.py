@@ -123,9 +123,12 @@ class KafkaConnection(asyncio.Protocol):
             from .security.tls_server import certificate_principal
 
             principal = certificate_principal(transport, security, self.peer)
+            counts = self.services.listeners.authentications
             if principal is None:
+                counts.failed[self.listener_name] += 1
                 self.close()
                 return
+            counts.succeeded[self.listener_name] += 1
             self.principal = principal
         if security is not None and security.sasl is not None:
             from .security.sasl_authenticator import SaslAuthenticator
@@ -333,7 +336,10 @@ class KafkaConnection(asyncio.Protocol):
             try:
                 answer, _ = await sasl.authenticate(token, None)
             except AuthenticationError:
+                self.services.listeners.authentications.failed[self.listener_name] += 1
                 return None  # v0 has no way to say why: the connection just closes
+            if sasl.authenticated:
+                self.services.listeners.authentications.succeeded[self.listener_name] += 1
             return answer
 
         def done(task: asyncio.Future[bytes | None]) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from .config import BrokerConfig, Listener
 from .dynamic_config import LISTENER_CONFIGS
+from .security.authentication_counts import AuthenticationCounts
 
 if TYPE_CHECKING:
     from .connection import KafkaConnection
@@ -48,6 +49,8 @@ class ListenerManager:
         self._advertised_addresses: dict[str, frozenset[str]] = {}
         self._warned: set[tuple[str, str]] = set()
         self._reconfiguring: asyncio.Task[None] | None = None
+        # Successful and failed authentications per listener (TLS and SASL, for /metrics).
+        self.authentications = AuthenticationCounts()
         # Called as soon as the listeners of a reconfiguration are bound and advertised
         # (the broker announces its new endpoints, to its own cache and the cluster).
         self.on_reconfigured: list[Callable[[], None]] = []
@@ -139,6 +142,7 @@ class ListenerManager:
                 listening_socket(listener.host, listener.port),
                 security,
                 lambda: self._new_connection(listener.name),
+                self.authentications,
             )
             self._servers[listener.name] = tls_server  # type: ignore[assignment]
             self._configured[listener.name] = listener

@@ -51,8 +51,12 @@ def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
 async def _authenticate(ctx: RequestContext, sasl: Any, token: bytes) -> Any:
     from ..security.sasl_authenticator import AuthenticationError
 
+    counts = ctx.services.listeners.authentications
     try:
         answer, lifetime_ms = await sasl.authenticate(token, ctx.api_version)
     except AuthenticationError as exc:
+        counts.failed[ctx.listener_name] += 1
         return _response(ctx, ErrorCode.sasl_authentication_failed, exc.message, b"", 0)
+    if sasl.authenticated:  # SCRAM's first round is not yet an authentication
+        counts.succeeded[ctx.listener_name] += 1
     return _response(ctx, ErrorCode.none, None, answer, lifetime_ms)

@@ -166,6 +166,7 @@ def take_snapshot(view: BrokerView) -> list[_Family]:
         ).add(_histogram(lag.lags_ms)),
     ]
     if services is not None:
+        families += _authentications(services)
         families += _partitions(services)
         families += _controller(services)
         families += _coordinators(services)
@@ -192,6 +193,24 @@ def _connections(view: BrokerView) -> list[_Family]:
         count.add(open_by_listener.get(listener, 0), listener, 0)
         created.add(view.accepted.get(listener, 0), listener, 0)
     return [count, created]
+
+
+def _authentications(services: Any) -> list[_Family]:
+    """TLS handshakes and client certificates, SASL exchanges: per listener."""
+    counts = services.listeners.authentications
+    families = []
+    for outcome, per_listener in (("successful", counts.succeeded), ("failed", counts.failed)):
+        family = _Family(
+            "counter",
+            f"kafka_server_socket_server_metrics_{outcome}_authentication",
+            f"{outcome.capitalize()} authentications per listener (socket-server-metrics"
+            f" {outcome}-authentication-total)",
+            ("listener", "networkProcessor"),
+        )
+        for listener in sorted(per_listener):
+            family.add(per_listener[listener], listener, 0)
+        families.append(family)
+    return families
 
 
 def _requests(metrics: RequestMetrics) -> list[_Family]:

@@ -18,6 +18,7 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from .authentication_counts import AuthenticationCounts
 from .certificate_names import NoMatchingRule, distinguished_name, map_distinguished_name
 from .listener_security import ListenerSecurity
 from .principal import ANONYMOUS, KafkaPrincipal, user
@@ -36,8 +37,10 @@ class TlsServer:
         sock: socket.socket,
         security: ListenerSecurity,
         protocol_factory: Callable[[], asyncio.Protocol],
+        counts: AuthenticationCounts,
     ) -> None:
         self.sockets = [sock]
+        self._counts = counts
         self._sock = sock
         self._security = security
         self._protocol_factory = protocol_factory
@@ -77,6 +80,7 @@ class TlsServer:
             conn.close()
             raise
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            self._counts.failed[self._security.listener_name] += 1
             log.info(
                 "Failed authentication with %s (listener %s): SSL handshake failed: %s",
                 peer,
