@@ -9,7 +9,7 @@ The file holds what the znode holds, Kafka's strings per mechanism
 
 from __future__ import annotations
 
-import logging
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -17,8 +17,6 @@ from typing import Protocol
 from brook.storage.checkpoints import atomic_write_text, read_json
 
 from .scram import ScramCredential
-
-log = logging.getLogger("brook.security")
 
 SCRAM_CREDENTIALS_FILE = "brook-scram-credentials.json"
 
@@ -73,8 +71,6 @@ class LocalScramCredentialStore:
             if not own:
                 del users[user]
         # Written before it is served: a crash leaves the old file or the new one whole.
-        import json
-
         atomic_write_text(
             self.path,
             json.dumps(
