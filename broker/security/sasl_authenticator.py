@@ -28,7 +28,7 @@ from brook.protocol.errors import ErrorCode
 from .listener_security import SaslSettings
 from .plain import PlainRefusal, PlainSaslServer
 from .principal import KafkaPrincipal, user
-from .scram import SCRAM_MECHANISMS, ScramFailure, ScramRefusal, ScramSaslServer
+from .scram import ScramFailure, ScramRefusal, ScramSaslServer
 from .scram_credentials import ScramCredentialStore
 
 log = logging.getLogger("brook.security")
@@ -189,7 +189,3 @@ class SaslAuthenticator:
             username,
             reason,
         )
-
-
-def is_scram(mechanism: str) -> bool:
-    return mechanism in SCRAM_MECHANISMS

@@ -9,7 +9,6 @@ The file holds what the znode holds, Kafka's strings per mechanism
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -21,8 +20,6 @@ if TYPE_CHECKING:  # the SCRAM code loads with the first credential read, not at
 
     # user -> mechanism -> the new credential, or None to delete it.
     CredentialChanges = Mapping[str, Mapping[str, ScramCredential | None]]
-
-log = logging.getLogger("brook.security")
 
 SCRAM_CREDENTIALS_FILE = "brook-scram-credentials.json"
 

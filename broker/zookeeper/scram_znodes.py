@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -76,12 +77,12 @@ class ZkScramCredentialStore:
             )
 
     async def _alter_user(
-        self, user: str, mechanisms: dict[str, ScramCredential | None] | object
+        self, user: str, mechanisms: Mapping[str, ScramCredential | None]
     ) -> None:
         path = _user_path(user)
         while True:  # a conditional write, again if another writer came between
             config, version = await self._read(path)
-            for mechanism, credential in mechanisms.items():  # type: ignore[attr-defined]
+            for mechanism, credential in mechanisms.items():
                 if credential is None:
                     config.pop(mechanism, None)
                 else:

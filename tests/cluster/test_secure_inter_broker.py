@@ -128,6 +128,8 @@ def test_a_broker_with_a_wrong_password_cannot_replicate(
         },
     )
     zk.wait_broker_ids([1, 2])
+    # The controller (broker 1) has seen broker 2 register (its own watch, a moment later).
+    eventually(lambda: sorted(metadata_of(first.port).brokers), lambda ids: len(ids) == 2)
     topic = NewTopic("guarded", 1, replica_assignment=[[1, 2]])
     admin.create_topics([topic], operation_timeout=20)["guarded"].result(30)
     producer = Producer({"bootstrap.servers": first.bootstrap, "acks": "1"})
