@@ -1,0 +1,197 @@
+"""deploy/cluster/compose.yaml brought up as a user would (`docker compose up --wait`, here
+with podman from the file's content: tests/image/compose.py says why): ZooKeeper and three
+brokers built from this checkout, clients on the host through the published ports, the
+leader of a partition stopped while they produce and consume, and started again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brook.broker.testing import free_port
+from tests.integration.clients import consume_all, poll_until, produce
+
+from .compose import ComposeProject
+from .podman import Podman, build_image, unique_name
+
+REPO = Path(__file__).resolve().parent.parent.parent
+COMPOSE_FILE = REPO / "deploy" / "cluster" / "compose.yaml"
+BROKERS = (1, 2, 3)
+# Bounds on waiting for the cluster's own state, so that a broken cluster fails, not hangs.
+WAIT_S = 60.0
+
+
+def wait_for(what: str, done: Callable[[], bool]) -> None:
+    """Poll the cluster's state until `done()`; fail after WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, f"not reached in {WAIT_S:.0f} s: {what}"
+        time.sleep(0.2)
+
+
+class Cluster:
+    """The compose project's brokers, seen from the host through their published ports."""
+
+    def __init__(self, project: ComposeProject, ports: dict[int, int]) -> None:
+        self.project = project
+        self.ports = ports
+        self.bootstrap = ",".join(f"localhost:{port}" for port in ports.values())
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def brokers(self) -> dict[int, str]:
+        metadata = self.admin.list_topics(timeout=WAIT_S)
+        return {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
+
+    def partition(self, topic: str, number: int = 0) -> tuple[int, list[int], list[int]]:
+        """A partition's leader, replicas and ISR, as Metadata gives them."""
+        metadata = self.admin.list_topics(topic, timeout=WAIT_S)
+        partition = metadata.topics[topic].partitions[number]
+        return partition.leader, sorted(partition.replicas), sorted(partition.isrs)
+
+    def container(self, broker_id: int) -> str:
+        return self.project.containers[f"broker-{broker_id}"].name
+
+
+@pytest.fixture
+def cluster(podman: Podman, image: str) -> Iterator[Cluster]:
+    """The compose file up (images built, or found in the build cache), torn down after:
+    containers, network and volumes. The host ports are the file's variables, set to free
+    ports so that runs on one machine do not collide."""
+    ports = {broker_id: free_port() for broker_id in BROKERS}
+    variables = {f"BROOK_PORT_{broker_id}": str(port) for broker_id, port in ports.items()}
+    project = ComposeProject(podman, COMPOSE_FILE, unique_name("compose"), variables)
+
+    def build(context: Path, dockerfile: Path, image_name: str) -> str:
+        if (context, dockerfile) == (REPO, REPO / "Dockerfile"):
+            return image  # the image the other image tests run, built from the same file
+        # brook-zookeeper:local as localhost/brook-test-brook-zookeeper:<key>, apart from a
+        # user's own images.
+        repository = image_name.rsplit(":", 1)[0].replace("/", "-")
+        return build_image(podman, context, dockerfile, name=f"brook-test-{repository}")
+
+    try:
+        project.up(build)
+        yield Cluster(project, ports)
+    finally:
+        project.down()
+
+
+def test_compose_file_describes_zookeeper_and_three_brokers_built_here() -> None:
+    project = ComposeProject(Podman(), COMPOSE_FILE, "static")
+    assert project.start_order() == ["zookeeper", "broker-1", "broker-2", "broker-3"]
+    contexts = project.build_contexts()
+    assert contexts["broker-1"] == (REPO, REPO / "Dockerfile")
+    assert contexts["zookeeper"] == (
+        REPO / "docker" / "zookeeper",
+        REPO / "docker" / "zookeeper" / "Dockerfile",
+    )
+    for broker_id in BROKERS:
+        service = project.services[f"broker-{broker_id}"]
+        assert service.depends_on == {"zookeeper": "service_healthy"}
+        environment = service.environment
+        assert environment["BROOK_BROKER_ID"] == str(broker_id)
+        assert environment["BROOK_ZOOKEEPER_CONNECT"] == "zookeeper:2181/brook"
+        # The defaults the file documents, where a user would change them.
+        host_port = f"{broker_id}9092"
+        assert service.spec["ports"] == [f"127.0.0.1:{host_port}:9092"]
+        assert environment["BROOK_ADVERTISED_LISTENERS"] == (
+            f"PLAINTEXT://localhost:{host_port},DOCKER://broker-{broker_id}:29092"
+        )
+        assert service.spec["volumes"] == [f"broker-{broker_id}-data:/var/lib/brook"]
+
+
+def test_three_brokers_replicate_and_survive_the_leaders_stop(
+    cluster: Cluster, topic_name: str
+) -> None:
+    # Every broker registered, each advertised at its own published host port.
+    expected = {broker_id: f"localhost:{cluster.ports[broker_id]}" for broker_id in BROKERS}
+    wait_for("three brokers in Metadata", lambda: cluster.brokers() == expected)
+
+    # A topic created through a host port without a replication factor gets the file's
+    # default.replication.factor (3): a replica on every broker, all in the ISR.
+    created = cluster.admin.create_topics([NewTopic(topic_name, num_partitions=1)])
+    created[topic_name].result(timeout=WAIT_S)
+    wait_for("a leader and a full ISR", lambda: cluster.partition(topic_name)[2] == [1, 2, 3])
+    leader, replicas, _ = cluster.partition(topic_name)
+    assert replicas == [1, 2, 3]
+
+    first = [(b"k%d" % n, b"before %d" % n) for n in range(20)]
+    delivered = produce(cluster.bootstrap, topic_name, first, acks="all")
+    assert [m.offset() for m in delivered] == list(range(20))
+
+    # A group commits through its coordinator; the offsets topic has the file's RF of 3.
+    group = f"group-{topic_name}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic_name])
+        received = poll_until(consumer, lambda out: len(out) >= 20, timeout=WAIT_S)
+        assert [(m.key(), m.value()) for m in received] == first
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    offsets = cluster.admin.list_topics("__consumer_offsets", timeout=WAIT_S)
+    partitions = offsets.topics["__consumer_offsets"].partitions.values()
+    assert {len(p.replicas) for p in partitions} == {3}
+
+    # `docker compose stop broker-<leader>`: the survivors elect a new leader and keep the
+    # record; the stopped broker leaves the ISR.
+    cluster.project.podman("stop", cluster.container(leader), timeout=60)
+    survivors = [b for b in BROKERS if b != leader]
+    wait_for(
+        "a new leader among the survivors, the stopped broker out of the ISR",
+        lambda: (
+            cluster.partition(topic_name)[0] in survivors
+            and cluster.partition(topic_name)[2] == survivors
+        ),
+    )
+    del expected[leader]
+    wait_for("two brokers in Metadata", lambda: cluster.brokers() == expected)
+
+    # acks=all with min.insync.replicas=2: the two survivors acknowledge.
+    second = [(b"k%d" % n, b"after %d" % n) for n in range(20, 30)]
+    delivered = produce(cluster.bootstrap, topic_name, second, acks="all")
+    assert [m.offset() for m in delivered] == list(range(20, 30))
+    received = consume_all(cluster.bootstrap, topic_name, 30, timeout=WAIT_S)
+    assert [(m.key(), m.value()) for m in received] == first + second
+
+    # The group's committed offset survived on the offsets topic's other replicas.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    try:
+        committed = consumer.committed([TopicPartition(topic_name, 0)], timeout=WAIT_S)
+        assert [tp.offset for tp in committed] == [20]
+    finally:
+        consumer.close()
+
+    # Two live brokers cannot hold a new topic's three replicas: Kafka's error, not a topic.
+    refused = cluster.admin.create_topics([NewTopic(f"{topic_name}-rf3", num_partitions=1)])
+    with pytest.raises(KafkaException) as error:
+        refused[f"{topic_name}-rf3"].result(timeout=WAIT_S)
+    assert error.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+    assert f"{topic_name}-rf3" not in cluster.admin.list_topics(timeout=WAIT_S).topics
+
+    # `docker compose start`: the broker registers again, catches up and rejoins the ISR.
+    cluster.project.podman("start", cluster.container(leader))
+    expected[leader] = f"localhost:{cluster.ports[leader]}"
+    wait_for("three brokers in Metadata again", lambda: cluster.brokers() == expected)
+    wait_for(
+        "the restarted broker back in the ISR",
+        lambda: cluster.partition(topic_name)[2] == [1, 2, 3],
+    )
+    third = [(b"k30", b"all three again")]
+    delivered = produce(cluster.bootstrap, topic_name, third, acks="all")
+    assert [m.offset() for m in delivered] == [30]
+    received = consume_all(cluster.bootstrap, topic_name, 31, timeout=WAIT_S)
+    assert [(m.key(), m.value()) for m in received] == first + second + third
