@@ -377,6 +377,7 @@ def run_container(
     network: str | None = None,
     aliases: Sequence[str] = (),
     hostname: str | None = None,
+    entrypoint: str | None = None,
     command: Sequence[str] = (),
 ) -> Container:
     """`docker run -d` with the tests' limits and owner label. The image's health check is
@@ -397,6 +398,8 @@ def run_container(
         args += ["--network-alias", alias]
     if hostname is not None:
         args += ["--hostname", hostname]
+    if entrypoint is not None:
+        args += ["--entrypoint", entrypoint]
     podman(*args, image, *command)
     return Container(podman, name)
 

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brook.broker.testing import free_port
 from tests.integration.clients import consume_all, poll_until, produce
 
-from .compose import ComposeProject
+from .compose import ComposeError, ComposeProject, interpolate
 from .podman import Podman, build_image, unique_name
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -195,3 +195,28 @@ def test_three_brokers_replicate_and_survive_the_leaders_stop(
     assert [m.offset() for m in delivered] == [30]
     received = consume_all(cluster.bootstrap, topic_name, 31, timeout=WAIT_S)
     assert [(m.key(), m.value()) for m in received] == first + second + third
+
+
+def test_the_driver_refuses_what_it_does_not_implement_rather_than_ignoring_it(
+    tmp_path: Path,
+) -> None:
+    """So that these tests never pass on a file Docker would run differently."""
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  one:\n    image: x\n    healthcheck:\n      test: [CMD, 'true']\n"
+    )
+    with pytest.raises(ComposeError, match=r"keys this driver does not implement.*healthcheck"):
+        ComposeProject(Podman(), compose, "static")
+    compose.write_text("services:\n  one:\n    image: x\nnetworks:\n  other: {}\n")
+    with pytest.raises(ComposeError, match=r"top-level keys .*networks"):
+        ComposeProject(Podman(), compose, "static")
+
+
+def test_variables_interpolate_as_compose_does() -> None:
+    variables = {"SET": "9092", "EMPTY": ""}
+    assert interpolate("${SET:-1}:${UNSET:-19092}:${EMPTY:-2}", variables) == "9092:19092:2"
+    assert interpolate({"a": ["$${SET}", "${EMPTY}"]}, variables) == {"a": ["${SET}", ""]}
+    with pytest.raises(ComposeError, match="is not set"):
+        interpolate("${UNSET}", variables)
+    with pytest.raises(ComposeError, match="does not implement"):
+        interpolate("${SET:?required}", variables)
