@@ -19,6 +19,7 @@ from tests.integration.clients import consume_all, poll_until, produce
 
 from .compose import ComposeError, ComposeProject, interpolate
 from .podman import Podman, build_image, unique_name
+from .test_image import run_network_client
 
 REPO = Path(__file__).resolve().parent.parent.parent
 COMPOSE_FILE = REPO / "deploy" / "cluster" / "compose.yaml"
@@ -106,8 +107,44 @@ def test_compose_file_describes_zookeeper_and_three_brokers_built_here() -> None
         assert service.spec["volumes"] == [f"broker-{broker_id}-data:/var/lib/brook"]
 
 
-def test_three_brokers_replicate_and_survive_the_leaders_stop(
-    cluster: Cluster, topic_name: str
+def take_down_leader(cluster: Cluster, topic: str, signal: str) -> int:
+    """`docker compose stop` (SIGTERM: a controlled shutdown) or `docker compose kill`
+    (SIGKILL: the survivors elect once its ZooKeeper session expires) of the container of
+    the partition's leader; returns once another broker leads with the survivors as the ISR
+    and Metadata lists only them. The broker's id."""
+    leader = cluster.partition(topic)[0]
+    if signal == "KILL":
+        cluster.project.podman("kill", "--signal", "KILL", cluster.container(leader))
+    else:
+        cluster.project.podman("stop", cluster.container(leader), timeout=60)
+    survivors = [b for b in BROKERS if b != leader]
+    wait_for(
+        f"after the {signal} of broker {leader}, a leader among {survivors} and they the ISR",
+        lambda: (
+            cluster.partition(topic)[0] in survivors and cluster.partition(topic)[2] == survivors
+        ),
+    )
+    expected = {b: f"localhost:{cluster.ports[b]}" for b in survivors}
+    wait_for("the survivors alone in Metadata", lambda: cluster.brokers() == expected)
+    return leader
+
+
+def bring_back(cluster: Cluster, topic: str, broker_id: int) -> None:
+    """`docker compose start`: the broker registers again, catches up and rejoins the ISR."""
+    cluster.project.podman("start", cluster.container(broker_id))
+    expected = {b: f"localhost:{cluster.ports[b]}" for b in BROKERS}
+    wait_for("three brokers in Metadata again", lambda: cluster.brokers() == expected)
+    wait_for(
+        f"broker {broker_id} back in the ISR", lambda: cluster.partition(topic)[2] == [1, 2, 3]
+    )
+
+
+def records(start: int, stop: int, phase: str) -> list[tuple[bytes, bytes]]:
+    return [(b"k%d" % n, f"{phase} {n}".encode()) for n in range(start, stop)]
+
+
+def test_three_brokers_replicate_through_a_stopped_and_a_killed_leader(
+    cluster: Cluster, image: str, topic_name: str
 ) -> None:
     # Every broker registered, each advertised at its own published host port.
     expected = {broker_id: f"localhost:{cluster.ports[broker_id]}" for broker_id in BROKERS}
@@ -118,11 +155,10 @@ def test_three_brokers_replicate_and_survive_the_leaders_stop(
     created = cluster.admin.create_topics([NewTopic(topic_name, num_partitions=1)])
     created[topic_name].result(timeout=WAIT_S)
     wait_for("a leader and a full ISR", lambda: cluster.partition(topic_name)[2] == [1, 2, 3])
-    leader, replicas, _ = cluster.partition(topic_name)
-    assert replicas == [1, 2, 3]
+    assert cluster.partition(topic_name)[1] == [1, 2, 3]
 
-    first = [(b"k%d" % n, b"before %d" % n) for n in range(20)]
-    delivered = produce(cluster.bootstrap, topic_name, first, acks="all")
+    written = records(0, 20, "all three")
+    delivered = produce(cluster.bootstrap, topic_name, written, acks="all")
     assert [m.offset() for m in delivered] == list(range(20))
 
     # A group commits through its coordinator; the offsets topic has the file's RF of 3.
@@ -138,7 +174,7 @@ def test_three_brokers_replicate_and_survive_the_leaders_stop(
     try:
         consumer.subscribe([topic_name])
         received = poll_until(consumer, lambda out: len(out) >= 20, timeout=WAIT_S)
-        assert [(m.key(), m.value()) for m in received] == first
+        assert [(m.key(), m.value()) for m in received] == written
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
@@ -146,26 +182,15 @@ def test_three_brokers_replicate_and_survive_the_leaders_stop(
     partitions = offsets.topics["__consumer_offsets"].partitions.values()
     assert {len(p.replicas) for p in partitions} == {3}
 
-    # `docker compose stop broker-<leader>`: the survivors elect a new leader and keep the
-    # record; the stopped broker leaves the ISR.
-    cluster.project.podman("stop", cluster.container(leader), timeout=60)
-    survivors = [b for b in BROKERS if b != leader]
-    wait_for(
-        "a new leader among the survivors, the stopped broker out of the ISR",
-        lambda: (
-            cluster.partition(topic_name)[0] in survivors
-            and cluster.partition(topic_name)[2] == survivors
-        ),
-    )
-    del expected[leader]
-    wait_for("two brokers in Metadata", lambda: cluster.brokers() == expected)
-
-    # acks=all with min.insync.replicas=2: the two survivors acknowledge.
-    second = [(b"k%d" % n, b"after %d" % n) for n in range(20, 30)]
-    delivered = produce(cluster.bootstrap, topic_name, second, acks="all")
+    # The leader's container stopped: acks=all with min.insync.replicas=2, the two
+    # survivors acknowledge, and every record is read back.
+    stopped = take_down_leader(cluster, topic_name, "TERM")
+    more = records(20, 30, f"broker {stopped} stopped")
+    delivered = produce(cluster.bootstrap, topic_name, more, acks="all")
     assert [m.offset() for m in delivered] == list(range(20, 30))
+    written += more
     received = consume_all(cluster.bootstrap, topic_name, 30, timeout=WAIT_S)
-    assert [(m.key(), m.value()) for m in received] == first + second
+    assert [(m.key(), m.value()) for m in received] == written
 
     # The group's committed offset survived on the offsets topic's other replicas.
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
@@ -175,26 +200,43 @@ def test_three_brokers_replicate_and_survive_the_leaders_stop(
     finally:
         consumer.close()
 
-    # Two live brokers cannot hold a new topic's three replicas: Kafka's error, not a topic.
+    # Two live brokers cannot hold a new topic's three replicas: Kafka's error, no topic.
     refused = cluster.admin.create_topics([NewTopic(f"{topic_name}-rf3", num_partitions=1)])
     with pytest.raises(KafkaException) as error:
         refused[f"{topic_name}-rf3"].result(timeout=WAIT_S)
     assert error.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
     assert f"{topic_name}-rf3" not in cluster.admin.list_topics(timeout=WAIT_S).topics
 
-    # `docker compose start`: the broker registers again, catches up and rejoins the ISR.
-    cluster.project.podman("start", cluster.container(leader))
-    expected[leader] = f"localhost:{cluster.ports[leader]}"
-    wait_for("three brokers in Metadata again", lambda: cluster.brokers() == expected)
-    wait_for(
-        "the restarted broker back in the ISR",
-        lambda: cluster.partition(topic_name)[2] == [1, 2, 3],
+    bring_back(cluster, topic_name, stopped)
+
+    # The new leader's container killed: a crash, not a handover.
+    killed = take_down_leader(cluster, topic_name, "KILL")
+    more = records(30, 40, f"broker {killed} killed")
+    delivered = produce(cluster.bootstrap, topic_name, more, acks="all")
+    assert [m.offset() for m in delivered] == list(range(30, 40))
+    written += more
+    received = consume_all(cluster.bootstrap, topic_name, 40, timeout=WAIT_S)
+    assert [(m.key(), m.value()) for m in received] == written
+    bring_back(cluster, topic_name, killed)
+
+    # A client in a container on the compose network bootstraps from the service names and
+    # is handed every broker's DOCKER listener, for Metadata and FindCoordinator alike.
+    assert cluster.project.network is not None
+    docker_listeners = [f"broker-{b}:29092" for b in BROKERS]
+    inside = run_network_client(
+        cluster.project.podman,
+        image,
+        cluster.project.network,
+        ",".join(docker_listeners),
+        topic_name,
+        5,
+        45,
     )
-    third = [(b"k30", b"all three again")]
-    delivered = produce(cluster.bootstrap, topic_name, third, acks="all")
-    assert [m.offset() for m in delivered] == [30]
-    received = consume_all(cluster.bootstrap, topic_name, 31, timeout=WAIT_S)
-    assert [(m.key(), m.value()) for m in received] == first + second + third
+    assert inside["brokers"] == docker_listeners
+    assert inside["coordinator"] in docker_listeners
+    assert inside["written"] == list(range(40, 45))
+    assert inside["received"][:40] == [[k.decode(), v.decode()] for k, v in written]
+    assert inside["committed"] == [[topic_name, 0, 45]]
 
 
 def test_the_driver_refuses_what_it_does_not_implement_rather_than_ignoring_it(
