@@ -1,9 +1,11 @@
 """A compose file brought up with podman, from the file's own content, for the image tests.
 
-Neither podman-compose works here: Debian 12's (1.0.3) ignores `depends_on` conditions, and
-PyPI's waits for `service_healthy` through podman's health-check timers, which need systemd
-(podman 4.3 without it leaves a container's health at "starting" for ever). So this reads
-the file as `docker compose up --wait` does and makes the same objects with podman:
+No podman-compose honours `depends_on: condition: service_healthy` here: Debian 12's (1.0.3)
+ignores conditions, PyPI's skips the wait with a podman older than 4.6 (Debian 12 has 4.3),
+and where it waits it does so with `podman wait --condition=healthy`, which relies on podman
+running health checks on systemd timers: without systemd a container's health stays
+"starting" for ever. So this reads the file as `docker compose up --wait` does and makes the
+same objects with podman:
 
 - a network `<project>_default` on which each service's container is reachable by its
   service name (a network alias) and its `hostname:`;
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,6 +244,3 @@ class ComposeProject:
             self.podman("network", "rm", "--force", self.network, check=False)
         for volume in self.made_volumes:
             self.podman("volume", "rm", "--force", volume, check=False)
-
-    def __iter__(self) -> Iterator[Container]:
-        return iter(self.containers.values())
