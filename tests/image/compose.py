@@ -12,8 +12,11 @@ same objects with podman:
 - a volume per top-level `volumes:` entry, `<project>_<name>`;
 - an image per `build:` (context and Dockerfile relative to the file), by the tests' build;
 - the containers in `depends_on` order, a `condition: service_healthy` dependency's health
-  check run (`podman healthcheck run`) until it passes before its dependents start, and
-  every service with a health check healthy before `up` returns.
+  check run until it passes before its dependents start, and every service with a health
+  check healthy before `up` returns. The check is the service's `healthcheck:` run in its
+  container as Docker runs it (`podman exec`: podman 4.3's --health-cmd splits a command on
+  spaces, so a `bash -c` script cannot pass through it), or else the image's HEALTHCHECK
+  (`podman healthcheck run`).
 
 `${VAR}` and `${VAR:-default}` are interpolated from the mapping given, as compose does from
 the environment. Anything the file says that this driver does not implement is an error,
@@ -24,6 +27,7 @@ Every container, network and volume carries the tests' owner label, and `down` r
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +39,20 @@ import yaml
 from .podman import Container, Podman, create_network, create_volume, run_container
 
 # What a service may say; anything else fails the test (see the module's docstring).
-SERVICE_KEYS = {"build", "image", "hostname", "ports", "environment", "volumes", "depends_on"}
+SERVICE_KEYS = {
+    "build",
+    "image",
+    "hostname",
+    "ports",
+    "environment",
+    "volumes",
+    "depends_on",
+    "healthcheck",
+}
 BUILD_KEYS = {"context", "dockerfile"}
+# A health check's settings: `test` is run as Docker runs it, bounded by `timeout`; the
+# others are the timer's, which the driver replaces by running the check until it passes.
+HEALTHCHECK_KEYS = {"test", "timeout", "interval", "start_period", "retries"}
 CONDITIONS = {"service_started", "service_healthy"}
 HEALTHY_TIMEOUT_S = 120.0
 
@@ -91,6 +107,26 @@ class Service:
             if condition not in CONDITIONS:
                 raise ComposeError(f"{self.name}: depends_on {name}: condition {condition!r}")
         return conditions
+
+    @property
+    def healthcheck(self) -> tuple[list[str], float] | None:
+        """The service's own `healthcheck:` as the command to run in its container and its
+        timeout in seconds; None where the image's HEALTHCHECK holds."""
+        spec = self.spec.get("healthcheck")
+        if spec is None:
+            return None
+        unknown = set(spec) - HEALTHCHECK_KEYS
+        if unknown:
+            raise ComposeError(f"{self.name}: healthcheck keys not implemented: {unknown}")
+        test = spec["test"]
+        timeout = _seconds(spec.get("timeout", "30s"))
+        if isinstance(test, list) and test[0] == "CMD":
+            return test[1:], timeout
+        if isinstance(test, list) and test[0] == "CMD-SHELL":
+            return ["/bin/sh", "-c", *test[1:]], timeout
+        if isinstance(test, str):
+            return ["/bin/sh", "-c", test], timeout
+        raise ComposeError(f"{self.name}: healthcheck test {test!r} not implemented")
 
     @property
     def environment(self) -> dict[str, str]:
@@ -218,8 +254,25 @@ class ComposeProject:
         return container
 
     def has_healthcheck(self, name: str) -> bool:
+        if self.services[name].healthcheck is not None:
+            return True
         config = self.podman.inspect("container", self.container_name(name))["Config"]
         return bool(config.get("Healthcheck"))
+
+    def check_health(self, name: str) -> tuple[bool, str]:
+        """One run of the service's health check: the file's, run in the container as
+        Docker runs it, or the image's (`podman healthcheck run`)."""
+        container = self.containers[name]
+        own = self.services[name].healthcheck
+        if own is None:
+            check = self.podman("healthcheck", "run", container.name, check=False)
+        else:
+            command, timeout = own
+            try:
+                check = self.podman("exec", container.name, *command, check=False, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return False, f"no answer in {timeout} s"
+        return check.returncode == 0, check.stdout + check.stderr
 
     def wait_healthy(self, name: str) -> None:
         """Run the service's health check until it passes (podman runs none on a timer
@@ -227,13 +280,13 @@ class ComposeProject:
         container = self.containers[name]
         deadline = time.monotonic() + HEALTHY_TIMEOUT_S
         while True:
-            check = self.podman("healthcheck", "run", container.name, check=False)
-            if check.returncode == 0:
+            healthy, output = self.check_health(name)
+            if healthy:
                 return
             if not container.state().get("Running"):
                 raise ComposeError(f"{name} exited before it was healthy:\n{container.logs()}")
             if time.monotonic() > deadline:
-                raise ComposeError(f"{name} not healthy in {HEALTHY_TIMEOUT_S} s:\n{check.stdout}")
+                raise ComposeError(f"{name} not healthy in {HEALTHY_TIMEOUT_S} s:\n{output}")
             time.sleep(0.5)
 
     def down(self) -> None:
@@ -244,3 +297,12 @@ class ComposeProject:
             self.podman("network", "rm", "--force", self.network, check=False)
         for volume in self.made_volumes:
             self.podman("volume", "rm", "--force", volume, check=False)
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`5s`, `1m30s`, `500ms`) in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ComposeError(f"a duration this driver does not read: {duration!r}")
+    return sum(float(number) * units[unit] for number, unit in parts)

@@ -6,6 +6,7 @@ leader of a partition stopped while they produce and consume, and started again.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.testing import free_port
 from tests.integration.clients import consume_all, poll_until, produce
+from tests.test_dockerfile import parse
 
 from .compose import ComposeError, ComposeProject, interpolate
 from .podman import Podman, build_image, unique_name
@@ -239,15 +241,26 @@ def test_three_brokers_replicate_through_a_stopped_and_a_killed_leader(
     assert inside["committed"] == [[topic_name, 0, 45]]
 
 
+def test_zookeepers_health_check_in_the_file_is_the_images_own() -> None:
+    """Repeated in the file for images built without it; the two must not drift apart."""
+    dockerfile = (REPO / "docker" / "zookeeper" / "Dockerfile").read_text()
+    (instruction,) = [i for i in parse(dockerfile) if i.keyword == "HEALTHCHECK"]
+    options, _, command = instruction.args.partition(" CMD ")
+    in_image = dict(option.lstrip("-").split("=") for option in options.split())
+    spec = ComposeProject(Podman(), COMPOSE_FILE, "static").services["zookeeper"].spec
+    in_file = spec["healthcheck"]
+    assert in_file["test"] == ["CMD", *json.loads(command)]
+    settings = {key.replace("_", "-"): str(in_file[key]) for key in in_file if key != "test"}
+    assert settings == in_image
+
+
 def test_the_driver_refuses_what_it_does_not_implement_rather_than_ignoring_it(
     tmp_path: Path,
 ) -> None:
     """So that these tests never pass on a file Docker would run differently."""
     compose = tmp_path / "compose.yaml"
-    compose.write_text(
-        "services:\n  one:\n    image: x\n    healthcheck:\n      test: [CMD, 'true']\n"
-    )
-    with pytest.raises(ComposeError, match=r"keys this driver does not implement.*healthcheck"):
+    compose.write_text("services:\n  one:\n    image: x\n    restart: always\n")
+    with pytest.raises(ComposeError, match=r"keys this driver does not implement.*restart"):
         ComposeProject(Podman(), compose, "static")
     compose.write_text("services:\n  one:\n    image: x\nnetworks:\n  other: {}\n")
     with pytest.raises(ComposeError, match=r"top-level keys .*networks"):
