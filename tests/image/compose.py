@@ -100,9 +100,11 @@ class Service:
         depends = self.spec.get("depends_on") or {}
         if isinstance(depends, list):
             return {name: "service_started" for name in depends}
-        conditions = {
-            name: (how or {}).get("condition", "service_started") for name, how in depends.items()
-        }
+        conditions: dict[str, str] = {}
+        for name, how in depends.items():
+            if set(how or {}) - {"condition"}:
+                raise ComposeError(f"{self.name}: depends_on {name}: {how} not implemented")
+            conditions[name] = (how or {}).get("condition", "service_started")
         for name, condition in conditions.items():
             if condition not in CONDITIONS:
                 raise ComposeError(f"{self.name}: depends_on {name}: condition {condition!r}")
@@ -161,7 +163,11 @@ class ComposeProject:
             extra = set(spec) - SERVICE_KEYS
             if extra:
                 raise ComposeError(f"{name}: keys this driver does not implement: {extra}")
-            if set(spec.get("build") or {}) - BUILD_KEYS:
+            build = spec.get("build")
+            if build is None:
+                # The public registry is out of reach here: every image is built.
+                raise ComposeError(f"{name}: only services built from a Dockerfile are run")
+            if isinstance(build, dict) and set(build) - BUILD_KEYS:
                 raise ComposeError(f"{name}: build keys this driver does not implement")
             self.services[name] = Service(name, spec)
         volumes = document.get("volumes") or {}
