@@ -233,27 +233,45 @@ def ca_bundle() -> Path | None:
     return None
 
 
-def build_image(podman: Podman, context: Path) -> str:
-    """Build the Dockerfile of `context`; returns the image's tag.
+def build_image(
+    podman: Podman, context: Path, dockerfile: Path | None = None, name: str = "brook-test"
+) -> str:
+    """Build `dockerfile` (the context's Dockerfile by default) in `context`; returns the
+    image's tag, localhost/<name>:<a key of the context and Dockerfile>.
 
-    The build stage is tagged too, so that pruning the images earlier builds left untagged
-    keeps its cached layers (Debian's venv package, the venv) for the next build.
+    A multi-stage Dockerfile's build stage is tagged too, so that pruning the images earlier
+    builds left untagged keeps its cached layers (Debian's venv package, the venv) for the
+    next build.
     """
-    key = hashlib.sha256(str(context.resolve()).encode()).hexdigest()[:12]
-    tag = f"localhost/brook-test:{key}"
+    dockerfile = dockerfile or context / "Dockerfile"
+    where = f"{context.resolve()}\0{dockerfile.resolve()}"
+    if dockerfile == context / "Dockerfile":
+        where = str(context.resolve())  # the key earlier runs used, so their cache is found
+    key = hashlib.sha256(where.encode()).hexdigest()[:12]
+    tag = f"localhost/{name}:{key}"
     args = ["build", "--format", "docker", "--pull=never", "--force-rm", "--network", "host"]
-    args += [*ULIMITS, "--file", str(context / "Dockerfile")]
+    args += [*ULIMITS, "--file", str(dockerfile)]
     bundle = ca_bundle()
     if bundle is not None:
         config = CACHE_DIR / "pip.conf"
         config.write_text("[global]\ncert = /run/brook-tests/ca.crt\n")
         args += ["--volume", f"{bundle}:/run/brook-tests/ca.crt:ro"]
         args += ["--volume", f"{config}:/etc/pip.conf:ro"]
-    build_stage = f"localhost/brook-test-build:{key}"
-    podman(*args, "--target", "build", "--tag", build_stage, str(context), timeout=900)
+    if "build" in _stage_names(dockerfile):
+        build_stage = f"localhost/{name}-build:{key}"
+        podman(*args, "--target", "build", "--tag", build_stage, str(context), timeout=900)
     podman(*args, "--tag", tag, str(context), timeout=900)
     podman("image", "prune", "--force", timeout=300)
     return tag
+
+
+def _stage_names(dockerfile: Path) -> set[str]:
+    names: set[str] = set()
+    for line in dockerfile.read_text().splitlines():
+        words = line.split()
+        if len(words) >= 4 and words[0].upper() == "FROM" and words[2].upper() == "AS":
+            names.add(words[3])
+    return names
 
 
 def remove_leftovers(podman: Podman) -> None:
@@ -343,7 +361,8 @@ class Container:
         return self.podman("exec", self.name, *command)
 
     def remove(self) -> None:
-        self.podman("rm", "--force", "--time", "0", self.name, check=False)
+        # --volumes: the anonymous volume of the image's VOLUME too (named ones stay).
+        self.podman("rm", "--force", "--time", "0", "--volumes", self.name, check=False)
 
 
 def run_container(
@@ -357,6 +376,8 @@ def run_container(
     user: str | None = None,
     network: str | None = None,
     aliases: Sequence[str] = (),
+    hostname: str | None = None,
+    entrypoint: str | None = None,
     command: Sequence[str] = (),
 ) -> Container:
     """`docker run -d` with the tests' limits and owner label. The image's health check is
@@ -375,6 +396,10 @@ def run_container(
         args += ["--network", network]
     for alias in aliases:
         args += ["--network-alias", alias]
+    if hostname is not None:
+        args += ["--hostname", hostname]
+    if entrypoint is not None:
+        args += ["--entrypoint", entrypoint]
     podman(*args, image, *command)
     return Container(podman, name)
 
