@@ -229,3 +229,18 @@ def describe_cluster_of(port: int, version: int, **fields: Any) -> Any:
     values.update(fields)
     with RawClient(port) as client:
         return client.request(make(request_type, include_fenced_brokers=False, **values))
+
+
+def wait_ready(zk: ZooKeeperView, brokers: Mapping[int, Any]) -> None:
+    """Every broker registered, a controller elected, and every broker's Metadata naming
+    all the brokers and that controller: what an AdminClient needs before its first
+    controller request (librdkafka, told of no controller, waits for a later metadata
+    refresh, and a CreateTopics sent at once may time out on a loaded machine)."""
+    ids = sorted(brokers)
+    zk.wait_broker_ids(ids)
+    controller = zk.wait_controller(lambda found: found is not None)
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: metadata_of(b.port),
+            lambda seen: sorted(seen.brokers) == ids and seen.controller_id == controller,
+        )

@@ -23,7 +23,7 @@ from tests.integration.acked import (
     read_all,
 )
 
-from .harness import Cluster, ZooKeeperView, eventually, metadata_of
+from .harness import Cluster, ZooKeeperView, eventually, metadata_of, wait_ready
 
 log = logging.getLogger("tests.cluster.loss")
 
@@ -45,7 +45,7 @@ def test_no_acknowledged_record_is_lost_across_leader_kills(
     # for the killed broker's session to expire.
     fast = {"zookeeper.session.timeout.ms": 1000}
     brokers = {broker_id: cluster.start(broker_id, fast) for broker_id in (1, 2, 3)}
-    zk.wait_broker_ids([1, 2, 3])
+    wait_ready(zk, brokers)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     admin = AdminClient({"bootstrap.servers": bootstrap})
     created = admin.create_topics(

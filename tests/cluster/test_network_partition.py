@@ -20,7 +20,7 @@ from tests.integration.acked import (
     read_all,
 )
 
-from .harness import Cluster, ZooKeeperView, eventually
+from .harness import Cluster, ZooKeeperView, eventually, wait_ready
 from .netproxy import NetProxy
 
 TOPIC = "partitioned"
@@ -68,7 +68,7 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_loses_no_acknowledged_wri
             },
             port=client_port,
         )
-    zk.wait_broker_ids([1, 2, 3])
+    wait_ready(zk, brokers)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(
