@@ -52,6 +52,8 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -108,6 +110,8 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.ELECT_LEADERS: VersionRange(0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
