@@ -184,6 +184,12 @@ def test_a_move_in_progress_is_listed_and_cancelled(cluster: Cluster, zk: ZooKee
         )
     held = topic_znode(zk, TOPIC)
     assert (held["adding_replicas"], held["removing_replicas"]) == ({"0": [4]}, {"0": [1]})
+    from tests.integration.processes import run_brook
+
+    described = run_brook(
+        ["topics", "--bootstrap-server", brokers[2].bootstrap, "--describe", "--topic", TOPIC]
+    )
+    assert "Replicas: 2,3,4,1" in described.output, described.output
     eventually(lambda: state_of(zk, TOPIC, 0)["isr"], lambda isr: 4 in isr)
     assert log_dir(brokers[4]).exists()
     admin = AdminClient({"bootstrap.servers": brokers[2].bootstrap})
