@@ -116,7 +116,7 @@ class ControllerDuties:
         self._lock = asyncio.Lock()
         self._rebalance: asyncio.Future[None] | None = None
         self.reassignments = PartitionReassignments(
-            client, topics, self._active_brokers, self._fenced
+            client, topics, self._active_brokers, self._fenced, self._job.schedule
         )
         election.add_listener(self._controller_changed)
         # Every read of the topics, changed or not (a topic without an id changes nothing
@@ -132,6 +132,7 @@ class ControllerDuties:
 
     def _controller_changed(self, state: ControllerState, is_controller: bool) -> None:
         self._active = is_controller
+        self.reassignments.controller_changed()
         if not is_controller:
             self._stop_rebalance()
         elif self._rebalance is None:
@@ -232,8 +233,10 @@ class ControllerDuties:
                 if not moved and leader in still_leading and len(replicas) > 1:
                     still_leading[leader].append((name, partition))
         self._still_leading = still_leading
-        # Moves whose target replicas have all caught up complete (a new controller's
-        # first round resumes those its predecessor left).
+        # Moves an old tool asked for in /admin/reassign_partitions start; moves whose
+        # target replicas have all caught up complete (a new controller's first round
+        # resumes those its predecessor left).
+        await self.reassignments.follow_admin_znode(state)
         await self.reassignments.complete_caught_up(state)
         if retry:
             self._topics.schedule()

@@ -6,7 +6,8 @@ that is not the controller forwards them over the inter-broker listener, as Elec
 (broker/apis/elect_leaders.py). Not through Kafka 2.x's /admin/reassign_partitions znode:
 the answer needs each partition's result (INVALID_REPLICA_ASSIGNMENT,
 NO_REASSIGNMENT_IN_PROGRESS, ...), which a znode cannot carry back, and Kafka's own admin
-clients send both requests to the controller.
+clients send both requests to the controller. The znode is still honoured when an old
+tool writes it, as Kafka 2.4+'s controller honours it (follow_admin_znode).
 
 The move, with its state in the topic's znode only, so that a new controller resumes it:
 
@@ -67,11 +68,19 @@ class PartitionReassignments:
         topics: TopicWatcher,
         live: Callable[[], set[int]],
         fenced: Fenced,
+        on_change: Callable[[], None],
     ) -> None:
         self._client = client
         self._topics = topics
         self._live = live  # the live brokers that are not shutting down
         self._fenced = fenced
+        self._on_change = on_change  # the controller decides again
+        # Whether a watch on /admin/reassign_partitions is set (one at a time).
+        self._admin_watch_set = False
+
+    def controller_changed(self) -> None:
+        """A new term (or session): the old watch may be gone."""
+        self._admin_watch_set = False
 
     def assignment(self, name: str, index: int) -> ReplicaAssignment | None:
         held = self._topics.topic_znodes.get(name)
@@ -131,6 +140,11 @@ class PartitionReassignments:
                 results[(name, index)] = UNKNOWN_PARTITION
                 continue
             accepted.setdefault(name, {})[index] = target
+        # The latest request wins over an old tool's znode (Kafka's
+        # maybeRemoveFromZkReassignment).
+        await self._drop_from_admin_znode(
+            state, {(name, index) for name, moves in accepted.items() for index in moves}
+        )
         for name, moves in accepted.items():
             outcome = await self._start(state, name, moves, live)
             for index in moves:
@@ -215,6 +229,108 @@ class PartitionReassignments:
         if chosen is None:
             return current, NO_LEADER, current.leader_epoch + 1, isr or current.isr
         return current, chosen.leader, current.leader_epoch + 1, chosen.isr
+
+    # --- /admin/reassign_partitions, written by an old tool ----------------------------------
+
+    def _admin_changed(self, _event: Any) -> None:
+        self._admin_watch_set = False
+        self._on_change()
+
+    async def _read_admin_znode(self) -> tuple[bytes, int] | None:
+        watch = None if self._admin_watch_set else self._admin_changed
+        try:
+            data, stat = await self._client.get(znodes.REASSIGN_PARTITIONS, watch)
+        except NoNodeError:
+            if watch is not None:
+                self._admin_watch_set = True
+                if await self._client.exists(znodes.REASSIGN_PARTITIONS, watch) is not None:
+                    self._on_change()  # made meanwhile: read it next round
+            return None
+        if watch is not None:
+            self._admin_watch_set = True
+        return data, stat.version
+
+    async def follow_admin_znode(self, state: ControllerState) -> None:
+        """Kafka 2.x's /admin/reassign_partitions ({"version":1,"partitions":[{"topic",
+        "partition","replicas"}]}), as Kafka 2.4+'s controller still honours it: each move
+        is started as an AlterPartitionReassignments would start it; a partition leaves the
+        znode when its move completed or could not start (unknown, or Kafka's checks of the
+        replicas: a log line says why), and the znode goes once empty."""
+        read = await self._read_admin_znode()
+        if read is None:
+            return
+        data, version = read
+        try:
+            moves = znodes.decode_reassign_partitions(data)
+        except ValueError as exc:
+            log.error("%s; %s deleted", exc, znodes.REASSIGN_PARTITIONS)
+            moves = {}
+        live = self._live()
+        keep: dict[TopicPartition, list[int]] = {}
+        for (name, index), target in moves.items():
+            current = self.assignment(name, index)
+            if current is None:
+                log.warning(
+                    "%s asks to move %s-%d, which does not exist; dropped",
+                    znodes.REASSIGN_PARTITIONS,
+                    name,
+                    index,
+                )
+                continue
+            if current.is_being_reassigned and current.target_replicas == tuple(target):
+                keep[(name, index)] = target  # under way
+                continue
+            if not current.is_being_reassigned and current.replicas == tuple(target):
+                continue  # done
+            error = validate_target_replicas(current, target, live)
+            if error is not None:
+                log.warning(
+                    "%s asks to move %s-%d to %s: %s (%s); dropped",
+                    znodes.REASSIGN_PARTITIONS,
+                    name,
+                    index,
+                    target,
+                    error[0].name.upper(),
+                    error[1],
+                )
+                continue
+            outcome = await self._start(state, name, {index: target}, live)
+            if outcome[0] is ErrorCode.none:
+                keep[(name, index)] = target
+        if keep != moves:
+            await self._write_admin_znode(state, keep, version)
+
+    async def _drop_from_admin_znode(
+        self, state: ControllerState, partitions: set[TopicPartition]
+    ) -> None:
+        read = await self._read_admin_znode()
+        if read is None:
+            return
+        data, version = read
+        try:
+            moves = znodes.decode_reassign_partitions(data)
+        except ValueError:
+            return  # the next round deletes it
+        keep = {tp: target for tp, target in moves.items() if tp not in partitions}
+        if keep != moves:
+            await self._write_admin_znode(state, keep, version)
+
+    async def _write_admin_znode(
+        self, state: ControllerState, moves: dict[TopicPartition, list[int]], version: int
+    ) -> None:
+        path = znodes.REASSIGN_PARTITIONS
+        data = znodes.encode_reassign_partitions(moves)
+
+        def build(transaction: TransactionRequest) -> None:
+            if moves:
+                transaction.set_data(path, data, version)
+            else:
+                transaction.delete(path, version)
+
+        try:
+            await self._fenced(state, build)
+        except (BadVersionError, NoNodeError):
+            self._on_change()  # changed meanwhile: read it again
 
     # --- completion -------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ CONFIG = "/config"
 CONFIG_CHANGES = f"{CONFIG}/changes"
 ADMIN = "/admin"
 DELETE_TOPICS = f"{ADMIN}/delete_topics"
+REASSIGN_PARTITIONS = f"{ADMIN}/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
@@ -397,3 +398,33 @@ def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int]:
         return int(value["broker"]), int(value["block_start"]), int(value["block_end"])
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"Failed to parse the producerId block json {data!r}") from None
+
+
+# --- /admin/reassign_partitions (ReassignPartitionsZNode) -------------------------------
+
+
+def encode_reassign_partitions(moves: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    return _encode(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": topic, "partition": partition, "replicas": list(replicas)}
+                for (topic, partition), replicas in sorted(moves.items())
+            ],
+        }
+    )
+
+
+def decode_reassign_partitions(data: bytes | None) -> dict[tuple[str, int], list[int]]:
+    """The moves an old tool (Kafka 2.x's kafka-reassign-partitions.sh --zookeeper) asked
+    for: partition -> target replicas."""
+    value = _decode(data, "the partition reassignment json")
+    try:
+        return {
+            (str(entry["topic"]), int(entry["partition"])): [int(r) for r in entry["replicas"]]
+            for entry in value.get("partitions") or []
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"Failed to parse the partition reassignment json: {data!r} ({exc})"
+        ) from None

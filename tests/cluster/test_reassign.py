@@ -323,3 +323,27 @@ def test_a_move_survives_the_controllers_failover(cluster: Cluster, zk: ZooKeepe
     assert after["leader"] in (2, 3, 4) and 1 not in after["isr"]
     eventually(lambda: log_dir(brokers[1]).exists(), lambda exists: not exists)
     assert ongoing(brokers[2].port) == (ErrorCode.none, {})
+
+
+def test_an_old_tools_admin_znode_is_honoured(cluster: Cluster, zk: ZooKeeperView):
+    """/admin/reassign_partitions written as Kafka 2.x's tool wrote it: the controller
+    moves the partitions it names, drops the entries it cannot move (an unknown topic, a
+    broker that is not alive), and deletes the znode once every move completed."""
+    brokers = start_four(cluster, zk)
+    create(brokers, [[1, 2, 3], [1, 2, 3]])
+    moves = {
+        "version": 1,
+        "partitions": [
+            {"topic": TOPIC, "partition": 0, "replicas": [4, 3, 2]},
+            {"topic": TOPIC, "partition": 1, "replicas": [1, 9]},
+            {"topic": "nope", "partition": 0, "replicas": [1]},
+        ],
+    }
+    import json
+
+    zk.client.create(zk.path("/admin/reassign_partitions"), json.dumps(moves).encode())
+    zk.wait_data("/admin/reassign_partitions", lambda data, stat: stat is None)
+    assert moved_to(zk, TOPIC, 0, [4, 3, 2])
+    assert moved_to(zk, TOPIC, 1, [1, 2, 3])
+    eventually(lambda: log_dir(brokers[1]).exists(), lambda exists: not exists)
+    assert ongoing(brokers[2].port) == (ErrorCode.none, {})
