@@ -171,7 +171,8 @@ class PartitionReassignments:
             state_writes: list[tuple[int, znodes.PartitionState, int, int, tuple[int, ...]]] = []
             for index, target in moves.items():
                 current = self.assignment(name, index)
-                assert current is not None
+                if current is None:
+                    return UNKNOWN_PARTITION  # deleted meanwhile
                 new = current.reassign_to(
                     target if target is not None else current.original_replicas
                 )
