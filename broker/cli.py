@@ -128,13 +128,14 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
             faults,
             groups,
             leader_election,
+            reassign,
             storage_zip,
             topics,
             transactions,
         )
 
         tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
-        for tool in (*tools, acls, leader_election, faults, cluster):
+        for tool in (*tools, acls, leader_election, reassign, faults, cluster):
             tool.add_parser(commands)
     return parser
 

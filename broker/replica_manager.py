@@ -1,6 +1,7 @@
 """The partitions this broker hosts, made and removed as the metadata says (Kafka's
 ReplicaManager): a partition assigned here gets its log and a Partition; a deleted topic
-loses both; a topic's new configs reach its logs.
+loses both, and so does a partition a reassignment moved off this broker (Kafka's
+StopReplica with delete); a topic's new configs reach its logs.
 
 Handlers find partitions here; what the cluster knows about them (leaders, ISR, configs)
 is in the MetadataCache.
@@ -8,6 +9,7 @@ is in the MetadataCache.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from .replication.fetcher_manager import ReplicaFetcherManager
 
 TopicPartition = tuple[str, int]
+logger = logging.getLogger("brook.replica_manager")
 
 
 class ReplicaManager:
@@ -105,12 +108,21 @@ class ReplicaManager:
         opened: list[Partition] = []  # partitions this change made
         made: list[Partition] = []  # of them, those whose logs this change created
         changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
+        stopped: list[tuple[Partition, PartitionRecord]] = []  # no longer assigned here
+        strays: list[TopicPartition] = []  # logs here of partitions assigned elsewhere
         try:
             for record in records:
-                if not isinstance(record, PartitionRecord) or self.broker_id not in record.replicas:
+                if not isinstance(record, PartitionRecord):
                     continue
                 name = names[record.topic_id]
                 hosted = self._partitions.get((name, record.partition_id))
+                if self.broker_id not in record.replicas:
+                    if hosted is not None:
+                        stopped.append((hosted, record))
+                    elif self._log_manager.get_log(name, record.partition_id) is not None:
+                        # A log left by a replica moved away while this broker was down.
+                        strays.append((name, record.partition_id))
+                    continue
                 if hosted is not None:
                     changed.append((hosted, record))
                     continue
@@ -128,7 +140,7 @@ class ReplicaManager:
             for r in records
             if isinstance(r, TopicConfigsRecord)
         ]
-        return ReplicaChange(self, opened, made, changed, removed, reconfigured)
+        return ReplicaChange(self, opened, made, changed, removed, reconfigured, stopped, strays)
 
     def refresh_configs(self, topics: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """The broker's defaults changed: every log takes its topic's new config."""
@@ -212,6 +224,53 @@ class ReplicaManager:
             self._partitions.pop((partition.topic, partition.index), None)
             self._log_manager.delete_log(partition.topic, partition.index)
 
+    def stop_replica(self, partition: Partition, record: PartitionRecord) -> None:
+        """A reassignment moved the partition off this broker: it stops serving and
+        following it and deletes its log (Kafka's StopReplica with deletePartition).
+        Waiters get NOT_LEADER_OR_FOLLOWER, so that clients go to the leader the
+        metadata names; the coordinators drop a partition this broker led."""
+        from .partition import NotLeaderOrFollowerError
+
+        was_leader = partition.leader_id == self.broker_id
+        partition.update_registration(
+            list(record.replicas),
+            list(record.isr),
+            # Not the leader any more, even if the state saying so is not read yet.
+            record.leader if record.leader != self.broker_id else -1,
+            record.leader_epoch,
+            record.partition_epoch,
+            self._now_ms(),
+        )
+        partition.fail_waiters(
+            NotLeaderOrFollowerError(
+                f"Broker {self.broker_id} is no longer a replica of {partition.name}"
+            )
+        )
+        if was_leader:
+            for listener in self.leadership_listeners:
+                listener(partition)
+        self.remove_partitions([partition])
+        logger.info(
+            "Broker %d is no longer a replica of %s (replicas %s): stopped, log deleted",
+            self.broker_id,
+            partition.name,
+            ",".join(map(str, record.replicas)),
+        )
+
+    def delete_stray_log(self, name: str, index: int) -> None:
+        """A log of a partition this broker is not a replica of: a reassignment moved the
+        partition away while the broker was down, so no StopReplica reached it (Kafka's
+        KRaft brokers delete such stray logs at start too)."""
+        if (name, index) in self._partitions:
+            return
+        if self._log_manager.delete_log(name, index):
+            logger.info(
+                "Broker %d is not a replica of %s-%d: its stray log deleted",
+                self.broker_id,
+                name,
+                index,
+            )
+
     def remove_topic(self, name: str) -> None:
         removed = self.partitions_of(name)
         for partition in removed:
@@ -236,6 +295,8 @@ class ReplicaChange:
     _changed: list[tuple[Partition, PartitionRecord]]
     _removed: list[str]
     _reconfigured: list[tuple[str, dict[str, Any]]]
+    _stopped: list[tuple[Partition, PartitionRecord]]
+    _strays: list[TopicPartition]
 
     def undo(self) -> None:
         self._manager.remove_partitions(self._made)
@@ -254,6 +315,10 @@ class ReplicaChange:
                 now_ms,
             )
             self._manager.follow_or_lead(partition, changed)
+        for partition, record in self._stopped:
+            self._manager.stop_replica(partition, record)
+        for name, index in self._strays:
+            self._manager.delete_stray_log(name, index)
         for name in self._removed:
             self._manager.remove_topic(name)
         self._manager.refresh_configs(self._reconfigured)

@@ -113,6 +113,10 @@ class InvalidReplicaAssignmentError(KafkaError):
     error_code = ErrorCode.invalid_replica_assignment
 
 
+class ReassignmentInProgressError(KafkaError):
+    error_code = ErrorCode.reassignment_in_progress
+
+
 class InvalidConfigError(KafkaError):
     error_code = ErrorCode.invalid_config
 

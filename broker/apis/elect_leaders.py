@@ -20,19 +20,17 @@ import logging
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode
 
 from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import build, handles, schema_module
+from .controller_forwarding import forward_to_controller
 
 log = logging.getLogger("brook.apis.elect_leaders")
 
 Results = dict[tuple[str, int], tuple[ErrorCode, str | None]]
-# The client id of requests between brokers (broker/inter_broker.py): a forwarded
-# request is answered where it arrives, never forwarded again.
-INTER_BROKER_CLIENT_PREFIX = "broker-"
 
 
 @handles(ApiKey.ELECT_LEADERS)
@@ -107,14 +105,10 @@ def _single_broker(ctx: RequestContext, asked: list[tuple[str, int]] | None) -> 
 
 
 async def _forward(ctx: RequestContext, request: Any, asked: list[tuple[str, int]] | None) -> Any:
-    controller = ctx.services.membership.controller_id
-    if controller < 0 or (ctx.client_id or "").startswith(INTER_BROKER_CLIENT_PREFIX):
+    forwarded = await forward_to_controller(ctx, request, "ElectLeaders")
+    if forwarded is None:
         return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
-    try:
-        return await ctx.services.inter_broker.request(controller, request)
-    except KafkaError as exc:
-        log.info("ElectLeaders from %s to controller %d: %s", ctx.who, controller, exc.message)
-        return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)
+    return forwarded
 
 
 def _response(ctx: RequestContext, error: ErrorCode, results: Results, every: bool) -> Any:

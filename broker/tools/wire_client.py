@@ -535,3 +535,89 @@ def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
     for topic, index in partitions:
         by_topic.setdefault(topic, []).append(index)
     return {topic: sorted(indexes) for topic, indexes in sorted(by_topic.items())}
+
+
+# --- partition reassignments -----------------------------------------------------------
+
+REASSIGN_CLIENT_ID = "reassign-partitions-tool"  # Kafka's tool's client id
+ReplicaMove = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _to_controller(bootstrap: str, timeout: float, request: Any) -> Any:
+    """`request` answered by any broker (it forwards it to the controller); NOT_CONTROLLER
+    (the controller moving) tried again until the timeout, as Kafka's admin client does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        connection = _connect_any(bootstrap, timeout, REASSIGN_CLIENT_ID)
+        try:
+            response = connection.request(request)
+        finally:
+            connection.close()
+        if response.error_code != ErrorCode.not_controller or time.monotonic() >= deadline:
+            break
+        time.sleep(RETRY_BACKOFF_S)
+    if response.error_code != ErrorCode.none:
+        raise ToolError(describe_code(response.error_code))
+    return response
+
+
+def alter_partition_reassignments(
+    bootstrap: str, timeout: float, moves: dict[tuple[str, int], list[int] | None]
+) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+    """AlterPartitionReassignments v0: each partition's error and message (None: cancel)."""
+    from kio.schema.alter_partition_reassignments.v0 import request as alter0
+
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), replicas in sorted(moves.items()):
+        by_topic.setdefault(topic, []).append(
+            alter0.ReassignablePartition(
+                partition_index=i32(index),
+                replicas=None if replicas is None else tuple(i32(r) for r in replicas),
+            )
+        )
+    response = _to_controller(
+        bootstrap,
+        timeout,
+        alter0.AlterPartitionReassignmentsRequest(
+            topics=tuple(
+                alter0.ReassignableTopic(name=topic, partitions=tuple(partitions))
+                for topic, partitions in by_topic.items()
+            ),
+        ),
+    )
+    return {
+        (topic.name, p.partition_index): (p.error_code, p.error_message)
+        for topic in response.responses
+        for p in topic.partitions
+    }
+
+
+def list_partition_reassignments(
+    bootstrap: str, timeout: float, partitions: Iterable[tuple[str, int]] | None = None
+) -> dict[tuple[str, int], ReplicaMove]:
+    """ListPartitionReassignments v0: (replicas, adding, removing) of each partition being
+    moved, of `partitions` (None: every one)."""
+    from kio.schema.list_partition_reassignments.v0 import request as list0
+
+    topics = None
+    if partitions is not None:
+        topics = tuple(
+            list0.ListPartitionReassignmentsTopics(
+                name=topic, partition_indexes=tuple(i32(p) for p in indexes)
+            )
+            for topic, indexes in _by_topic(partitions).items()
+        )
+    response = _to_controller(
+        bootstrap,
+        timeout,
+        list0.ListPartitionReassignmentsRequest(topics=topics),
+    )
+    return {
+        (topic.name, p.partition_index): (
+            tuple(p.replicas),
+            tuple(p.adding_replicas),
+            tuple(p.removing_replicas),
+        )
+        for topic in response.topics
+        for p in topic.partitions
+    }

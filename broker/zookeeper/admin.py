@@ -27,6 +27,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from brook.protocol.errors import (
     LeaderNotAvailableError,
+    ReassignmentInProgressError,
     RequestTimedOutError,
     TopicDeletionDisabledError,
     TopicExistsError,
@@ -289,7 +290,14 @@ class ZkController(Controller):
                 data, stat = await self._client.get(znodes.topic_path(name))
             except NoNodeError:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.") from None
-            topic_id, existing = znodes.decode_topic(name, data)
+            held = znodes.decode_topic_znode(name, data)
+            topic_id, existing = held.topic_id, held.partitions
+            if held.adding or held.removing:
+                # As Kafka: new partitions could race the controller's completion of the
+                # move, which rewrites this znode.
+                raise ReassignmentInProgressError(
+                    f"A partition reassignment is in progress for the topic '{name}'."
+                )
             current = len(existing)
             check_partition_increase(name, current, new_total, assignments)
             if assignments is not None:

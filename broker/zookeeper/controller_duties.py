@@ -65,6 +65,7 @@ from ..metadata.records import MetadataRecord
 from . import znodes
 from .client import ZooKeeperClient
 from .controller_election import ControllerElection, ControllerState
+from .reassignment import PartitionReassignments, ReassignmentResult
 from .serial_job import SerialJob
 from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher
 
@@ -114,6 +115,9 @@ class ControllerDuties:
         # leader rebalance) write the same states: one at a time.
         self._lock = asyncio.Lock()
         self._rebalance: asyncio.Future[None] | None = None
+        self.reassignments = PartitionReassignments(
+            client, topics, self._active_brokers, self._fenced, self._job.schedule
+        )
         election.add_listener(self._controller_changed)
         # Every read of the topics, changed or not (a topic without an id changes nothing
         # in the cache, and still needs the controller).
@@ -128,6 +132,7 @@ class ControllerDuties:
 
     def _controller_changed(self, state: ControllerState, is_controller: bool) -> None:
         self._active = is_controller
+        self.reassignments.controller_changed()
         if not is_controller:
             self._stop_rebalance()
         elif self._rebalance is None:
@@ -178,6 +183,10 @@ class ControllerDuties:
     def _own_id(self) -> int:
         return self._election.state.controller_id
 
+    def _active_brokers(self) -> set[int]:
+        """The live brokers that may lead or be added (not in controlled shutdown)."""
+        return {b.broker_id for b in self._cache.brokers()} - self.shutting_down.keys()
+
     # --- the reconciliation -------------------------------------------------------------
 
     async def _reconcile(self) -> None:
@@ -224,6 +233,11 @@ class ControllerDuties:
                 if not moved and leader in still_leading and len(replicas) > 1:
                     still_leading[leader].append((name, partition))
         self._still_leading = still_leading
+        # Moves an old tool asked for in /admin/reassign_partitions start; moves whose
+        # target replicas have all caught up complete (a new controller's first round
+        # resumes those its predecessor left).
+        await self.reassignments.follow_admin_znode(state)
+        await self.reassignments.complete_caught_up(state)
         if retry:
             self._topics.schedule()
 
@@ -431,6 +445,30 @@ class ControllerDuties:
             return ErrorCode.none, None
         return ErrorCode.not_controller, f"the state of {name}-{index} kept changing; try again"
 
+    # --- reassignments (AlterPartitionReassignments, ListPartitionReassignments) ----------
+
+    async def alter_partition_reassignments(
+        self, asked: dict[tuple[str, int], list[int] | None]
+    ) -> dict[tuple[str, int], ReassignmentResult]:
+        """Start, replace or cancel (None) moves; each partition's result. Raises
+        ControllerFencedError when this broker is not, or no longer, the controller."""
+        async with self._lock:
+            if not self._active:
+                raise ControllerFencedError()
+            results = await self.reassignments.alter(self._election.state, asked)
+        self._job.schedule()  # a move that needs no copying completes at once
+        return results
+
+    async def list_partition_reassignments(
+        self, partitions: list[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], Any]:
+        """The ongoing moves (ReplicaAssignment) of `partitions` (None: all)."""
+        async with self._lock:
+            if not self._active:
+                raise ControllerFencedError()
+            await self._topics.idle()
+            return self.reassignments.ongoing(partitions)
+
     # --- the preferred leader rebalance (auto.leader.rebalance.enable) ---------------------
 
     def _stop_rebalance(self) -> None:
@@ -560,13 +598,13 @@ class ControllerDuties:
         path = znodes.topic_path(name)
         try:
             data, stat = await self._client.get(path)
-            topic_id, assignment = znodes.decode_topic(name, data)
+            held = znodes.decode_topic_znode(name, data)
         except (NoNodeError, ValueError):
             return
-        if topic_id is not None:
+        if held.topic_id is not None:
             return
         new_id = uuid.uuid4()
-        encoded = znodes.encode_topic(new_id, assignment)
+        encoded = znodes.encode_topic(new_id, held.partitions, held.adding, held.removing)
         try:
             await self._fenced(state, lambda t: t.set_data(path, encoded, stat.version))
         except BadVersionError:

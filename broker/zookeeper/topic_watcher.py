@@ -57,6 +57,9 @@ class TopicWatcher:
         self.publisher = publisher
         # What ZooKeeper held when last read.
         self.assignments: dict[str, tuple[uuid.UUID | None, dict[int, list[int]]]] = {}
+        # Each topic's znode whole (with the replicas being added and removed by a
+        # reassignment) and its version, which the controller's rewrites are checked on.
+        self.topic_znodes: dict[str, tuple[znodes.TopicZNode, int]] = {}
         self.states: dict[tuple[str, int], znodes.PartitionState] = {}
         self.configs: dict[str, dict[str, str]] = {}
         # What a watch said may have changed since.
@@ -136,6 +139,7 @@ class TopicWatcher:
         names = set(children)
         for gone in set(self.assignments) - names:
             self.assignments.pop(gone, None)
+            self.topic_znodes.pop(gone, None)
             self.configs.pop(gone, None)
             for key in [k for k in self.states if k[0] == gone]:
                 del self.states[key]
@@ -160,16 +164,32 @@ class TopicWatcher:
 
     async def _read_topic(self, name: str) -> None:
         try:
-            data, _ = await self._client.get(znodes.topic_path(name), self._topic_changed)
+            data, stat = await self._client.get(znodes.topic_path(name), self._topic_changed)
         except NoNodeError:
             self.assignments.pop(name, None)
+            self.topic_znodes.pop(name, None)
             return
         try:
-            self.assignments[name] = znodes.decode_topic(name, data)
+            held = znodes.decode_topic_znode(name, data)
         except ValueError as exc:
             log.error("%s; topic %s is left out of the metadata", exc, name)
             # Known but without an id: left out until its znode changes (its watch).
             self.assignments[name] = (None, {})
+            self.topic_znodes.pop(name, None)
+            return
+        self.assignments[name] = (held.topic_id, held.partitions)
+        self.topic_znodes[name] = (held, stat.version)
+
+    def reread_topic(self, name: str) -> None:
+        """Read a topic's znode again at the next refresh (a write of this broker's own,
+        which its watch would bring a moment later)."""
+        self._stale_topics.add(name)
+        self._job.schedule()
+
+    def reread_state(self, name: str, partition: int) -> None:
+        """Read a partition's state znode again at the next refresh (as reread_topic)."""
+        self._stale_states.add((name, partition))
+        self._job.schedule()
 
     async def _read_state(self, name: str, partition: int) -> None:
         path = znodes.topic_partition_state_path(name, partition)

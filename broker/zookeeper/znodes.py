@@ -32,6 +32,7 @@ CONFIG = "/config"
 CONFIG_CHANGES = f"{CONFIG}/changes"
 ADMIN = "/admin"
 DELETE_TOPICS = f"{ADMIN}/delete_topics"
+REASSIGN_PARTITIONS = f"{ADMIN}/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
@@ -231,34 +232,75 @@ def decode_cluster_id(data: bytes | None) -> str:
 TOPIC_ZNODE_VERSION = 3
 
 
-def encode_topic(topic_id: uuid.UUID, assignment: Mapping[int, Sequence[int]]) -> bytes:
-    """A topic's assignment: partition -> replicas, the first the preferred leader."""
+def encode_topic(
+    topic_id: uuid.UUID,
+    assignment: Mapping[int, Sequence[int]],
+    adding: Mapping[int, Sequence[int]] | None = None,
+    removing: Mapping[int, Sequence[int]] | None = None,
+) -> bytes:
+    """A topic's assignment: partition -> replicas, the first the preferred leader; while
+    a reassignment moves a partition, its replicas being added and removed (only the
+    partitions that have some, as Kafka writes them)."""
+
+    def moving(by_partition: Mapping[int, Sequence[int]] | None) -> dict[str, list[int]]:
+        return {str(p): list(r) for p, r in sorted((by_partition or {}).items()) if r}
+
     return _encode(
         {
             "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
             "topic_id": topic_id_to_string(topic_id),
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": moving(adding),
+            "removing_replicas": moving(removing),
             "version": TOPIC_ZNODE_VERSION,
         }
     )
 
 
-def decode_topic(topic: str, data: bytes | None) -> tuple[uuid.UUID | None, dict[int, list[int]]]:
-    """The topic id (None when an older Kafka wrote none) and the assignment."""
+def encode_topic_znode(topic: TopicZNode) -> bytes:
+    assert topic.topic_id is not None
+    return encode_topic(topic.topic_id, topic.partitions, topic.adding, topic.removing)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicZNode:
+    """What a topic's znode holds: its id (None when an older Kafka wrote none), each
+    partition's replicas and, for partitions being reassigned, the replicas being added
+    and removed."""
+
+    topic_id: uuid.UUID | None
+    partitions: dict[int, list[int]]
+    adding: dict[int, list[int]]
+    removing: dict[int, list[int]]
+
+
+def decode_topic_znode(topic: str, data: bytes | None) -> TopicZNode:
     value = _decode(data, f"the assignment of topic {topic}")
     try:
         raw_id = value.get("topic_id")
         topic_id = topic_id_from_string(raw_id) if raw_id is not None else None
-        partitions = value.get("partitions") or {}
-        assignment = {
-            int(partition): [int(r) for r in replicas] for partition, replicas in partitions.items()
-        }
+
+        def by_partition(key: str) -> dict[int, list[int]]:
+            return {
+                int(partition): [int(r) for r in replicas]
+                for partition, replicas in (value.get(key) or {}).items()
+            }
+
+        return TopicZNode(
+            topic_id,
+            by_partition("partitions"),
+            {p: r for p, r in by_partition("adding_replicas").items() if r},
+            {p: r for p, r in by_partition("removing_replicas").items() if r},
+        )
     except (AttributeError, TypeError, ValueError) as exc:
         raise ValueError(
             f"Failed to parse the assignment of topic {topic}: {data!r} ({exc})"
         ) from None
-    return topic_id, assignment
+
+
+def decode_topic(topic: str, data: bytes | None) -> tuple[uuid.UUID | None, dict[int, list[int]]]:
+    """The topic id (None when an older Kafka wrote none) and the assignment."""
+    znode = decode_topic_znode(topic, data)
+    return znode.topic_id, znode.partitions
 
 
 # --- /brokers/topics/<t>/partitions/<p>/state (TopicPartitionStateZNode) -------------------
@@ -356,3 +398,33 @@ def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int]:
         return int(value["broker"]), int(value["block_start"]), int(value["block_end"])
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"Failed to parse the producerId block json {data!r}") from None
+
+
+# --- /admin/reassign_partitions (ReassignPartitionsZNode) -------------------------------
+
+
+def encode_reassign_partitions(moves: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    return _encode(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": topic, "partition": partition, "replicas": list(replicas)}
+                for (topic, partition), replicas in sorted(moves.items())
+            ],
+        }
+    )
+
+
+def decode_reassign_partitions(data: bytes | None) -> dict[tuple[str, int], list[int]]:
+    """The moves an old tool (Kafka 2.x's kafka-reassign-partitions.sh --zookeeper) asked
+    for: partition -> target replicas."""
+    value = _decode(data, "the partition reassignment json")
+    try:
+        return {
+            (str(entry["topic"]), int(entry["partition"])): [int(r) for r in entry["replicas"]]
+            for entry in value.get("partitions") or []
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"Failed to parse the partition reassignment json: {data!r} ({exc})"
+        ) from None

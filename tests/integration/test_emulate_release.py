@@ -80,6 +80,8 @@ KAFKA_2_8 = {
     ApiKey.CREATE_ACLS: (1, 2),
     ApiKey.DELETE_ACLS: (1, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 # 3.3 over 2.8: topic ids in Fetch/Metadata (KIP-516), KIP-699's batched FindCoordinator,
 # KIP-800/814 JoinGroup and LeaveGroup, and the transaction admin APIs of 3.0 (KIP-664).
