@@ -51,9 +51,11 @@ ADDRESS_SPACE = 4 << 30
 
 
 class Harness:
-    def __init__(self, broker, data_dir: Path) -> None:
+    def __init__(self, broker, data_dir: Path, target_port: int | None = None) -> None:
         self.broker = broker
         self.data_dir = data_dir
+        # Where the frames go (a SASL listener, say); the checks use the broker's port.
+        self.target_port = target_port or broker.port
         self.process = psutil.Process(broker.process.pid)
         self.protected_files = self._protected_hashes()
         segments = [name for name in self.protected_files if name.endswith(".log")]
@@ -76,7 +78,7 @@ class Harness:
     def send(self, frame: FuzzFrame) -> None:
         self.batch.append(frame)
         try:
-            sock = socket.create_connection(("127.0.0.1", self.broker.port), timeout=5)
+            sock = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
         except OSError as exc:
             self._down(f"a new connection failed ({exc!r})")
         with sock:
