@@ -9,6 +9,7 @@ transactional ids, so that one test's ACLs never apply to another's resources.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,10 +28,13 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramMechanism,
+    UserScramCredentialDeletion,
 )
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError as KpTopicAuthorizationFailed
 
+from brook.broker.testing import BrokerThread
 from brook.protocol.errors import ErrorCode
 from tests.integration.processes import run_brook
 from tests.integration.raw_client import RawClient
@@ -523,3 +527,33 @@ def test_authorized_operations_are_the_principals(acl_broker):
     )
     every = futures[topic].result(15)
     assert AclOperation.DELETE in set(every.authorized_operations)  # the super user's
+
+
+def test_scram_credentials_and_reassignments_need_the_cluster(acl_broker, tmp_path):
+    admin = _admin(acl_broker, "alice")
+    deletion = UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_256)
+    with pytest.raises(KafkaException) as raised:
+        admin.alter_user_scram_credentials([deletion])["bob"].result(15)
+    assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    super_admin = _admin(acl_broker)
+    assert "bob" in super_admin.describe_user_scram_credentials().result(15)
+    # Over the wire, as User:ANONYMOUS on a broker where it is no super user
+    # (confluent-kafka 2.16's describe_user_scram_credentials crashes the process on a
+    # response with a top-level error, which is what Kafka answers too).
+    from kio.schema.describe_user_scram_credentials.v0 import request as describe0
+    from kio.schema.list_partition_reassignments.v0 import request as list0
+
+    broker = BrokerThread(tmp_path, {"authorizer.class.name": AUTHORIZER}).start()
+    try:
+        with RawClient(broker.port) as client:
+            described = client.request(describe0.DescribeUserScramCredentialsRequest(users=None))
+            listed = client.request(
+                list0.ListPartitionReassignmentsRequest(
+                    timeout=datetime.timedelta(seconds=5), topics=None
+                )
+            )
+    finally:
+        broker.stop()
+    assert described.error_code == ErrorCode.cluster_authorization_failed
+    assert described.results == ()
+    assert listed.error_code == ErrorCode.cluster_authorization_failed
