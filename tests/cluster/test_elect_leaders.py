@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brook.protocol.errors import ErrorCode
 from tests.integration.raw_client import RawClient
 
-from .harness import Cluster, ZooKeeperView, eventually
+from .harness import Cluster, ZooKeeperView, eventually, metadata_of
 from .topics import REPLICATION, start_three, state_of
 
 NO_REBALANCE = {"auto.leader.rebalance.enable": False}
@@ -144,6 +144,8 @@ def test_unclean_election(cluster: Cluster, zk: ZooKeeperView):
 
     brokers[3] = cluster.restart(brokers[3], 3, extra={**REPLICATION, **NO_REBALANCE})
     zk.wait_broker_ids([1, 3])
+    # The controller (broker 1, the one left) has seen broker 3 come back.
+    eventually(lambda: sorted(metadata_of(brokers[1].port).brokers), lambda ids: ids == [1, 3])
     # Outside the ISR, 3 may not lead on its own.
     assert state_of(zk, "fragile", 0)["leader"] == -1
     before = state_of(zk, "fragile", 0)
