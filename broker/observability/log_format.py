@@ -18,7 +18,6 @@ longer about that request and gets neither):
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -75,6 +74,8 @@ class JsonFormatter(logging.Formatter):
             line["exception"] = record.exc_text
         if record.stack_info:
             line["stack"] = self.formatStack(record.stack_info)
+        import json  # only a JSON log needs it (imported once, then cached)
+
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
