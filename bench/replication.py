@@ -182,7 +182,8 @@ class _AckClock:
     """An idempotent producer at a steady rate that remembers when each ack came."""
 
     def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
-        self.acks: list[float] = []
+        # (when the record was produced, when its ack came), per acknowledged record.
+        self.acks: list[tuple[float, float]] = []
         self.failures = 0
         self._producer = Producer(
             {
@@ -198,17 +199,21 @@ class _AckClock:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _delivered(self, error: object, _: object) -> None:
+    def _delivered(self, produced_at: float, error: object) -> None:
         if error is None:
-            self.acks.append(time.monotonic())
+            self.acks.append((produced_at, time.monotonic()))
         else:
             self.failures += 1
 
     def _run(self) -> None:
         sequence = 0
         while not self._stop.is_set():
+            produced_at = time.monotonic()
             self._producer.produce(
-                self._topic, value=b"%d" % sequence, partition=0, on_delivery=self._delivered
+                self._topic,
+                value=b"%d" % sequence,
+                partition=0,
+                on_delivery=lambda error, _, at=produced_at: self._delivered(at, error),
             )
             sequence += 1
             self._producer.poll(self._interval)
@@ -223,9 +228,12 @@ class _AckClock:
         self._thread.join()
 
     def first_ack_after(self, moment: float, timeout_s: float = 120.0) -> float:
+        """When the first record produced after `moment` was acknowledged: after a kill,
+        necessarily by the new leader (a record the old leader acknowledged just before
+        the kill may have its callback run after it, and must not count)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            later = [ack for ack in list(self.acks) if ack > moment]
+            later = [acked for produced, acked in list(self.acks) if produced > moment]
             if later:
                 return min(later)
             time.sleep(0.005)
