@@ -56,6 +56,7 @@ def load_all() -> dict[int, Handler]:
     from . import (  # noqa: F401
         add_offsets_to_txn,
         add_partitions_to_txn,
+        alter_client_quotas,
         alter_configs,
         alter_replica_log_dirs,
         alter_user_scram_credentials,
@@ -69,6 +70,7 @@ def load_all() -> dict[int, Handler]:
         delete_records,
         delete_topics,
         describe_acls,
+        describe_client_quotas,
         describe_cluster,
         describe_configs,
         describe_groups,

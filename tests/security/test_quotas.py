@@ -1,0 +1,256 @@
+"""Client quotas: AlterClientQuotas / DescribeClientQuotas on the wire, Kafka's precedence
+of user, client-id and (user, client-id) entities, and real clients throttled to their
+byte-rate quotas, checked against what the broker itself measured and answered."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.alter_client_quotas.v1.request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from kio.schema.describe_client_quotas.v1.request import (
+    ComponentData,
+    DescribeClientQuotasRequest,
+)
+from kio.static.primitive import i8
+
+from brook.broker.client import BlockingClient
+from brook.broker.quotas.entities import sanitize
+from brook.broker.quotas.store import CLIENT_QUOTAS_FILE
+from brook.protocol.errors import ErrorCode
+from tests.integration.cli import brook
+
+from .conftest import PLAIN_USERS, SecureBroker
+
+Entity = list[tuple[str, str | None]]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
+    secure = SecureBroker(tmp_path_factory.mktemp("quotas"), pki).start()
+    try:
+        yield secure
+    finally:
+        secure.stop()
+
+
+def alter(
+    broker: SecureBroker, entity: Entity, ops: dict[str, float | None], validate_only=False
+) -> tuple[ErrorCode, str | None]:
+    request = AlterClientQuotasRequest(
+        entries=(
+            EntryData(
+                entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
+                ops=tuple(
+                    OpData(key=key, value=value or 0.0, remove=value is None)
+                    for key, value in ops.items()
+                ),
+            ),
+        ),
+        validate_only=validate_only,
+    )
+    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], "quota-admin") as client:
+        response = client.request(request)
+    (entry,) = response.entries
+    return entry.error_code, entry.error_message
+
+
+def describe(
+    broker: SecureBroker, components: list[tuple[str, int, str | None]], strict: bool = False
+) -> Any:
+    request = DescribeClientQuotasRequest(
+        components=tuple(
+            ComponentData(entity_type=t, match_type=i8(m), match=n) for t, m, n in components
+        ),
+        strict=strict,
+    )
+    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], "quota-admin") as client:
+        return client.request(request)
+
+
+def described(broker: SecureBroker, components, strict=False) -> dict[tuple, dict[str, float]]:
+    response = describe(broker, components, strict)
+    assert response.error_code == ErrorCode.none, response.error_message
+    return {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {
+            v.key: v.value for v in entry.values
+        }
+        for entry in response.entries
+    }
+
+
+def quota_of(broker: SecureBroker, kind: str, user: str, client_id: str) -> float | None:
+    """The quota the broker applies to a request of (user, client id)."""
+    manager = getattr(broker.broker.services.quotas, kind)
+    found = broker.call(lambda: manager.quota(sanitize(user), sanitize(client_id)))
+    return None if found is None else found[1]
+
+
+def test_alter_then_describe_as_kafka_answers(broker):
+    entity = [("user", "dora"), ("client-id", "app-1")]
+    assert alter(broker, entity, {"producer_byte_rate": 2048, "request_percentage": 12.5}) == (
+        ErrorCode.none,
+        None,
+    )
+    assert described(broker, [("user", 0, "dora")]) == {
+        (("user", "dora"), ("client-id", "app-1")): {
+            "producer_byte_rate": 2048.0,
+            "request_percentage": 12.5,
+        }
+    }
+    # Strict: only entities with no other types than those named.
+    assert described(broker, [("user", 0, "dora")], strict=True) == {}
+    assert alter(broker, entity, {"producer_byte_rate": None}) == (ErrorCode.none, None)
+    assert described(broker, [("client-id", 0, "app-1")]) == {
+        (("user", "dora"), ("client-id", "app-1")): {"request_percentage": 12.5}
+    }
+    # validate_only stores nothing.
+    assert alter(broker, [("user", "dora")], {"consumer_byte_rate": 100}, True)[0] == 0
+    assert described(broker, [("user", 0, "dora")], strict=True) == {}
+    assert alter(broker, entity, {"request_percentage": None}) == (ErrorCode.none, None)
+    assert described(broker, [("user", 0, "dora")]) == {}
+
+
+def test_default_entities_are_null_names(broker):
+    try:
+        assert alter(broker, [("user", None)], {"consumer_byte_rate": 4096})[0] == 0
+        assert described(broker, [("user", 1, None)]) == {
+            (("user", None),): {"consumer_byte_rate": 4096.0}
+        }
+        # "Any name" (match type 2) includes the default.
+        assert (("user", None),) in described(broker, [("user", 2, None)])
+    finally:
+        alter(broker, [("user", None)], {"consumer_byte_rate": None})
+    assert described(broker, [("user", 1, None)]) == {}
+
+
+@pytest.mark.parametrize(
+    ("entity", "ops", "message"),
+    [
+        ([("user", "x")], {"no_such_quota": 1.0}, "Invalid configuration key no_such_quota"),
+        ([("user", "x")], {"producer_byte_rate": 0.0}, "Quota producer_byte_rate must be"),
+        ([("user", "x")], {"producer_byte_rate": -5.0}, "must be greater than 0"),
+        ([("user", "x")], {"producer_byte_rate": 10.5}, "cannot be a fractional value"),
+        ([], {"producer_byte_rate": 10.0}, "Invalid empty client quota entity"),
+        ([("user", "x"), ("user", "y")], {"producer_byte_rate": 1.0}, "duplicate entity"),
+        ([("group", "x")], {"producer_byte_rate": 1.0}, "Unhandled client quota entity type"),
+        ([("user", "")], {"producer_byte_rate": 1.0}, "Empty user not supported"),
+        ([("ip", "1.2.3.4"), ("user", "x")], {"producer_byte_rate": 1.0}, "IP entity"),
+    ],
+)
+def test_bad_alterations_are_refused_and_change_nothing(broker, entity, ops, message):
+    error, text = alter(broker, entity, ops)
+    assert error == ErrorCode.invalid_request
+    assert message in text
+    assert described(broker, [("user", 0, "x")]) == {}
+
+
+def test_bad_describe_filters(broker):
+    duplicate = describe(broker, [("user", 2, None), ("user", 1, None)])
+    assert duplicate.error_code == ErrorCode.invalid_request
+    assert "Duplicate user filter component" in duplicate.error_message
+    custom = describe(broker, [("group", 2, None)])
+    assert custom.error_code == ErrorCode.invalid_request
+    assert custom.entries is None
+
+
+def test_precedence_follows_kafka(broker):
+    user, client = "alice", "prec-client"
+    levels = [
+        ([("client-id", None)], 8.0),
+        ([("client-id", client)], 7.0),
+        ([("user", None)], 6.0),
+        ([("user", None), ("client-id", None)], 5.0),
+        ([("user", None), ("client-id", client)], 4.0),
+        ([("user", user)], 3.0),
+        ([("user", user), ("client-id", None)], 2.0),
+        ([("user", user), ("client-id", client)], 1.0),
+    ]
+    try:
+        # Set from the least specific up: each more specific level takes over.
+        for entity, value in levels:
+            assert alter(broker, entity, {"request_percentage": value})[0] == 0
+            assert quota_of(broker, "request", user, client) == value
+        # Removed from the most specific down: the next level applies again.
+        for (entity, _), (_, below) in zip(reversed(levels), reversed(levels[:-1])):
+            assert alter(broker, entity, {"request_percentage": None})[0] == 0
+            assert quota_of(broker, "request", user, client) == below
+        # Each quota type resolves on its own.
+        assert quota_of(broker, "produce", user, client) is None
+    finally:
+        for entity, _ in levels:
+            alter(broker, entity, {"request_percentage": None})
+    assert quota_of(broker, "request", user, client) is None
+
+
+def test_quotas_are_kept_in_the_first_log_dir(broker):
+    try:
+        assert alter(broker, [("client-id", "kept")], {"producer_byte_rate": 777})[0] == 0
+        path = broker.broker.config.log_dirs[0] / CLIENT_QUOTAS_FILE
+        stored = json.loads(path.read_text())
+        assert stored["entities"]["clients/kept"] == {"producer_byte_rate": "777"}
+    finally:
+        alter(broker, [("client-id", "kept")], {"producer_byte_rate": None})
+
+
+def _topic(broker: SecureBroker, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
+    for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
+        future.result(15)
+
+
+def _produce(broker: SecureBroker, topic: str, client_id: str, total: int, extra=None):
+    """Produce `total` bytes in 10 KiB records; the throttle times the client was told."""
+    throttles: list[int] = []
+    config = {
+        "bootstrap.servers": broker.bootstrap("PLAINTEXT"),
+        "client.id": client_id,
+        "linger.ms": 5,
+        # A request per record, as small as Java's default batches: a rate measured
+        # after any of them is over the quota by one request at most.
+        "batch.size": 16384,
+        "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000)),
+        **(extra or {}),
+    }
+    producer = Producer(config)
+    value = b"x" * 10240
+    for _ in range(total // len(value)):
+        producer.produce(topic, value)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    producer.poll(0)
+    return throttles
+
+
+def test_producer_over_its_quota_is_throttled_to_it(broker):
+    topic, client_id, quota = "quota-produce", "throttled-producer", 100_000
+    _topic(broker, topic)
+    try:
+        assert alter(broker, [("client-id", client_id)], {"producer_byte_rate": quota})[0] == 0
+        # The window counts as 10 s at first (11 samples of 1 s): 1 MB passes, then the
+        # broker throttles.
+        throttles = _produce(broker, topic, client_id, 1_400_000)
+        assert throttles and max(throttles) > 0
+        manager = broker.broker.services.quotas.produce
+        tags = ("", client_id)
+        answered = broker.call(lambda: list(manager.throttles[tags]))
+        assert answered[0] > 0 and answered[1] > 0
+        # The client waited as told, so the rate the broker measured is held near the
+        # quota (a batch above it at most).
+        rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+        # Another client, without quota, is not throttled.
+        assert _produce(broker, topic, "free-producer", 1_400_000) == []
+        assert ("", "free-producer") not in broker.call(lambda: dict(manager.throttles))
+    finally:
+        alter(broker, [("client-id", client_id)], {"producer_byte_rate": None})
