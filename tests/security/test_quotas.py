@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.alter_client_quotas.v1.request import (
     AlterClientQuotasRequest,
@@ -182,7 +182,8 @@ def test_precedence_follows_kafka(broker):
             assert alter(broker, entity, {"request_percentage": value})[0] == 0
             assert quota_of(broker, "request", user, client) == value
         # Removed from the most specific down: the next level applies again.
-        for (entity, _), (_, below) in zip(reversed(levels), reversed(levels[:-1])):
+        for index in range(len(levels) - 1, 0, -1):
+            entity, below = levels[index][0], levels[index - 1][1]
             assert alter(broker, entity, {"request_percentage": None})[0] == 0
             assert quota_of(broker, "request", user, client) == below
         # Each quota type resolves on its own.
@@ -254,3 +255,135 @@ def test_producer_over_its_quota_is_throttled_to_it(broker):
         assert ("", "free-producer") not in broker.call(lambda: dict(manager.throttles))
     finally:
         alter(broker, [("client-id", client_id)], {"producer_byte_rate": None})
+
+
+def test_consumer_over_its_quota_is_throttled_to_it(broker):
+    topic, client_id, quota = "quota-fetch", "throttled-consumer", 100_000
+    _topic(broker, topic)
+    _produce(broker, topic, "filler", 1_300_000)
+    throttles: list[int] = []
+    try:
+        assert alter(broker, [("client-id", client_id)], {"consumer_byte_rate": quota})[0] == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap("PLAINTEXT"),
+                "client.id": client_id,
+                "group.id": "quota-fetchers",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "fetch.max.bytes": 16384,
+                "message.max.bytes": 16384,
+                "max.partition.fetch.bytes": 16384,
+                "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000)),
+            }
+        )
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        received = 0
+        while received < 1_300_000 // 10240:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            received += 1
+        consumer.close()
+        assert throttles and max(throttles) > 0
+        manager = broker.broker.services.quotas.fetch
+        tags = ("", client_id)
+        assert broker.call(lambda: manager.throttles[tags][1]) > 0
+        rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+    finally:
+        alter(broker, [("client-id", client_id)], {"consumer_byte_rate": None})
+
+
+def test_user_quota_over_sasl_is_shared_by_the_users_clients(broker):
+    from kafka import KafkaProducer
+
+    topic, quota = "quota-user", 100_000
+    _topic(broker, topic)
+    # A quota of the user alone: its sensor is the user's, whatever the client id.
+    try:
+        assert alter(broker, [("user", "alice")], {"producer_byte_rate": quota})[0] == 0
+        producer = KafkaProducer(
+            bootstrap_servers=broker.bootstrap("SASL_PLAINTEXT"),
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password=PLAIN_USERS["alice"],
+            client_id="alice-app",
+            batch_size=16384,
+            linger_ms=5,
+        )
+        value = b"y" * 10240
+        for _ in range(1_300_000 // len(value)):
+            producer.send(topic, value)
+        producer.flush(60)
+        # kafka-python keeps the throttle times it was told per connection.
+        told = [group.get("throttle-time-max", 0) for group in producer.metrics().values()]
+        producer.close()
+        assert max(told) > 0
+        manager = broker.broker.services.quotas.produce
+        assert broker.call(lambda: manager.throttles[("alice", "")][1]) > 0
+        rate = broker.call(lambda: manager.rates[("alice", "")].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+    finally:
+        alter(broker, [("user", "alice")], {"producer_byte_rate": None})
+
+
+def test_brook_configs_manages_quotas_beside_scram_credentials(broker):
+    bootstrap = broker.bootstrap("PLAINTEXT")
+    configs = ("configs", "--bootstrap-server", bootstrap)
+    try:
+        added = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--add-config",
+            "producer_byte_rate=1024,SCRAM-SHA-256=[password=frank-secret],request_percentage=50",
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        assert added.lines == ["Completed updating config for user frank."]
+        pair = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--entity-type", "clients", "--entity-name", "app", "--add-config",
+            "consumer_byte_rate=4096",
+        )  # fmt: skip
+        assert pair.returncode == 0, pair.stderr
+        default = brook(
+            *configs, "--alter", "--entity-type", "clients", "--entity-default",
+            "--add-config", "producer_byte_rate=2048",
+        )  # fmt: skip
+        assert default.returncode == 0, default.stderr
+        assert quota_of(broker, "produce", "nobody", "any-client") == 2048
+        assert quota_of(broker, "fetch", "frank", "app") == 4096
+        described = brook(
+            *configs, "--describe", "--entity-type", "users", "--entity-name", "frank"
+        )
+        assert described.lines == [
+            "Quota configs for user-principal 'frank' are producer_byte_rate=1024.0,"
+            " request_percentage=50.0",
+            "SCRAM credential configs for user-principal 'frank' are SCRAM-SHA-256=iterations=4096",
+        ]
+        clients = brook(*configs, "--describe", "--entity-type", "clients")
+        assert clients.lines == [
+            "Quota configs for the default client-id are producer_byte_rate=2048.0"
+        ]
+        both = brook(
+            *configs, "--describe", "--entity-type", "users", "--entity-name", "frank",
+            "--entity-type", "clients", "--entity-name", "app",
+        )  # fmt: skip
+        assert both.lines == [
+            "Quota configs for user-principal 'frank', client-id 'app' are"
+            " consumer_byte_rate=4096.0"
+        ]
+        bad = brook(
+            *configs, "--alter", "--entity-type", "clients", "--entity-name", "app",
+            "--add-config", "producer_byte_rate=1.5",
+        )  # fmt: skip
+        assert bad.returncode != 0
+        assert "INVALID_REQUEST: producer_byte_rate cannot be a fractional value." in bad.stderr
+        removed = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--delete-config", "producer_byte_rate,request_percentage",
+        )  # fmt: skip
+        assert removed.returncode == 0, removed.stderr
+        assert quota_of(broker, "produce", "frank", "x") == 2048  # the client default now
+    finally:
+        alter(broker, [("client-id", None)], {"producer_byte_rate": None})
+        alter(broker, [("user", "frank"), ("client-id", "app")], {"consumer_byte_rate": None})
