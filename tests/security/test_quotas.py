@@ -29,6 +29,7 @@ from brook.broker.quotas.entities import sanitize
 from brook.broker.quotas.store import CLIENT_QUOTAS_FILE
 from brook.protocol.errors import ErrorCode
 from tests.integration.cli import brook
+from tests.observability.conftest import Admin
 
 from .conftest import PLAIN_USERS, SecureBroker
 
@@ -37,7 +38,8 @@ Entity = list[tuple[str, str | None]]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
-    secure = SecureBroker(tmp_path_factory.mktemp("quotas"), pki).start()
+    extra = {"admin.listener": "http://127.0.0.1:0"}
+    secure = SecureBroker(tmp_path_factory.mktemp("quotas"), pki, extra).start()
     try:
         yield secure
     finally:
@@ -250,6 +252,11 @@ def test_producer_over_its_quota_is_throttled_to_it(broker):
         # quota (a batch above it at most).
         rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
         assert rate <= quota * 1.05, rate
+        # /metrics: Kafka's quota metrics of the sensor (type=Produce).
+        metrics = Admin(broker.thread).metrics()
+        labels = {"user": "", "client_id": client_id}
+        assert metrics.get("kafka_server_produce_throttle_time", **labels) > 0
+        assert 0 < metrics.get("kafka_server_produce_byte_rate", **labels) <= quota * 1.05
         # Another client, without quota, is not throttled.
         assert _produce(broker, topic, "free-producer", 1_400_000) == []
         assert ("", "free-producer") not in broker.call(lambda: dict(manager.throttles))
