@@ -5,6 +5,7 @@ byte-rate quotas, checked against what the broker itself measured and answered."
 from __future__ import annotations
 
 import json
+import select
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,7 @@ from brook.broker.client import BlockingClient
 from brook.broker.quotas.entities import sanitize
 from brook.broker.quotas.store import CLIENT_QUOTAS_FILE
 from brook.protocol.errors import ErrorCode
+from tests.crafted_batches import batch, record
 from tests.integration.cli import brook
 from tests.observability.conftest import Admin
 
@@ -394,3 +396,75 @@ def test_brook_configs_manages_quotas_beside_scram_credentials(broker):
     finally:
         alter(broker, [("client-id", None)], {"producer_byte_rate": None})
         alter(broker, [("user", "frank"), ("client-id", "app")], {"consumer_byte_rate": None})
+
+
+def _produce_v(version: int, topic: str, client_id: str, size: int) -> Any:
+    """A Produce request of one batch of `size` value bytes, at `version`."""
+    import datetime
+    import importlib
+
+    schema = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    now = int(time.time() * 1000)
+    body = record(value=b"v" * size)
+    return schema.ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            schema.TopicProduceData(
+                name=topic,
+                partition_data=(
+                    schema.PartitionProduceData(
+                        index=0,
+                        records=batch(body, 1, base_timestamp=now, max_timestamp=now),
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def _muted(broker: SecureBroker, client: BlockingClient) -> bool:
+    """Whether the broker reads no request of this client's connection now."""
+    host, port = client.sock.getsockname()[:2]
+    peer = f"{host}:{port}"
+    return broker.call(
+        lambda: any(c.peer == peer and c.in_flight is not None for c in broker.broker.connections)
+    )
+
+
+@pytest.mark.parametrize("version", [5, 7])
+def test_throttle_before_and_after_kip_219(broker, version):
+    """Produce v7 (KIP-219): the response goes out at once with throttle_time_ms and the
+    connection is muted. Produce v5: the response itself is held back."""
+    topic, client_id, quota = f"quota-v{version}", f"old-and-new-{version}", 10_000
+    _topic(broker, topic)
+    manager = broker.broker.services.quotas.produce
+    tags = ("", client_id)
+    try:
+        assert alter(broker, [("client-id", client_id)], {"producer_byte_rate": quota})[0] == 0
+        with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], client_id) as client:
+            # 110 KB over a 10 s window at 10 KB/s: about a second's throttle.
+            client.send(_produce_v(version, topic, client_id, 110_000))
+            until = time.monotonic() + 15
+            while not broker.call(lambda: manager.throttles.get(tags, [0, 0])[1]):
+                assert time.monotonic() < until
+                time.sleep(0.01)
+            if version >= 6:
+                response = client.receive(response_type_of_produce(version))
+                assert _muted(broker, client)
+            else:
+                # Throttled, and the answer not yet sent: it waits out the throttle.
+                assert not select.select([client.sock], [], [], 0)[0]
+                assert _muted(broker, client)
+                response = client.receive(response_type_of_produce(version))
+            assert response.throttle_time.total_seconds() > 0
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+    finally:
+        alter(broker, [("client-id", client_id)], {"producer_byte_rate": None})
+
+
+def response_type_of_produce(version: int) -> Any:
+    import importlib
+
+    return importlib.import_module(f"kio.schema.produce.v{version}.response").ProduceResponse
