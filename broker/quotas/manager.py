@@ -82,6 +82,10 @@ REQUEST_EXEMPT = frozenset(
 )
 
 
+# Senders remembered before the memo starts again (client ids are the clients' choice).
+MAX_SENDERS = 10_000
+
+
 def client_throttles(api_key: int, api_version: int) -> bool:
     return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
 
@@ -186,6 +190,9 @@ class ClientQuotas:
             "Request", REQUEST_PERCENTAGE, samples, window_ms, window_ms
         )
         self.configs: dict[QuotaEntity, dict[str, float]] = {}
+        # (principal name, client id) -> (sanitized user, sanitized client id, whether
+        # any quota applies to them): most senders of a broker with quotas have none.
+        self._senders: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
         # Whether any quota is configured: the one thing the connection checks.
         self.enabled = False
 
@@ -199,16 +206,29 @@ class ClientQuotas:
         self.configs = {entity: dict(values) for entity, values in configs.items() if values}
         for manager in self.managers():
             manager.update(self.configs)
+        self._senders = {}
         self.enabled = bool(self.configs)
 
     # --- the connection's hook ---------------------------------------------------------
 
     def request_started(self, ctx: Any, body: Any, size: int) -> QuotaRequest | None:
+        """What to measure of a request; None when no quota applies to its sender."""
+        key = (ctx.principal.name, ctx.client_id)
+        sender = self._senders.get(key)
+        if sender is None:
+            if len(self._senders) >= MAX_SENDERS:
+                self._senders.clear()
+            user, client_id = sanitize(key[0]), sanitize(key[1] or "")
+            limited = any(m.quota(user, client_id) is not None for m in self.managers())
+            sender = self._senders[key] = (user, client_id, limited)
+        user, client_id, limited = sender
+        if not limited:
+            return None
         api_key = ctx.api_key
         from_replica = api_key == ApiKey.FETCH and _replica_id(body) >= 0
         return QuotaRequest(
-            user=sanitize(ctx.principal.name),
-            client_id=sanitize(ctx.client_id or ""),
+            user=user,
+            client_id=client_id,
             size=size,
             started=time.perf_counter(),
             request_exempt=api_key in REQUEST_EXEMPT
