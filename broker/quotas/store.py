@@ -13,7 +13,7 @@ from typing import Protocol
 
 from brook.storage.checkpoints import read_json, write_json
 
-from .entities import QuotaEntity, entity_from_path, format_value, parse_configs
+from .entities import QUOTA_KEYS, QuotaEntity, entity_from_path, format_value, parse_configs
 from .manager import ClientQuotas
 
 CLIENT_QUOTAS_FILE = "brook-client-quotas.json"
@@ -35,7 +35,9 @@ class ClientQuotaStore(Protocol):
 def apply_changes(config: dict[str, str], changes: Mapping[str, float | None]) -> None:
     for key, value in changes.items():
         if value is None:
-            config.pop(key, None)
+            # Only quota keys: a user's SCRAM credentials share its znode.
+            if key in QUOTA_KEYS:
+                config.pop(key, None)
         else:
             config[key] = format_value(key, value)
 

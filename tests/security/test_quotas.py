@@ -123,6 +123,9 @@ def test_alter_then_describe_as_kafka_answers(broker):
     assert described(broker, [("user", 0, "dora")], strict=True) == {}
     assert alter(broker, entity, {"request_percentage": None}) == (ErrorCode.none, None)
     assert described(broker, [("user", 0, "dora")]) == {}
+    # As Kafka: removing a key that is not set (or not a quota key) changes nothing.
+    assert alter(broker, entity, {"no_such_quota": None}) == (ErrorCode.none, None)
+    assert described(broker, [("user", 0, "dora")]) == {}
 
 
 def test_default_entities_are_null_names(broker):
@@ -468,3 +471,37 @@ def response_type_of_produce(version: int) -> Any:
     import importlib
 
     return importlib.import_module(f"kio.schema.produce.v{version}.response").ProduceResponse
+
+
+def test_acls_guard_quotas_as_configs_of_the_cluster(tmp_path):
+    from brook.broker.testing import BrokerThread, free_port
+
+    port = free_port()
+    thread = BrokerThread(
+        tmp_path,
+        {
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+        },
+        port=port,
+    )
+    thread.start()
+    try:
+        with BlockingClient("127.0.0.1", port, "anonymous") as client:
+            altered = client.request(
+                AlterClientQuotasRequest(
+                    entries=(
+                        EntryData(
+                            entity=(EntityData(entity_type="client-id", entity_name="x"),),
+                            ops=(OpData(key="producer_byte_rate", value=10.0, remove=False),),
+                        ),
+                    ),
+                    validate_only=False,
+                )
+            )
+            assert altered.entries[0].error_code == ErrorCode.cluster_authorization_failed
+            described = client.request(DescribeClientQuotasRequest(components=(), strict=False))
+            assert described.error_code == ErrorCode.cluster_authorization_failed
+        assert thread.call(lambda: thread.broker.services.quotas.configs) == {}
+    finally:
+        thread.stop()
