@@ -82,6 +82,8 @@ REQUEST_EXEMPT = frozenset(
 )
 
 
+INT32_MAX = 2**31 - 1
+
 # Senders remembered before the memo starts again (client ids are the clients' choice).
 MAX_SENDERS = 10_000
 
@@ -140,7 +142,8 @@ class ClientQuotaManager:
         if observed <= bound:
             return 0
         throttle = (observed - bound) / bound * rate.window_size_ms(now_ms)
-        throttle_ms = round(min(throttle, self._max_throttle_ms))
+        # throttle_time_ms is an int32 on the wire (Kafka's toInt saturates there too).
+        throttle_ms = round(min(throttle, self._max_throttle_ms, INT32_MAX))
         counts = self.throttles.setdefault(tags, [0.0, 0.0])
         counts[0] += throttle_ms
         counts[1] += 1
