@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from .observability.loop_lag import LoopLagMonitor
     from .observability.request_metrics import RequestMetrics
     from .partition import Partition
+    from .quotas.manager import ClientQuotas
+    from .quotas.store import ClientQuotaStore
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
@@ -183,6 +185,27 @@ class Broker:
         from .security.scram_credentials import LocalScramCredentialStore
 
         return LocalScramCredentialStore(config.log_dirs[0])
+
+    async def _start_client_quotas(
+        self, config: BrokerConfig
+    ) -> tuple[ClientQuotas, ClientQuotaStore]:
+        """The client quota managers, fed from where Kafka keeps quota configs."""
+        from .quotas.manager import ClientQuotas
+
+        quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
+        store: ClientQuotaStore
+        if config["zookeeper.connect"]:
+            from .zookeeper.quota_znodes import ZkClientQuotaStore
+
+            store = ZkClientQuotaStore(self.membership.client, quotas)  # type: ignore[attr-defined]
+        else:
+            from .quotas.store import LocalClientQuotaStore
+
+            store = LocalClientQuotaStore(config.log_dirs[0], quotas)
+        await store.start()
+        if quotas.enabled:
+            log.info("Client quotas: %d entities configured", len(quotas.configs))
+        return quotas, store
 
     async def _start_authorizer(
         self, config: BrokerConfig
@@ -332,6 +355,7 @@ class Broker:
         # loaded or dropped by its coordinator.
         self.replicas.leadership_listeners.append(self._on_leadership_change)
         authorizer, acl_store = await self._start_authorizer(config)
+        quotas, quota_store = await self._start_client_quotas(config)
         self.services = BrokerServices(
             broker_id=self.broker_id,
             clock=self.clock,
@@ -355,6 +379,8 @@ class Broker:
             scram_decoy_key=os.urandom(32),
             authorizer=authorizer,
             acl_store=acl_store,
+            quotas=quotas,
+            quota_store=quota_store,
             request_metrics=self.request_metrics,
         )
         if self.services.api_versions.release is not None:
@@ -474,6 +500,7 @@ class Broker:
         self.log_manager.shutdown()
         if self.services.acl_store is not None:
             self.services.acl_store.close()
+        self.services.quota_store.close()
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
         self.state = BrokerState.NOT_RUNNING

@@ -570,6 +570,20 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=1,
         ),
         _key(
+            "quota.window.num",
+            "int",
+            11,
+            "Samples kept in memory for client quotas.",
+            at_least=1,
+        ),
+        _key(
+            "quota.window.size.seconds",
+            "int",
+            1,
+            "Time span of each sample for client quotas (seconds).",
+            at_least=1,
+        ),
+        _key(
             "log.flush.interval.messages",
             "long",
             LONG_MAX,

@@ -259,6 +259,9 @@ class KafkaConnection(asyncio.Protocol):
             ctx.timing = metrics.start(
                 request.api_key, request.api_version, request.body, self.received_at
             )
+        quotas = self.services.quotas
+        if quotas.enabled:
+            ctx.quota = quotas.request_started(ctx, request.body, SIZE_PREFIX + len(frame))
         faults = self.services.faults
         if not faults.empty:
             ctx.faults = faults.for_request(
@@ -276,6 +279,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         finally:
             current_request.request = None
+        if ctx.quota is not None:
+            quotas.handled(ctx.quota)
         if ctx.timing is not None:
             ctx.timing.handled = time.perf_counter()
         if inspect.isawaitable(result):
@@ -384,6 +389,42 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatch()
 
     def _respond(self, ctx: RequestContext, response: Any) -> None:
+        if ctx.quota is not None:
+            response, throttle_ms = self.services.quotas.throttle(ctx, ctx.quota, response)
+            if throttle_ms > 0:
+                self._respond_throttled(ctx, response, throttle_ms)
+                return
+        self._finish(ctx, response)
+
+    def _respond_throttled(self, ctx: RequestContext, response: Any, throttle_ms: int) -> None:
+        """A client over its quota: the response goes out at once with throttle_time_ms and
+        the connection reads nothing more for that long (KIP-219), or, to a version whose
+        client does not wait by itself, the response goes out when the time is up."""
+        from .quotas.manager import client_throttles
+
+        if client_throttles(ctx.api_key, ctx.api_version):
+            self._finish(ctx, response)
+            self._mute(throttle_ms, None)
+        else:
+            self._mute(throttle_ms, lambda: self._finish(ctx, response))
+
+    def _mute(self, throttle_ms: int, then: Any) -> None:
+        """Handle no request of this connection for `throttle_ms` (as if one were in
+        flight), then run `then` and go on."""
+        task = asyncio.ensure_future(asyncio.sleep(throttle_ms / 1000))
+        self.in_flight = task
+
+        def unmute(done: asyncio.Future[Any]) -> None:
+            self.in_flight = None
+            if done.cancelled() or self.closed:
+                return
+            if then is not None:
+                then()
+            self._dispatch()
+
+        task.add_done_callback(unmute)
+
+    def _finish(self, ctx: RequestContext, response: Any) -> None:
         ready = time.perf_counter()
         self._send(ctx, response)
         if ctx.timing is not None and self.services.request_metrics is not None:

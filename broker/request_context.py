@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from .faults import RequestFaults
     from .observability.request_metrics import RequestTiming
+    from .quotas.manager import QuotaRequest
     from .services import BrokerServices
 
 
@@ -34,6 +35,8 @@ class RequestContext:
     faults: RequestFaults | None = None
     # When it arrived and was handled, for /metrics (None unless admin.listener is set).
     timing: RequestTiming | None = None
+    # What client quotas measure of it (None unless some quota is configured).
+    quota: QuotaRequest | None = None
 
     def injected_error(self, topic: str, partition: int | None = None) -> ErrorCode | None:
         """The error a fault injects for this partition (or topic), if any."""

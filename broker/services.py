@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
     from .observability.request_metrics import RequestMetrics
+    from .quotas.manager import ClientQuotas
+    from .quotas.store import ClientQuotaStore
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
@@ -65,6 +67,10 @@ class BrokerServices(NamedTuple):
     # ACLs (authorizer.class.name): None when every request is allowed.
     authorizer: Authorizer | None
     acl_store: AclStore | None
+    # Client quotas: the managers every request is measured by while any is configured,
+    # and where their configs are kept (ZooKeeper's /config/users|clients, or a file).
+    quotas: ClientQuotas
+    quota_store: ClientQuotaStore
     # Requests' counts and times for /metrics: None unless admin.listener is set.
     request_metrics: RequestMetrics | None = None
 

@@ -56,6 +56,7 @@ def load_all() -> dict[int, Handler]:
     from . import (  # noqa: F401
         add_offsets_to_txn,
         add_partitions_to_txn,
+        alter_client_quotas,
         alter_configs,
         alter_partition_reassignments,
         alter_replica_log_dirs,
@@ -70,6 +71,7 @@ def load_all() -> dict[int, Handler]:
         delete_records,
         delete_topics,
         describe_acls,
+        describe_client_quotas,
         describe_cluster,
         describe_configs,
         describe_groups,

@@ -11,6 +11,7 @@ ints (partition_stats.py, request_metrics.py).
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -167,6 +168,7 @@ def take_snapshot(view: BrokerView) -> list[_Family]:
     ]
     if services is not None:
         families += _authentications(services)
+        families += _client_quotas(services)
         families += _partitions(services)
         families += _controller(services)
         families += _coordinators(services)
@@ -210,6 +212,39 @@ def _authentications(services: Any) -> list[_Family]:
         for listener in sorted(per_listener):
             family.add(per_listener[listener], listener, 0)
         families.append(family)
+    return families
+
+
+def _client_quotas(services: Any) -> list[_Family]:
+    """Kafka's quota metrics per (user, client-id) sensor (type=Produce|Fetch|Request):
+    the measured rate (byte-rate, request-time) and the throttle time answered (the
+    average over throttled responses), for every sensor a quota made."""
+    quotas = services.quotas
+    if not quotas.enabled and not any(m.rates for m in quotas.managers()):
+        return []
+    now_ms = time.monotonic() * 1000
+    families = []
+    for manager in quotas.managers():
+        prefix = f"kafka_server_{manager.quota_type.lower()}"
+        measured = "request_time" if manager.quota_type == "Request" else "byte_rate"
+        rate = _Family(
+            "gauge",
+            f"{prefix}_{measured}",
+            f"{manager.quota_type} quota: the rate measured per user/client-id"
+            f" ({measured.replace('_', '-')})",
+            ("user", "client_id"),
+        )
+        throttle = _Family(
+            "gauge",
+            f"{prefix}_throttle_time",
+            f"{manager.quota_type} quota: average throttle time answered, ms (throttle-time)",
+            ("user", "client_id"),
+        )
+        for (user, client_id), sensor in sorted(manager.rates.items()):
+            rate.add(sensor.measure(now_ms), user, client_id)
+            total, count = manager.throttles.get((user, client_id), (0.0, 0.0))
+            throttle.add(total / count if count else 0.0, user, client_id)
+        families += [rate, throttle]
     return families
 
 

@@ -35,7 +35,7 @@ from .common import (
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient, ConfigEntry
 
-ENTITY_TYPES = ("topics", "brokers", "users")
+ENTITY_TYPES = ("topics", "brokers", "users", "clients")
 
 EPILOG = """\
 examples (HOST is e.g. localhost:9092):
@@ -88,13 +88,24 @@ def add_parser(commands: Any) -> None:
     )
     add_connection_arguments(parser)
     parser.add_argument(
-        "--entity-type", choices=ENTITY_TYPES, help="topics, brokers or users (SCRAM credentials)"
+        "--entity-type",
+        choices=ENTITY_TYPES,
+        action="append",
+        help="topics, brokers, users (quotas, SCRAM credentials) or clients (quotas); give"
+        " users then clients, each with its name, for a (user, client id) quota",
     )
-    parser.add_argument("--entity-name", metavar="NAME", help="a topic name or a broker id")
+    parser.add_argument(
+        "--entity-name",
+        metavar="NAME",
+        action="append",
+        help="a topic name, a broker id, a user or a client id",
+    )
     parser.add_argument(
         "--entity-default",
-        action="store_true",
-        help="the cluster-wide default of --entity-type brokers (--describe only)",
+        action="append_const",
+        const=True,
+        help="the cluster-wide default of --entity-type brokers (--describe only), or the"
+        " default user or client id",
     )
     parser.add_argument(
         "--topic", metavar="NAME", help="short for --entity-type topics --entity-name NAME"
@@ -136,8 +147,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
-    if args.entity_type == "users":
-        return _run_users(args, action)
+    types = args.entity_type or []
+    if any(kind in ("users", "clients") for kind in types):
+        return _run_quota_entities(args, action, types)
+    if len(types) > 1 or len(args.entity_name or []) > 1 or len(args.entity_default or []) > 1:
+        raise ToolError("only users and clients may be named together", 2)
+    args.entity_type = types[0] if types else None
+    args.entity_name = args.entity_name[0] if args.entity_name else None
+    args.entity_default = bool(args.entity_default)
     kind, name = _entity(args)
     if action == "alter":
         sets, deletes = _changes(args)
@@ -167,20 +184,76 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_users(args: argparse.Namespace, action: str) -> int:
-    """SCRAM credentials (broker/tools/user_scram.py)."""
-    from . import user_scram
+def _quota_entity(args: argparse.Namespace, types: list[str]) -> tuple[list, list[str]]:
+    """The quota entity named, as (type, name or None for the default) pairs in the
+    order of --entity-type, and the types given without a name (--describe: all)."""
+    from .client_quotas import QUOTA_ENTITY_TYPES
 
-    if args.entity_default:
-        raise ToolError("--entity-default is not served for users (quotas are not served)", 2)
+    if len(types) > 2 or len(set(types)) != len(types) or "topics" in types or "brokers" in types:
+        raise ToolError("name users, clients, or users then clients", 2)
+    if types == ["clients", "users"]:
+        types = ["users", "clients"]  # a (user, client id) pair, whichever order given
+    # --entity-name and --entity-default are taken in the order given, one per type.
+    names = list(args.entity_name or [])
+    defaults = len(args.entity_default or [])
+    if len(names) + defaults > len(types):
+        raise ToolError("more --entity-name/--entity-default than --entity-type", 2)
+    entity = []
+    unnamed = []
+    for kind in types:
+        if names:
+            entity.append((QUOTA_ENTITY_TYPES[kind], names.pop(0)))
+        elif defaults:
+            defaults -= 1
+            entity.append((QUOTA_ENTITY_TYPES[kind], None))
+        else:
+            unnamed.append(QUOTA_ENTITY_TYPES[kind])
+    return entity, unnamed
+
+
+def _run_quota_entities(args: argparse.Namespace, action: str, types: list[str]) -> int:
+    """Client quotas (broker/tools/client_quotas.py) and, for a user alone, its SCRAM
+    credentials (broker/tools/user_scram.py), as kafka-configs.sh mixes them."""
+    from . import client_quotas, user_scram
+
+    entity, unnamed = _quota_entity(args, types)
+    scram_user = (
+        entity[0][1] if len(entity) == 1 and entity[0][0] == "user" and not unnamed else None
+    )
     if action == "alter":
-        if not args.entity_name:
-            raise ToolError("--alter needs --entity-name", 2)
+        if unnamed:
+            raise ToolError("--alter needs --entity-name or --entity-default for each type", 2)
         sets, deletes = _changes(args)
-        return user_scram.alter(args, args.entity_name, sets, deletes)
+        scram_sets = {k: v for k, v in sets.items() if k.startswith("SCRAM-")}
+        scram_deletes = [k for k in deletes if k.startswith("SCRAM-")]
+        quota_sets = {k: v for k, v in sets.items() if k not in scram_sets}
+        quota_deletes = [k for k in deletes if k not in scram_deletes]
+        if (scram_sets or scram_deletes) and scram_user is None:
+            raise ToolError("SCRAM credentials belong to a named user alone", 2)
+        if quota_sets or quota_deletes:
+            client_quotas.alter(args, entity, quota_sets, quota_deletes)
+        if scram_sets or scram_deletes:
+            assert scram_user is not None
+            return user_scram.alter(args, scram_user, scram_sets, scram_deletes)
+        print(f"Completed updating config for {_quota_title(entity)}.")
+        return 0
     if args.add_config or args.delete_config or args.add_config_file:
         raise ToolError("--add-config and --delete-config are only for --alter", 2)
-    return user_scram.describe(args, args.entity_name)
+    client_quotas.describe(args, entity, unnamed)
+    if types == ["users"] and (scram_user is not None or unnamed):
+        return user_scram.describe(args, scram_user)
+    return 0
+
+
+def _quota_title(entity: list) -> str:
+    """How kafka-configs.sh names what it altered."""
+    parts = [
+        f"{'user' if kind == 'user' else 'client-id'} {name}"
+        if name is not None
+        else f"default {'user' if kind == 'user' else 'client-id'}"
+        for kind, name in entity
+    ]
+    return ", ".join(parts)
 
 
 def _entity(args: argparse.Namespace) -> tuple[str, str | None]:

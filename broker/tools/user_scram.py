@@ -27,8 +27,7 @@ def _mechanism(name: str) -> Any:
 
     if name not in MECHANISMS:
         raise ToolError(
-            f"{name} is not a user config brook configs can set: {', '.join(MECHANISMS)}"
-            " (quotas are not served yet)",
+            f"{name} is not a user config brook configs can set: {', '.join(MECHANISMS)}",
             2,
         )
     return getattr(ScramMechanism, name.replace("-", "_"))

@@ -233,6 +233,14 @@ def _overrides(api: ApiKey) -> dict[str, Any]:
             st.sampled_from(["-1", "0", "1", "1000", "delete", "compact", "gzip", "x"]),
             st.none(),
         ),
+        # client quotas: refused values, or quotas too large to throttle anyone (a stored
+        # small quota on a default entity would throttle the fuzzer's own checks)
+        "OpData.key": st.sampled_from(
+            ["producer_byte_rate", "consumer_byte_rate", "request_percentage", "x"]
+        ),
+        "OpData.value": st.sampled_from(
+            [0.0, -1.0, -0.5, float("nan"), 1e12, 1e12 + 0.5, 1e20, float("inf")]
+        ),
         # partitions, offsets, counts
         **dict.fromkeys(
             ["partition", "partition_index", "index", "partitions", "partition_indexes"],

@@ -1,0 +1,168 @@
+"""Quota entities and their configs, as Kafka names and stores them.
+
+An entity is a user, a client id, or a (user, client id) pair; either part may be the
+`<default>` one. Kafka keeps them under /config/users/<user>[/clients/<client>] and
+/config/clients/<client>, with names sanitized (URL-encoded) and the default spelt
+`<default>` (which no sanitized name can be). Brook keys its entities the same way,
+(user, client id) of sanitized names, None for a part the entity lacks, so ZooKeeper,
+the local file and the precedence below all speak one language.
+"""
+
+from __future__ import annotations
+
+import math
+import urllib.parse
+from typing import NamedTuple
+
+# ClientQuotaEntity's entity types on the wire.
+USER = "user"
+CLIENT_ID = "client-id"
+IP = "ip"
+# ConfigEntityName.Default: the default entity's name in znode paths.
+DEFAULT = "<default>"
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+# QuotaConfigs' user and client-id keys: the integral ones are LONGs, the others DOUBLEs.
+QUOTA_KEYS: dict[str, bool] = {
+    PRODUCER_BYTE_RATE: True,
+    CONSUMER_BYTE_RATE: True,
+    REQUEST_PERCENTAGE: False,
+    CONTROLLER_MUTATION_RATE: False,
+}
+LONG_MAX = 2**63 - 1
+
+
+class QuotaEntity(NamedTuple):
+    """Sanitized user and client id (DEFAULT for a default part, None for a missing one)."""
+
+    user: str | None
+    client_id: str | None
+
+    @property
+    def path(self) -> str:
+        """The config path under /config: users/<u>[/clients/<c>] or clients/<c>."""
+        if self.user is None:
+            return f"clients/{self.client_id}"
+        if self.client_id is None:
+            return f"users/{self.user}"
+        return f"users/{self.user}/clients/{self.client_id}"
+
+    def wire(self) -> list[tuple[str, str | None]]:
+        """(entity type, name or None for the default) as Describe/AlterClientQuotas say it."""
+        parts = []
+        if self.user is not None:
+            parts.append((USER, desanitize(self.user)))
+        if self.client_id is not None:
+            parts.append((CLIENT_ID, desanitize(self.client_id)))
+        return parts
+
+    def __str__(self) -> str:
+        return ", ".join(f"{kind}={name or DEFAULT}" for kind, name in self.wire())
+
+
+def sanitize(name: str) -> str:
+    """Kafka's Sanitizer: URL-encoding, so any name is a valid znode name."""
+    return urllib.parse.quote(name, safe="")
+
+
+def desanitize(name: str) -> str | None:
+    return None if name == DEFAULT else urllib.parse.unquote(name)
+
+
+def entity_from_path(path: str) -> QuotaEntity | None:
+    """The entity of a config path (users/a, users/a/clients/c, clients/c); None if none."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[0] == "users":
+        return QuotaEntity(parts[1], None)
+    if len(parts) == 2 and parts[0] == "clients":
+        return QuotaEntity(None, parts[1])
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
+        return QuotaEntity(parts[1], parts[3])
+    return None
+
+
+class QuotaError(ValueError):
+    """Input Kafka refuses with INVALID_REQUEST; the message is Kafka's."""
+
+
+def entity_from_wire(parts: list[tuple[str, str | None]]) -> QuotaEntity:
+    """The entity an AlterClientQuotas entry names, validated as Kafka validates it."""
+    if not parts:
+        raise QuotaError("Invalid empty client quota entity")
+    seen: dict[str, str | None] = {}
+    for kind, name in parts:
+        if kind in seen:
+            raise QuotaError(f"Invalid client quota entity, duplicate entity entry {kind}")
+        if kind not in (USER, CLIENT_ID, IP):
+            raise QuotaError(f"Unhandled client quota entity type: {kind}")
+        if name is not None and not name:
+            raise QuotaError(f"Empty {kind} not supported")
+        seen[kind] = name
+    if IP in seen:
+        if len(seen) > 1:
+            raise QuotaError(
+                "Invalid quota entity combination, IP entity should not be combined with"
+                " User or ClientId"
+            )
+        # Connection-rate quotas per IP are enforced by Kafka's acceptor, which Brook
+        # does not have: refused rather than stored and ignored.
+        raise QuotaError("IP quotas (connection_creation_rate) are not supported by Brook")
+
+    def part(kind: str) -> str | None:
+        if kind not in seen:
+            return None
+        name = seen[kind]
+        return DEFAULT if name is None else sanitize(name)
+
+    return QuotaEntity(part(USER), part(CLIENT_ID))
+
+
+def validate_value(key: str, value: float) -> float:
+    """A quota value as Kafka's controller validates it (ClientQuotaControlManager)."""
+    integral = QUOTA_KEYS.get(key)
+    if integral is None:
+        raise QuotaError(f"Invalid configuration key {key}")
+    if math.isnan(value) or value <= 0.0:
+        raise QuotaError(f"Quota {key} must be greater than 0")
+    if integral:
+        if value > LONG_MAX:
+            raise QuotaError(f"Proposed value for {key} is too large for a LONG.")
+        if abs(value % 1.0) > 1e-6:
+            raise QuotaError(f"{key} cannot be a fractional value.")
+    return value
+
+
+def format_value(key: str, value: float) -> str:
+    """How the value is written in the config znode (a LONG without a fraction)."""
+    return str(round(value)) if QUOTA_KEYS[key] else repr(float(value))
+
+
+def parse_configs(config: dict[str, str]) -> dict[str, float]:
+    """The quota keys of a config znode (which also holds a user's SCRAM credentials)."""
+    found: dict[str, float] = {}
+    for key, text in config.items():
+        if key in QUOTA_KEYS:
+            try:
+                found[key] = float(text)
+            except (TypeError, ValueError):
+                continue
+    return found
+
+
+def precedence(user: str, client_id: str) -> tuple[tuple[QuotaEntity, str, str], ...]:
+    """Kafka's eight levels for a request of (sanitized) user and client id, most
+    specific first, each with the metric tags (user, client-id) its sensor is kept
+    under: a quota set on a user alone is shared by all of that user's clients."""
+    return (
+        (QuotaEntity(user, client_id), user, client_id),
+        (QuotaEntity(user, DEFAULT), user, client_id),
+        (QuotaEntity(user, None), user, ""),
+        (QuotaEntity(DEFAULT, client_id), user, client_id),
+        (QuotaEntity(DEFAULT, DEFAULT), user, client_id),
+        (QuotaEntity(DEFAULT, None), user, ""),
+        (QuotaEntity(None, client_id), "", client_id),
+        (QuotaEntity(None, DEFAULT), "", client_id),
+    )

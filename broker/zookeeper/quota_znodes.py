@@ -1,0 +1,148 @@
+"""Client quotas in ZooKeeper, where Kafka's ZooKeeper mode keeps them: the config znodes
+/config/users/<user>, /config/users/<user>/clients/<client> and /config/clients/<client>
+({"version": 1, "config": {"producer_byte_rate": "1024", ...}}; a user's znode also holds
+its SCRAM credentials, left as they are), each change written conditionally and
+announced by a sequential /config/changes/config_change_ znode naming the entity
+({"version": 2, "entity_path": "users/alice/clients/c1"}), as kafka-configs.sh did.
+
+Every broker reads all quota entities at start and again whenever a notification naming
+users/ or clients/ appears (the quota configs are few; what is read replaces what the
+managers held, so a missed or repeated notification changes nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from ..quotas.entities import QuotaEntity, entity_from_path, parse_configs
+from ..quotas.manager import ClientQuotas
+from ..quotas.store import QuotaChanges, apply_changes
+from . import znodes
+from .client import SessionState, ZooKeeperClient
+from .serial_job import SerialJob
+
+log = logging.getLogger("brook.zookeeper.quotas")
+
+QUOTA_ENTITY_TYPES = ("users", "clients")
+
+
+class ZkClientQuotaStore:
+    def __init__(self, client: ZooKeeperClient, quotas: ClientQuotas) -> None:
+        self._client = client
+        self._quotas = quotas
+        self._last_change: str | None = None
+        self._job = SerialJob("reading client quotas from ZooKeeper", self._refresh)
+        client.add_session_listener(self._session_changed)
+
+    async def start(self) -> None:
+        self._job.schedule()
+        await self._job.idle()
+
+    def close(self) -> None:
+        self._job.close()
+
+    async def idle(self) -> None:
+        await self._job.idle()
+
+    def _session_changed(self, state: SessionState, new_session: bool) -> None:
+        if state is SessionState.CONNECTED and new_session:
+            self._last_change = None  # the watches went with the old session
+            self._job.schedule()
+
+    def _changes(self, event: WatchedEvent) -> None:
+        self._job.schedule()
+
+    async def _refresh(self) -> None:
+        children = sorted(
+            child
+            for child in await self._client.get_children(znodes.CONFIG_CHANGES, self._changes)
+            if child.startswith(znodes.CONFIG_CHANGE_PREFIX)
+        )
+        if self._last_change is not None and not await self._names_quota_entity(children):
+            return
+        self._last_change = children[-1] if children else ""
+        self._quotas.update(await self._read_all())
+
+    async def _names_quota_entity(self, children: list[str]) -> bool:
+        assert self._last_change is not None
+        found = False
+        for child in children:
+            if child <= self._last_change:
+                continue
+            self._last_change = child
+            try:
+                data, _ = await self._client.get(f"{znodes.CONFIG_CHANGES}/{child}")
+                entity = znodes.decode_config_change(data)
+            except (NoNodeError, ValueError):
+                continue
+            found = found or (entity is not None and entity[0] in QUOTA_ENTITY_TYPES)
+        return found
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self._client.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _read(self, path: str) -> tuple[dict[str, str], int]:
+        """The entity's config and the znode version (-1: no znode)."""
+        try:
+            data, stat = await self._client.get(path)
+        except NoNodeError:
+            return {}, -1
+        try:
+            config = json.loads(data).get("config", {}) if data else {}
+        except (ValueError, AttributeError):
+            log.error("Unreadable config znode %s: %r", path, data[:200])
+            return {}, stat.version
+        return dict(config), stat.version
+
+    async def _read_all(self) -> dict[QuotaEntity, dict[str, float]]:
+        paths = [f"clients/{c}" for c in await self._children("/config/clients")]
+        for user in await self._children("/config/users"):
+            paths.append(f"users/{user}")
+            clients = await self._children(f"/config/users/{user}/clients")
+            paths.extend(f"users/{user}/clients/{c}" for c in clients)
+        found: dict[QuotaEntity, dict[str, float]] = {}
+        for path in paths:
+            entity = entity_from_path(path)
+            if entity is None:
+                continue
+            config, _ = await self._read(f"{znodes.CONFIG}/{path}")
+            quotas = parse_configs(config)
+            if quotas:
+                found[entity] = quotas
+        return found
+
+    async def alter(self, changes: QuotaChanges) -> None:
+        for entity, keys in changes.items():
+            await self._alter_entity(entity.path, keys)
+            await self._client.create(
+                f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
+                znodes.encode_config_change(*entity.path.split("/", 1)),
+                sequence=True,
+                makepath=True,
+            )
+        # Read back at once, so the answer to the request is in force here; the other
+        # brokers follow the notification.
+        self._quotas.update(await self._read_all())
+
+    async def _alter_entity(self, path: str, keys: Mapping[str, float | None]) -> None:
+        znode = f"{znodes.CONFIG}/{path}"
+        while True:  # a conditional write, again if another writer came between
+            config, version = await self._read(znode)
+            apply_changes(config, keys)
+            data = json.dumps({"version": 1, "config": config}).encode()
+            try:
+                if version < 0:
+                    await self._client.create(znode, data, makepath=True)
+                else:
+                    await self._client.set(znode, data, version=version)
+                return
+            except (BadVersionError, NodeExistsError):
+                continue

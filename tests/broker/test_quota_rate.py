@@ -1,0 +1,47 @@
+"""The quota managers' arithmetic, on given times: Kafka's sampled Rate (at least all but
+one full windows) and its throttle formula X = (O - T) / T * W."""
+
+from __future__ import annotations
+
+from brook.broker.quotas.entities import QuotaEntity
+from brook.broker.quotas.manager import ClientQuotaManager
+from brook.broker.quotas.rate import SampledRate
+
+
+def test_a_first_burst_is_measured_over_all_but_one_windows():
+    rate = SampledRate(11, 1000)
+    rate.record(20_000, now_ms=0)
+    assert rate.window_size_ms(0) == 10_000
+    assert rate.measure(0) == 2_000
+
+
+def test_old_samples_expire():
+    rate = SampledRate(11, 1000)
+    rate.record(20_000, now_ms=0)
+    rate.record(1_000, now_ms=5_000)
+    assert rate.measure(5_000) == 2_100
+    # 11 windows later the first sample no longer counts.
+    assert rate.measure(11_000) == 1_000 / 10
+
+
+def test_throttle_time_is_kafkas_formula():
+    manager = ClientQuotaManager("Produce", "producer_byte_rate", 11, 1000, float("inf"))
+    manager.update({QuotaEntity(None, "c"): {"producer_byte_rate": 1_000}})
+    assert manager.record("u", "c", 9_000, now_ms=0) == 0  # 900 B/s over 10 s
+    # 20 kB over 10 s: O = 2000, T = 1000, W = 10 s: X = 10 s.
+    assert manager.record("u", "c", 11_000, now_ms=0) == 10_000
+    assert manager.throttles[("", "c")] == [10_000, 1]
+
+
+def test_request_time_throttle_is_bounded_by_one_window():
+    manager = ClientQuotaManager("Request", "request_percentage", 11, 1000, 1000)
+    manager.update({QuotaEntity("u", None): {"request_percentage": 1}})
+    assert manager.record("u", "c", 500, now_ms=0) == 1000
+    assert manager.throttles[("u", "")] == [1000, 1]
+
+
+def test_no_quota_records_nothing():
+    manager = ClientQuotaManager("Fetch", "consumer_byte_rate", 11, 1000, float("inf"))
+    manager.update({QuotaEntity(None, "c"): {"producer_byte_rate": 1}})
+    assert manager.record("u", "c", 10**9, now_ms=0) == 0
+    assert manager.rates == {}

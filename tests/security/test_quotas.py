@@ -1,0 +1,507 @@
+"""Client quotas: AlterClientQuotas / DescribeClientQuotas on the wire, Kafka's precedence
+of user, client-id and (user, client-id) entities, and real clients throttled to their
+byte-rate quotas, checked against what the broker itself measured and answered."""
+
+from __future__ import annotations
+
+import json
+import select
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.alter_client_quotas.v1.request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from kio.schema.describe_client_quotas.v1.request import (
+    ComponentData,
+    DescribeClientQuotasRequest,
+)
+from kio.static.primitive import i8
+
+from brook.broker.client import BlockingClient
+from brook.broker.quotas.entities import sanitize
+from brook.broker.quotas.store import CLIENT_QUOTAS_FILE
+from brook.protocol.errors import ErrorCode
+from tests.crafted_batches import batch, record
+from tests.integration.cli import brook
+from tests.observability.conftest import Admin
+
+from .conftest import PLAIN_USERS, SecureBroker
+
+Entity = list[tuple[str, str | None]]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
+    extra = {"admin.listener": "http://127.0.0.1:0"}
+    secure = SecureBroker(tmp_path_factory.mktemp("quotas"), pki, extra).start()
+    try:
+        yield secure
+    finally:
+        secure.stop()
+
+
+def alter(
+    broker: SecureBroker, entity: Entity, ops: dict[str, float | None], validate_only=False
+) -> tuple[ErrorCode, str | None]:
+    request = AlterClientQuotasRequest(
+        entries=(
+            EntryData(
+                entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
+                ops=tuple(
+                    OpData(key=key, value=value or 0.0, remove=value is None)
+                    for key, value in ops.items()
+                ),
+            ),
+        ),
+        validate_only=validate_only,
+    )
+    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], "quota-admin") as client:
+        response = client.request(request)
+    (entry,) = response.entries
+    return entry.error_code, entry.error_message
+
+
+def describe(
+    broker: SecureBroker, components: list[tuple[str, int, str | None]], strict: bool = False
+) -> Any:
+    request = DescribeClientQuotasRequest(
+        components=tuple(
+            ComponentData(entity_type=t, match_type=i8(m), match=n) for t, m, n in components
+        ),
+        strict=strict,
+    )
+    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], "quota-admin") as client:
+        return client.request(request)
+
+
+def described(broker: SecureBroker, components, strict=False) -> dict[tuple, dict[str, float]]:
+    response = describe(broker, components, strict)
+    assert response.error_code == ErrorCode.none, response.error_message
+    return {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {
+            v.key: v.value for v in entry.values
+        }
+        for entry in response.entries
+    }
+
+
+def quota_of(broker: SecureBroker, kind: str, user: str, client_id: str) -> float | None:
+    """The quota the broker applies to a request of (user, client id)."""
+    manager = getattr(broker.broker.services.quotas, kind)
+    found = broker.call(lambda: manager.quota(sanitize(user), sanitize(client_id)))
+    return None if found is None else found[1]
+
+
+def test_alter_then_describe_as_kafka_answers(broker):
+    entity = [("user", "dora"), ("client-id", "app-1")]
+    assert alter(broker, entity, {"producer_byte_rate": 2048, "request_percentage": 12.5}) == (
+        ErrorCode.none,
+        None,
+    )
+    assert described(broker, [("user", 0, "dora")]) == {
+        (("user", "dora"), ("client-id", "app-1")): {
+            "producer_byte_rate": 2048.0,
+            "request_percentage": 12.5,
+        }
+    }
+    # Strict: only entities with no other types than those named.
+    assert described(broker, [("user", 0, "dora")], strict=True) == {}
+    assert alter(broker, entity, {"producer_byte_rate": None}) == (ErrorCode.none, None)
+    assert described(broker, [("client-id", 0, "app-1")]) == {
+        (("user", "dora"), ("client-id", "app-1")): {"request_percentage": 12.5}
+    }
+    # validate_only stores nothing.
+    assert alter(broker, [("user", "dora")], {"consumer_byte_rate": 100}, True)[0] == 0
+    assert described(broker, [("user", 0, "dora")], strict=True) == {}
+    assert alter(broker, entity, {"request_percentage": None}) == (ErrorCode.none, None)
+    assert described(broker, [("user", 0, "dora")]) == {}
+    # As Kafka: removing a key that is not set (or not a quota key) changes nothing.
+    assert alter(broker, entity, {"no_such_quota": None}) == (ErrorCode.none, None)
+    assert described(broker, [("user", 0, "dora")]) == {}
+
+
+def test_default_entities_are_null_names(broker):
+    try:
+        assert alter(broker, [("user", None)], {"consumer_byte_rate": 4096})[0] == 0
+        assert described(broker, [("user", 1, None)]) == {
+            (("user", None),): {"consumer_byte_rate": 4096.0}
+        }
+        # "Any name" (match type 2) includes the default.
+        assert (("user", None),) in described(broker, [("user", 2, None)])
+    finally:
+        alter(broker, [("user", None)], {"consumer_byte_rate": None})
+    assert described(broker, [("user", 1, None)]) == {}
+
+
+@pytest.mark.parametrize(
+    ("entity", "ops", "message"),
+    [
+        ([("user", "x")], {"no_such_quota": 1.0}, "Invalid configuration key no_such_quota"),
+        ([("user", "x")], {"producer_byte_rate": 0.0}, "Quota producer_byte_rate must be"),
+        ([("user", "x")], {"producer_byte_rate": -5.0}, "must be greater than 0"),
+        ([("user", "x")], {"producer_byte_rate": 10.5}, "cannot be a fractional value"),
+        ([], {"producer_byte_rate": 10.0}, "Invalid empty client quota entity"),
+        ([("user", "x"), ("user", "y")], {"producer_byte_rate": 1.0}, "duplicate entity"),
+        ([("group", "x")], {"producer_byte_rate": 1.0}, "Unhandled client quota entity type"),
+        ([("user", "")], {"producer_byte_rate": 1.0}, "Empty user not supported"),
+        ([("ip", "1.2.3.4"), ("user", "x")], {"producer_byte_rate": 1.0}, "IP entity"),
+    ],
+)
+def test_bad_alterations_are_refused_and_change_nothing(broker, entity, ops, message):
+    error, text = alter(broker, entity, ops)
+    assert error == ErrorCode.invalid_request
+    assert message in text
+    assert described(broker, [("user", 0, "x")]) == {}
+
+
+def test_bad_describe_filters(broker):
+    duplicate = describe(broker, [("user", 2, None), ("user", 1, None)])
+    assert duplicate.error_code == ErrorCode.invalid_request
+    assert "Duplicate user filter component" in duplicate.error_message
+    custom = describe(broker, [("group", 2, None)])
+    assert custom.error_code == ErrorCode.invalid_request
+    assert custom.entries is None
+
+
+def test_precedence_follows_kafka(broker):
+    user, client = "alice", "prec-client"
+    levels = [
+        ([("client-id", None)], 8.0),
+        ([("client-id", client)], 7.0),
+        ([("user", None)], 6.0),
+        ([("user", None), ("client-id", None)], 5.0),
+        ([("user", None), ("client-id", client)], 4.0),
+        ([("user", user)], 3.0),
+        ([("user", user), ("client-id", None)], 2.0),
+        ([("user", user), ("client-id", client)], 1.0),
+    ]
+    try:
+        # Set from the least specific up: each more specific level takes over.
+        for entity, value in levels:
+            assert alter(broker, entity, {"request_percentage": value})[0] == 0
+            assert quota_of(broker, "request", user, client) == value
+        # Removed from the most specific down: the next level applies again.
+        for index in range(len(levels) - 1, 0, -1):
+            entity, below = levels[index][0], levels[index - 1][1]
+            assert alter(broker, entity, {"request_percentage": None})[0] == 0
+            assert quota_of(broker, "request", user, client) == below
+        # Each quota type resolves on its own.
+        assert quota_of(broker, "produce", user, client) is None
+    finally:
+        for entity, _ in levels:
+            alter(broker, entity, {"request_percentage": None})
+    assert quota_of(broker, "request", user, client) is None
+
+
+def test_quotas_are_kept_in_the_first_log_dir(broker):
+    try:
+        assert alter(broker, [("client-id", "kept")], {"producer_byte_rate": 777})[0] == 0
+        path = broker.broker.config.log_dirs[0] / CLIENT_QUOTAS_FILE
+        stored = json.loads(path.read_text())
+        assert stored["entities"]["clients/kept"] == {"producer_byte_rate": "777"}
+    finally:
+        alter(broker, [("client-id", "kept")], {"producer_byte_rate": None})
+
+
+def _topic(broker: SecureBroker, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
+    for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
+        future.result(15)
+
+
+def _produce(broker: SecureBroker, topic: str, client_id: str, total: int, extra=None):
+    """Produce `total` bytes in 10 KiB records; the throttle times the client was told."""
+    throttles: list[int] = []
+    config = {
+        "bootstrap.servers": broker.bootstrap("PLAINTEXT"),
+        "client.id": client_id,
+        "linger.ms": 5,
+        # A request per record, as small as Java's default batches: a rate measured
+        # after any of them is over the quota by one request at most.
+        "batch.size": 16384,
+        "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000)),
+        **(extra or {}),
+    }
+    producer = Producer(config)
+    value = b"x" * 10240
+    for _ in range(total // len(value)):
+        producer.produce(topic, value)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    producer.poll(0)
+    return throttles
+
+
+def test_producer_over_its_quota_is_throttled_to_it(broker):
+    topic, client_id, quota = "quota-produce", "throttled-producer", 100_000
+    _topic(broker, topic)
+    try:
+        assert alter(broker, [("client-id", client_id)], {"producer_byte_rate": quota})[0] == 0
+        # The window counts as 10 s at first (11 samples of 1 s): 1 MB passes, then the
+        # broker throttles.
+        throttles = _produce(broker, topic, client_id, 1_400_000)
+        assert throttles and max(throttles) > 0
+        manager = broker.broker.services.quotas.produce
+        tags = ("", client_id)
+        answered = broker.call(lambda: list(manager.throttles[tags]))
+        assert answered[0] > 0 and answered[1] > 0
+        # The client waited as told, so the rate the broker measured is held near the
+        # quota (a batch above it at most).
+        rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+        # /metrics: Kafka's quota metrics of the sensor (type=Produce).
+        metrics = Admin(broker.thread).metrics()
+        labels = {"user": "", "client_id": client_id}
+        assert metrics.get("kafka_server_produce_throttle_time", **labels) > 0
+        assert 0 < metrics.get("kafka_server_produce_byte_rate", **labels) <= quota * 1.05
+        # Another client, without quota, is not throttled.
+        assert _produce(broker, topic, "free-producer", 1_400_000) == []
+        assert ("", "free-producer") not in broker.call(lambda: dict(manager.throttles))
+    finally:
+        alter(broker, [("client-id", client_id)], {"producer_byte_rate": None})
+
+
+def test_consumer_over_its_quota_is_throttled_to_it(broker):
+    topic, client_id, quota = "quota-fetch", "throttled-consumer", 100_000
+    _topic(broker, topic)
+    _produce(broker, topic, "filler", 1_300_000)
+    throttles: list[int] = []
+    try:
+        assert alter(broker, [("client-id", client_id)], {"consumer_byte_rate": quota})[0] == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap("PLAINTEXT"),
+                "client.id": client_id,
+                "group.id": "quota-fetchers",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "fetch.max.bytes": 16384,
+                "message.max.bytes": 16384,
+                "max.partition.fetch.bytes": 16384,
+                "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000)),
+            }
+        )
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        received = 0
+        while received < 1_300_000 // 10240:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            received += 1
+        consumer.close()
+        assert throttles and max(throttles) > 0
+        manager = broker.broker.services.quotas.fetch
+        tags = ("", client_id)
+        assert broker.call(lambda: manager.throttles[tags][1]) > 0
+        rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+    finally:
+        alter(broker, [("client-id", client_id)], {"consumer_byte_rate": None})
+
+
+def test_user_quota_over_sasl_is_shared_by_the_users_clients(broker):
+    from kafka import KafkaProducer
+
+    topic, quota = "quota-user", 100_000
+    _topic(broker, topic)
+    # A quota of the user alone: its sensor is the user's, whatever the client id.
+    try:
+        assert alter(broker, [("user", "alice")], {"producer_byte_rate": quota})[0] == 0
+        producer = KafkaProducer(
+            bootstrap_servers=broker.bootstrap("SASL_PLAINTEXT"),
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password=PLAIN_USERS["alice"],
+            client_id="alice-app",
+            batch_size=16384,
+            linger_ms=5,
+        )
+        value = b"y" * 10240
+        for _ in range(1_300_000 // len(value)):
+            producer.send(topic, value)
+        producer.flush(60)
+        # kafka-python keeps the throttle times it was told per connection.
+        told = [group.get("throttle-time-max", 0) for group in producer.metrics().values()]
+        producer.close()
+        assert max(told) > 0
+        manager = broker.broker.services.quotas.produce
+        assert broker.call(lambda: manager.throttles[("alice", "")][1]) > 0
+        rate = broker.call(lambda: manager.rates[("alice", "")].measure(time.monotonic() * 1000))
+        assert rate <= quota * 1.05, rate
+    finally:
+        alter(broker, [("user", "alice")], {"producer_byte_rate": None})
+
+
+def test_brook_configs_manages_quotas_beside_scram_credentials(broker):
+    bootstrap = broker.bootstrap("PLAINTEXT")
+    configs = ("configs", "--bootstrap-server", bootstrap)
+    try:
+        added = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--add-config",
+            "producer_byte_rate=1024,SCRAM-SHA-256=[password=frank-secret],request_percentage=50",
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        assert added.lines == ["Completed updating config for user frank."]
+        pair = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--entity-type", "clients", "--entity-name", "app", "--add-config",
+            "consumer_byte_rate=4096",
+        )  # fmt: skip
+        assert pair.returncode == 0, pair.stderr
+        default = brook(
+            *configs, "--alter", "--entity-type", "clients", "--entity-default",
+            "--add-config", "producer_byte_rate=2048",
+        )  # fmt: skip
+        assert default.returncode == 0, default.stderr
+        assert quota_of(broker, "produce", "nobody", "any-client") == 2048
+        assert quota_of(broker, "fetch", "frank", "app") == 4096
+        described = brook(
+            *configs, "--describe", "--entity-type", "users", "--entity-name", "frank"
+        )
+        assert described.lines == [
+            "Quota configs for user-principal 'frank' are producer_byte_rate=1024.0,"
+            " request_percentage=50.0",
+            "SCRAM credential configs for user-principal 'frank' are SCRAM-SHA-256=iterations=4096",
+        ]
+        clients = brook(*configs, "--describe", "--entity-type", "clients")
+        assert clients.lines == [
+            "Quota configs for the default client-id are producer_byte_rate=2048.0"
+        ]
+        both = brook(
+            *configs, "--describe", "--entity-type", "users", "--entity-name", "frank",
+            "--entity-type", "clients", "--entity-name", "app",
+        )  # fmt: skip
+        assert both.lines == [
+            "Quota configs for user-principal 'frank', client-id 'app' are"
+            " consumer_byte_rate=4096.0"
+        ]
+        bad = brook(
+            *configs, "--alter", "--entity-type", "clients", "--entity-name", "app",
+            "--add-config", "producer_byte_rate=1.5",
+        )  # fmt: skip
+        assert bad.returncode != 0
+        assert "INVALID_REQUEST: producer_byte_rate cannot be a fractional value." in bad.stderr
+        removed = brook(
+            *configs, "--alter", "--entity-type", "users", "--entity-name", "frank",
+            "--delete-config", "producer_byte_rate,request_percentage",
+        )  # fmt: skip
+        assert removed.returncode == 0, removed.stderr
+        assert quota_of(broker, "produce", "frank", "x") == 2048  # the client default now
+    finally:
+        alter(broker, [("client-id", None)], {"producer_byte_rate": None})
+        alter(broker, [("user", "frank"), ("client-id", "app")], {"consumer_byte_rate": None})
+
+
+def _produce_v(version: int, topic: str, client_id: str, size: int) -> Any:
+    """A Produce request of one batch of `size` value bytes, at `version`."""
+    import datetime
+    import importlib
+
+    schema = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    now = int(time.time() * 1000)
+    body = record(value=b"v" * size)
+    return schema.ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            schema.TopicProduceData(
+                name=topic,
+                partition_data=(
+                    schema.PartitionProduceData(
+                        index=0,
+                        records=batch(body, 1, base_timestamp=now, max_timestamp=now),
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def _muted(broker: SecureBroker, client: BlockingClient) -> bool:
+    """Whether the broker reads no request of this client's connection now."""
+    host, port = client.sock.getsockname()[:2]
+    peer = f"{host}:{port}"
+    return broker.call(
+        lambda: any(c.peer == peer and c.in_flight is not None for c in broker.broker.connections)
+    )
+
+
+@pytest.mark.parametrize("version", [5, 7])
+def test_throttle_before_and_after_kip_219(broker, version):
+    """Produce v7 (KIP-219): the response goes out at once with throttle_time_ms and the
+    connection is muted. Produce v5: the response itself is held back."""
+    topic, client_id, quota = f"quota-v{version}", f"old-and-new-{version}", 10_000
+    _topic(broker, topic)
+    manager = broker.broker.services.quotas.produce
+    tags = ("", client_id)
+    try:
+        assert alter(broker, [("client-id", client_id)], {"producer_byte_rate": quota})[0] == 0
+        with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], client_id) as client:
+            # 110 KB over a 10 s window at 10 KB/s: about a second's throttle.
+            client.send(_produce_v(version, topic, client_id, 110_000))
+            until = time.monotonic() + 15
+            while not broker.call(lambda: manager.throttles.get(tags, [0, 0])[1]):
+                assert time.monotonic() < until
+                time.sleep(0.01)
+            if version >= 6:
+                response = client.receive(response_type_of_produce(version))
+                assert _muted(broker, client)
+            else:
+                # Throttled, and the answer not yet sent: it waits out the throttle.
+                assert not select.select([client.sock], [], [], 0)[0]
+                assert _muted(broker, client)
+                response = client.receive(response_type_of_produce(version))
+            assert response.throttle_time.total_seconds() > 0
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+    finally:
+        alter(broker, [("client-id", client_id)], {"producer_byte_rate": None})
+
+
+def response_type_of_produce(version: int) -> Any:
+    import importlib
+
+    return importlib.import_module(f"kio.schema.produce.v{version}.response").ProduceResponse
+
+
+def test_acls_guard_quotas_as_configs_of_the_cluster(tmp_path):
+    from brook.broker.testing import BrokerThread, free_port
+
+    port = free_port()
+    thread = BrokerThread(
+        tmp_path,
+        {
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+        },
+        port=port,
+    )
+    thread.start()
+    try:
+        with BlockingClient("127.0.0.1", port, "anonymous") as client:
+            altered = client.request(
+                AlterClientQuotasRequest(
+                    entries=(
+                        EntryData(
+                            entity=(EntityData(entity_type="client-id", entity_name="x"),),
+                            ops=(OpData(key="producer_byte_rate", value=10.0, remove=False),),
+                        ),
+                    ),
+                    validate_only=False,
+                )
+            )
+            assert altered.entries[0].error_code == ErrorCode.cluster_authorization_failed
+            described = client.request(DescribeClientQuotasRequest(components=(), strict=False))
+            assert described.error_code == ErrorCode.cluster_authorization_failed
+        assert thread.call(lambda: thread.broker.services.quotas.configs) == {}
+    finally:
+        thread.stop()
