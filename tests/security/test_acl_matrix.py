@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclOperation,
     AdminClient,
@@ -18,6 +24,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     NewPartitions,
+    OffsetSpec,
     ResourceType,
 )
 
@@ -96,7 +103,51 @@ def _groups(broker: SecureBroker) -> set[str]:
     return {group.group_id for group in listed.valid}
 
 
+def _readable_group(broker: SecureBroker, name: str) -> None:
+    """A group (with a committed offset) whose topic alice may read."""
+    _group(broker, name)
+    _allow(broker, ALICE, ResourceType.TOPIC, name, AclOperation.READ)
+
+
+def _committed(broker: SecureBroker, name: str) -> int:
+    admin = _admin(broker)
+    found = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(name)])[name]
+    (partition,) = found.result(15).topic_partitions
+    return partition.offset  # type: ignore[no-any-return]
+
+
 CASES = [
+    Case(
+        "list-offsets",
+        _topic,
+        lambda admin, name: admin.list_offsets({TopicPartition(name, 0): OffsetSpec.latest()})[
+            TopicPartition(name, 0)
+        ].result(15),
+        # librdkafka looks the leaders up first; Metadata hides the topic from alice.
+        KafkaError._NOENT,
+        (ResourceType.TOPIC, AclOperation.DESCRIBE),
+        lambda broker, name: True,
+    ),
+    Case(
+        "alter-group-offsets",
+        _readable_group,
+        lambda admin, name: admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(name, [TopicPartition(name, 0, 1)])]
+        )[name].result(15),
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        (ResourceType.GROUP, AclOperation.READ),
+        lambda broker, name: _committed(broker, name) == 1,
+    ),
+    Case(
+        "elect-leaders",
+        _topic,
+        lambda admin, name: admin.elect_leaders(
+            ElectionType.PREFERRED, [TopicPartition(name, 0)]
+        ).result(15),
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        (ResourceType.BROKER, AclOperation.ALTER),
+        lambda broker, name: True,
+    ),
     Case(
         "delete-topic",
         _topic,
@@ -190,6 +241,8 @@ def test_each_operation_is_refused_then_allowed(acl_broker, case):  # noqa: F811
     # Refused: nothing changed (a read case has nothing to change).
     assert case.took_effect(acl_broker, name) == before
     resource_type, operation = case.grant
-    _allow(acl_broker, ALICE, resource_type, name, operation)
-    case.act(alice, name)
+    granted = "kafka-cluster" if resource_type == ResourceType.BROKER else name
+    _allow(acl_broker, ALICE, resource_type, granted, operation)
+    # A new client: librdkafka keeps what Metadata told it while the topic was hidden.
+    case.act(_admin(acl_broker, "alice"), name)
     assert case.took_effect(acl_broker, name)
