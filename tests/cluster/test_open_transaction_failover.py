@@ -82,13 +82,16 @@ def _last_stable_offset(port: int) -> int:
 
 
 def _transaction_state(port: int, transactional_id: str) -> str:
-    """The state DescribeTransactions gives at the broker that coordinates the id now."""
+    """The state DescribeTransactions gives at the broker that coordinates the id now (read
+    as `brook transactions` reads it: a start time of -1, no transaction under way, is
+    beyond kio's datetime reader)."""
     from kio.schema.describe_transactions.v0 import request as describe0
 
+    from brook.broker.tools.wire_client import _describe_transactions_response
+
     with RawClient(port) as client:
-        response = client.request(
-            describe0.DescribeTransactionsRequest(transactional_ids=(transactional_id,))
-        )
+        client.send(describe0.DescribeTransactionsRequest(transactional_ids=(transactional_id,)))
+        _, response = client.receive_with_id(_describe_transactions_response())
     (state,) = response.transaction_states
     return state.transaction_state if state.error_code == 0 else f"error {state.error_code}"
 
