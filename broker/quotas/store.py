@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from brook.storage.checkpoints import read_json, write_json
 
@@ -22,14 +22,17 @@ CLIENT_QUOTAS_FILE = "brook-client-quotas.json"
 QuotaChanges = Mapping[QuotaEntity, Mapping[str, float | None]]
 
 
-class ClientQuotaStore(Protocol):
-    async def start(self) -> None:
-        """Read the stored quotas into the managers (and, in ZooKeeper, watch them)."""
-        ...
+# Only for type checking: a Protocol class costs start-up time to create.
+if TYPE_CHECKING:
 
-    async def alter(self, changes: QuotaChanges) -> None: ...
+    class ClientQuotaStore(Protocol):
+        async def start(self) -> None:
+            """Read the stored quotas into the managers (and, in ZooKeeper, watch them)."""
+            ...
 
-    def close(self) -> None: ...
+        async def alter(self, changes: QuotaChanges) -> None: ...
+
+        def close(self) -> None: ...
 
 
 def apply_changes(config: dict[str, str], changes: Mapping[str, float | None]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -29,7 +30,9 @@ from .listener_security import SaslSettings
 from .plain import PlainRefusal, PlainSaslServer
 from .principal import KafkaPrincipal, user
 from .scram import ScramFailure, ScramRefusal, ScramSaslServer
-from .scram_credentials import ScramCredentialStore
+
+if TYPE_CHECKING:
+    from .scram_credentials import ScramCredentialStore
 
 log = logging.getLogger("brook.security")
 

@@ -24,14 +24,17 @@ if TYPE_CHECKING:  # the SCRAM code loads with the first credential read, not at
 SCRAM_CREDENTIALS_FILE = "brook-scram-credentials.json"
 
 
-class ScramCredentialStore(Protocol):
-    async def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
+# Only for type checking: a Protocol class costs start-up time to create.
+if TYPE_CHECKING:
 
-    async def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+    class ScramCredentialStore(Protocol):
+        async def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
 
-    async def alter(self, changes: CredentialChanges) -> None:
-        """Apply every change, each user's all together."""
-        ...
+        async def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+
+        async def alter(self, changes: CredentialChanges) -> None:
+            """Apply every change, each user's all together."""
+            ...
 
 
 class LocalScramCredentialStore:
