@@ -75,9 +75,10 @@ def test_a_broker_registers_in_kafkas_znodes(cluster: Cluster, zk: ZooKeeperView
         assert zk.exists(path) is not None, path
     # The log dir, and every client, carry the cluster id ZooKeeper holds.
     assert read_meta_properties(broker.data_dir).cluster_id == cluster_id["id"]
-    seen = metadata_of(port)
+    # The broker learns of its own election through the same watch as everyone else's
+    # (and a loaded machine may suspend its ZooKeeper session for a moment): wait for it.
+    seen = eventually(lambda: metadata_of(port), lambda seen: seen.controller_id == 1)
     assert seen.cluster_id == cluster_id["id"]
-    assert seen.controller_id == 1
     assert seen.brokers == {1: ("127.0.0.1", port, "rack-a")}
     # On the EXTERNAL listener, the EXTERNAL endpoint.
     assert metadata_of(external).brokers == {1: ("localhost", external, "rack-a")}
@@ -101,8 +102,10 @@ def test_every_broker_lists_every_broker_and_the_same_controller(
     expected = {i + 1: ("127.0.0.1", b.port, f"rack-{i + 1}") for i, b in enumerate(brokers)}
     cluster_id = zk.json("/cluster/id")["id"]
     for broker in brokers:
-        seen = eventually(lambda b=broker: metadata_of(b.port), lambda s: s.brokers == expected)
-        assert seen.controller_id == controller
+        seen = eventually(
+            lambda b=broker: metadata_of(b.port),
+            lambda s: s.brokers == expected and s.controller_id == controller,
+        )
         assert seen.cluster_id == cluster_id
     # Exactly one of them says it is the controller, in its log.
     elected = [b for b in brokers if "successfully elected as the controller" in b.log_text()]
