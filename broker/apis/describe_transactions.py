@@ -1,7 +1,9 @@
 """DescribeTransactions (key 65), v0: the state of transactional ids.
 
 An id this broker's coordinator does not know answers TRANSACTIONAL_ID_NOT_FOUND; one
-whose partition it does not serve, NOT_COORDINATOR.
+whose partition it does not serve, NOT_COORDINATOR. With an authorizer, an id the
+principal may not describe answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and the topics
+of a transaction it may not describe are left out of the answer, as Kafka leaves them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
-from ..authorizer.checks import denied
+from ..authorizer.checks import authorized, denied
 from ..request_context import RequestContext
 from ..transactions.metadata import STATE_NAMES, TransactionMetadata
 from . import NO_THROTTLE, build, handles, schema_module
@@ -43,13 +45,24 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any
             error = ErrorCode.none if found is not None else ErrorCode.transactional_id_not_found
         except KafkaError as exc:
             found, error = None, exc.error_code
-        states.append(_state(types, transactional_id, found, error))
+        visible = None
+        if found is not None and ctx.services.authorizer is not None:
+            topics = {topic for topic, _ in found.partitions}
+            visible = authorized(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, log_denial=False
+            )
+        states.append(_state(types, transactional_id, found, error, visible))
     return build(ctx.response_type, throttle_time=NO_THROTTLE, transaction_states=tuple(states))
 
 
 def _state(
-    types: Any, transactional_id: str, found: TransactionMetadata | None, error: ErrorCode
+    types: Any,
+    transactional_id: str,
+    found: TransactionMetadata | None,
+    error: ErrorCode,
+    visible_topics: set[str] | None = None,
 ) -> Any:
+    """One id's answer; `visible_topics`, when given, bounds the topics it lists."""
     if found is None:
         return build(
             types.TransactionState,
@@ -64,6 +77,8 @@ def _state(
         )
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(found.partitions):
+        if visible_topics is not None and topic not in visible_topics:
+            continue
         by_topic.setdefault(topic, []).append(partition)
     return build(
         types.TransactionState,

@@ -30,7 +30,7 @@ def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
     running_longer_than = getattr(request, "duration_filter", -1)  # v1
     now = ctx.services.clock()
     listed = []
-    every = ctx.services.transactions.transactions()
+    every = list(ctx.services.transactions.transactions())  # read twice: names, then states
     # Only the transactional ids the principal may describe are listed.
     hidden = denied(
         ctx,

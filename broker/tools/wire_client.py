@@ -205,7 +205,7 @@ def require_plaintext(command_config: Path | None, what: str) -> None:
 
 
 @cache
-def _describe_transactions_response() -> type:
+def describe_transactions_response() -> type:
     """DescribeTransactions v0's response as kio declares it, but for the start time: Kafka
     answers -1 for an id without a transaction under way, which kio's datetime reader
     refuses ("cannot parse negative timestamp"), so it is read as the plain int64 it is.
@@ -405,7 +405,7 @@ class KafkaCluster:
             response = self.request(
                 node,
                 DescribeTransactionsRequest(transactional_ids=(transactional_id,)),
-                _describe_transactions_response(),
+                describe_transactions_response(),
             )
             [state] = response.transaction_states
             if state.error_code != ErrorCode.none:

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kio.index import load_request_schema
 
+from brook.broker.tools.wire_client import describe_transactions_response
 from brook.broker.transactions.metadata import TransactionState
 from brook.protocol.api_table import ApiKey
 
@@ -261,13 +262,17 @@ def test_describe_and_list_transactions(brook_broker, topic_name):
         assert described.transaction_state == "Ongoing"
         assert [(t.topic, t.partitions) for t in described.topics] == [(topic_name, (0,))]
         assert described.transaction_start_time.timestamp() > 0
-        # Without a transaction under way Kafka answers a start time of -1, which kio
-        # cannot parse: read those answers' first fields by hand.
         request, _ = _request(
             ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=("tx-idle", "nope")
         )
+        # Without a transaction under way Kafka answers a start time of -1, which kio
+        # cannot parse: read as brook transactions reads it, as an int64.
         client.send(request)
-        assert _described_by_hand(client.receive_frame()) == [
+        states = client.receive(describe_transactions_response()).transaction_states
+        assert [
+            (s.error_code, s.transactional_id, s.transaction_state, s.transaction_start_time)
+            for s in states
+        ] == [
             (0, "tx-idle", "Empty", -1),
             (105, "nope", "", -1),  # TRANSACTIONAL_ID_NOT_FOUND
         ]
@@ -310,32 +315,6 @@ def test_write_txn_markers_writes_and_refuses_per_partition(brook_broker, topic_
     errors = {t.name: t.partitions[0].error_code.name for t in result.topics}
     assert errors == {topic_name: "none", f"{topic_name}-missing": "unknown_topic_or_partition"}
     assert _markers(brook_broker, topic_name) == [(4242, 3)]
-
-
-def _described_by_hand(frame: bytes) -> list[tuple[int, str, str, int]]:
-    """(error code, transactional id, state, start time) of a DescribeTransactions v0
-    response frame: flexible, so lengths are unsigned varints plus one (all one byte here)
-    and each entity ends in its tagged fields."""
-    import struct
-
-    position = 4 + 1 + 4  # correlation id, the header's tagged fields, throttle time
-    count = frame[position] - 1
-    position += 1
-    found = []
-    for _ in range(count):
-        (error,) = struct.unpack_from(">h", frame, position)
-        position += 2
-        strings = []
-        for _ in range(2):
-            length = frame[position] - 1
-            strings.append(frame[position + 1 : position + 1 + length].decode())
-            position += 1 + length
-        _timeout, start, _pid, _epoch = struct.unpack_from(">iqqh", frame, position)
-        position += 4 + 8 + 8 + 2
-        assert frame[position] == 1  # no topics
-        position += 2  # the topics array, the entity's tagged fields
-        found.append((error, strings[0], strings[1], start))
-    return found
 
 
 def test_an_empty_transaction_commits_without_markers(brook_broker, topic_name):
