@@ -142,11 +142,33 @@ class BlockingClient:
     sent with `send` and read back in order with `receive`)."""
 
     def __init__(
-        self, host: str, port: int, client_id: str | None = "brook", timeout: float | None = 15
+        self,
+        host: str,
+        port: int,
+        client_id: str | None = "brook",
+        timeout: float | None = 15,
+        security: ClientSecurity | None = None,
     ) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        """A connection; with `security`, over TLS and/or logged in by SASL before use
+        (SaslAuthenticationError, ssl.SSLError or OSError when that fails)."""
+        sock = socket.create_connection((host, port), timeout=timeout)
+        if security is not None and security.ssl_context is not None:
+            try:
+                sock = security.ssl_context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
         self.client_id = client_id
         self.correlation_id = 0
+        if security is not None and security.sasl is not None:
+            from .security.sasl_client import authenticate_blocking
+
+            try:
+                authenticate_blocking(self, security.sasl)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         self.sock.close()

@@ -27,10 +27,23 @@ from .testing_records import ConsumedRecord, Produced, RecordLike
 START_TIMEOUT_S = 30.0
 
 
+# Ports handed out by this process: the OS may offer a port again as soon as the probe
+# socket closes, and a broker given two listeners on one port refuses to start.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on now, never the same one twice in this process."""
+    for _ in range(100):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            break
+    else:
+        _HANDED_OUT.clear()  # nearly every port handed out once: start over
+    _HANDED_OUT.add(port)
+    return port
 
 
 def wait_for_port(

@@ -4,12 +4,14 @@ TLS context (trust store, and key store as client certificate) and its SASL logi
 that listener and mechanism, as Kafka's inter-broker client reads them).
 
 Used by every broker-to-broker connection (the replica fetchers, the transaction
-markers, the controller's requests: broker/client.py's Client.connect).
+markers, the controller's requests: broker/client.py's Client.connect), and, built from a
+client properties file instead, by the tools that speak the protocol themselves.
 """
 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -85,3 +87,54 @@ def _sasl_login(config: BrokerConfig, listener: str) -> SaslLogin:
             f"{key} must hold username and password: the inter-broker client logs in with them"
         )
     return SaslLogin(mechanism, options["username"], options["password"])
+
+
+def client_security_from_properties(
+    properties: Mapping[str, str], source: str
+) -> ClientSecurity | None:
+    """A tool's security from its client properties (None: PLAINTEXT): security.protocol,
+    sasl.mechanism with sasl.username / sasl.password (librdkafka's names) or
+    sasl.jaas.config (Kafka's), and the ssl.* keys (tls.client_context_from_properties)."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in ("PLAINTEXT", *TLS_PROTOCOLS, *SASL_PROTOCOLS):
+        raise ConfigError(
+            f"security.protocol={protocol} ({source}): one of PLAINTEXT, SSL, SASL_PLAINTEXT,"
+            " SASL_SSL"
+        )
+    if protocol == "PLAINTEXT":
+        return None
+    context = None
+    if protocol in TLS_PROTOCOLS:
+        from .tls import client_context_from_properties
+
+        context = client_context_from_properties(properties, source)
+    login = None
+    if protocol in SASL_PROTOCOLS:
+        login = _properties_login(properties, source)
+    return ClientSecurity(context, login)
+
+
+def _properties_login(properties: Mapping[str, str], source: str) -> SaslLogin:
+    # librdkafka spells it sasl.mechanisms too; both name the one mechanism used.
+    mechanism = (
+        (properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "GSSAPI")
+        .strip()
+        .upper()
+    )
+    if mechanism not in SERVED_SASL_MECHANISMS:
+        raise ConfigError(
+            f"sasl.mechanism={mechanism} ({source}): Brook's tools log in with"
+            f" {', '.join(SERVED_SASL_MECHANISMS)}"
+        )
+    username, password = properties.get("sasl.username"), properties.get("sasl.password")
+    jaas = properties.get("sasl.jaas.config")
+    if (username is None or password is None) and jaas:
+        options = parse_jaas_config(jaas, f"sasl.jaas.config in {source}").options
+        username = options.get("username")
+        password = options.get("password")
+    if username is None or password is None:
+        raise ConfigError(
+            f"{source} uses SASL {mechanism}: set sasl.username and sasl.password, or"
+            ' sasl.jaas.config with username="..." password="..."'
+        )
+    return SaslLogin(mechanism, username, password)

@@ -15,7 +15,7 @@ import contextlib
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,50 @@ class _Keys:
         return prefixed if prefixed in self._config.explicit else key
 
 
+# A tool's client properties (--command-config): Kafka's client defaults where unset.
+_CLIENT_DEFAULTS: dict[str, object] = {
+    "ssl.enabled.protocols": ["TLSv1.2", "TLSv1.3"],
+    "ssl.protocol": "TLSv1.3",
+    "ssl.cipher.suites": [],
+    "ssl.endpoint.identification.algorithm": "https",
+}
+_LIST_KEYS = ("ssl.enabled.protocols", "ssl.cipher.suites")
+
+
+class _PropertyKeys(_Keys):
+    """The ssl.* values of a client properties file, as Kafka's clients read them."""
+
+    def __init__(self, properties: Mapping[str, str], source: str) -> None:
+        self._properties = properties
+        self._source = source
+
+    def __getitem__(self, name: str) -> object:
+        if name in self._properties:
+            value = self._properties[name].strip()
+            if name in _LIST_KEYS:
+                return [item.strip() for item in value.split(",") if item.strip()]
+            return value
+        if name.endswith(".type") and name.startswith(("ssl.keystore", "ssl.truststore")):
+            return _store_type(self._properties.get(name.replace(".type", ".location")))
+        return _CLIENT_DEFAULTS.get(name)
+
+    def name(self, key: str) -> str:
+        return f"{key} in {self._source}"
+
+
+def _store_type(location: str | None) -> str:
+    """An unset store type: PEM for a PEM file, else PKCS12 (librdkafka's store format;
+    Java's default, JKS, is a format Brook cannot read anyway)."""
+    if not location:
+        return "PEM"
+    try:
+        with open(location, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return "PEM"  # loading it reports the error, with the key's name
+    return "PEM" if b"-----BEGIN" in head else "PKCS12"
+
+
 def server_context(config: BrokerConfig, listener_name: str) -> ssl.SSLContext:
     keys = _Keys(config, listener_name)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -88,8 +132,54 @@ def client_context(config: BrokerConfig, listener_name: str) -> ssl.SSLContext:
     return context
 
 
+def client_context_from_properties(properties: Mapping[str, str], source: str) -> ssl.SSLContext:
+    """A tool's client context from its client properties: Kafka's names
+    (ssl.truststore.*, ssl.keystore.*, ssl.key.password) and librdkafka's (ssl.ca.location,
+    ssl.certificate.location with ssl.key.location, enable.ssl.certificate.verification),
+    so that one --command-config serves the tools on librdkafka and those on the wire."""
+    keys = _PropertyKeys(properties, source)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _versions(context, keys)
+    _ciphers(context, keys)
+    ca = properties.get("ssl.ca.location")
+    try:
+        if ca:
+            context.load_verify_locations(cafile=ca)
+        elif not _load_trust_store(context, keys):
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"Cannot load ssl.ca.location={ca} ({source}): {exc}") from None
+    certificate = properties.get("ssl.certificate.location")
+    if certificate:
+        try:
+            context.load_cert_chain(
+                certificate,
+                properties.get("ssl.key.location") or None,
+                password=properties.get("ssl.key.password") or None,
+            )
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"Cannot load ssl.certificate.location / ssl.key.location ({source}): {exc}"
+            ) from None
+    else:
+        _load_key_store(context, keys)
+    algorithm = str(keys["ssl.endpoint.identification.algorithm"]).strip().lower()
+    context.check_hostname = algorithm not in ("", "none")
+    if properties.get("enable.ssl.certificate.verification", "true").strip().lower() == "false":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def _versions(context: ssl.SSLContext, keys: _Keys) -> None:
-    enabled = [_VERSIONS[name] for name in keys["ssl.enabled.protocols"]]  # type: ignore[attr-defined]
+    names = list(keys["ssl.enabled.protocols"])  # type: ignore[call-overload]
+    unknown = [name for name in names if name not in _VERSIONS]
+    if unknown:
+        raise ConfigError(
+            f"{keys.name('ssl.enabled.protocols')}: unknown TLS version(s) {', '.join(unknown)}"
+            f" (known: {', '.join(_VERSIONS)})"
+        )
+    enabled = [_VERSIONS[name] for name in names]
     if not enabled:
         raise ConfigError(f"{keys.name('ssl.enabled.protocols')} enables no TLS version")
     highest = max(enabled)
@@ -197,8 +287,7 @@ def _load_trust_store(context: ssl.SSLContext, keys: _Keys) -> bool:
             )
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(
-            f"Cannot load the trust store of listener {keys.listener_name}"
-            f" ({keys.name('ssl.truststore.location')}): {exc}"
+            f"Cannot load the trust store ({keys.name('ssl.truststore.location')}): {exc}"
         ) from None
     return True
 

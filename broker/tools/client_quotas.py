@@ -10,7 +10,7 @@ them (through AlterClientQuotas and DescribeClientQuotas).
     brook configs --bootstrap-server HOST --describe --entity-type users [--entity-name alice]
 
 librdkafka has no client-quota admin calls, so the requests go over Brook's own wire
-client to the first bootstrap server, which must be a PLAINTEXT listener.
+client to the first bootstrap server, over TLS and SASL as --command-config says.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import ToolError
+from .common import ToolError, wire_security
 
 # kafka-configs.sh's entity types and the quota entity types they stand for.
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id"}
@@ -30,23 +30,20 @@ Entity = list[tuple[str, str | None]]
 
 
 def _client(args: argparse.Namespace) -> Any:
+    """The wire client the quota requests go over (librdkafka has no client-quota admin
+    calls), secured as --command-config says."""
     from brook.broker.client import BlockingClient
+    from brook.broker.security.sasl_client import SaslAuthenticationError
 
-    if args.command_config is not None:
-        from brook.storage.checkpoints import parse_java_properties
-
-        settings = parse_java_properties(args.command_config.read_text("utf-8"))
-        protocol = settings.get("security.protocol", "PLAINTEXT").upper()
-        if protocol != "PLAINTEXT":
-            raise ToolError(
-                f"client quotas are managed over a PLAINTEXT listener (not {protocol}):"
-                " librdkafka has no client-quota admin calls",
-                2,
-            )
+    security = wire_security(args)
     first = args.bootstrap_server.split(",")[0].strip()
     host, _, port = first.rpartition(":")
     try:
-        return BlockingClient(host or "localhost", int(port), "brook-configs", args.timeout)
+        return BlockingClient(
+            host or "localhost", int(port), "brook-configs", args.timeout, security
+        )
+    except SaslAuthenticationError as exc:
+        raise ToolError(f"authentication to {first} failed: {exc}") from None
     except (OSError, ValueError) as exc:
         raise ToolError(f"cannot connect to {first}: {exc}") from None
 

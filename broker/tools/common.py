@@ -21,6 +21,8 @@ from brook.storage.checkpoints import parse_java_properties
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
 
+    from brook.broker.security.client_security import ClientSecurity
+
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -157,12 +159,7 @@ def admin_client(args: argparse.Namespace) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     check_reachable(args.bootstrap_server, args.timeout)
-    config: dict[str, Any] = {}
-    if args.command_config is not None:
-        try:
-            config.update(parse_java_properties(args.command_config.read_text("utf-8")))
-        except OSError as exc:
-            raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
+    config: dict[str, Any] = dict(command_config(args))
     config["bootstrap.servers"] = args.bootstrap_server
     # librdkafka logs connection trouble to stderr on its own; the tool reports the
     # failure itself, once, so keep the client quiet.
@@ -171,6 +168,32 @@ def admin_client(args: argparse.Namespace) -> AdminClient:
         return AdminClient(config)
     except Exception as exc:  # confluent-kafka raises KafkaException for a bad config
         raise ToolError(f"invalid client configuration: {describe_error(exc)}") from None
+
+
+def command_config(args: argparse.Namespace) -> dict[str, str]:
+    """The client properties of --command-config (none when it is not given)."""
+    if args.command_config is None:
+        return {}
+    try:
+        return parse_java_properties(args.command_config.read_text("utf-8"))
+    except OSError as exc:
+        raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
+
+
+def wire_security(args: argparse.Namespace) -> ClientSecurity | None:
+    """How a tool that speaks the protocol itself (not through librdkafka) connects: TLS
+    and SASL from the same --command-config that librdkafka reads (None: PLAINTEXT)."""
+    properties = command_config(args)
+    if not properties:
+        return None
+    from brook.broker.config import ConfigError
+    from brook.broker.security.client_security import client_security_from_properties
+
+    try:
+        source = f"--command-config {args.command_config}"
+        return client_security_from_properties(properties, source)
+    except ConfigError as exc:
+        raise ToolError(str(exc), 2) from None
 
 
 def describe_error(exc: BaseException) -> str:

@@ -24,8 +24,6 @@ from datetime import UTC, datetime
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
-from brook.storage.checkpoints import parse_java_properties
-
 from .common import (
     ToolError,
     add_action_arguments,
@@ -35,6 +33,7 @@ from .common import (
     run_admin_action,
     run_tool,
     wait,
+    wire_security,
 )
 
 if TYPE_CHECKING:
@@ -885,10 +884,12 @@ def _delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
 
     from .wire_client import delete_offsets, describe_code
 
-    _require_plaintext(args)
+    security = wire_security(args)
     group_id = args.group[0]
     partitions = _topic_partitions(admin, args.topic, args.timeout)
-    error, results = delete_offsets(args.bootstrap_server, group_id, partitions, args.timeout)
+    error, results = delete_offsets(
+        args.bootstrap_server, group_id, partitions, args.timeout, security
+    )
     if error == ErrorCode.group_id_not_found:
         raise _missing_groups([group_id])
     if error == ErrorCode.non_empty_group:
@@ -926,16 +927,3 @@ def _delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
             )
         )
     return 0
-
-
-def _require_plaintext(args: argparse.Namespace) -> None:
-    """wire_client speaks plain TCP; say so rather than fail obscurely on TLS or SASL."""
-    if args.command_config is None:
-        return
-    try:
-        config = parse_java_properties(args.command_config.read_text("utf-8"))
-    except OSError as exc:
-        raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
-    protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise ToolError(f"--delete-offsets supports only PLAINTEXT connections, not {protocol}", 2)

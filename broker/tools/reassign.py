@@ -10,9 +10,10 @@ option for option, with its output lines and its JSON files).
 
 The moves go as AlterPartitionReassignments and ListPartitionReassignments (v0) to any
 broker, which forwards them to the controller; confluent-kafka 2.16 has no call for either,
-so broker/tools/wire_client.py sends them (PLAINTEXT listeners only). Topics and brokers
-(with their racks, for --generate's rack-aware proposal) come through confluent-kafka's
-AdminClient. --generate proposes with Kafka's own assignment (broker/cluster/assignment.py).
+so broker/tools/wire_client.py sends them (over TLS and SASL as --command-config says).
+Topics and brokers (with their racks, for --generate's rack-aware proposal) come through
+confluent-kafka's AdminClient. --generate proposes with Kafka's own assignment
+(broker/cluster/assignment.py).
 
 --throttle is accepted and not applied: Brook does not throttle replication
 (leader/follower.replication.throttled.rate), and says so. A "log_dirs" entry other than
@@ -36,6 +37,7 @@ from .common import (
     describe_error,
     run_tool,
     wait,
+    wire_security,
 )
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -156,9 +158,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     action = _check_options(args)
-    from .wire_client import require_plaintext
-
-    require_plaintext(args.command_config, "brook reassign")
     if action == "generate":
         return _generate(args)
     if action == "execute":
@@ -391,7 +390,9 @@ def _execute(args: argparse.Namespace) -> int:
     from .wire_client import alter_partition_reassignments, list_partition_reassignments
 
     proposed = _checked(args.reassignment_json_file)
-    if not args.additional and list_partition_reassignments(args.bootstrap_server, args.timeout):
+    if not args.additional and list_partition_reassignments(
+        args.bootstrap_server, args.timeout, security=wire_security(args)
+    ):
         raise ToolError(CANNOT_EXECUTE)
     admin = admin_client(args)
     live = _brokers(admin, args.timeout)
@@ -415,7 +416,10 @@ def _execute(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     results = alter_partition_reassignments(
-        args.bootstrap_server, args.timeout, {tp: list(r) for tp, r in proposed.items()}
+        args.bootstrap_server,
+        args.timeout,
+        {tp: list(r) for tp, r in proposed.items()},
+        wire_security(args),
     )
     failed = _failures(results)
     if failed:
@@ -440,7 +444,9 @@ def _verify(args: argparse.Namespace) -> int:
     from .wire_client import list_partition_reassignments
 
     targets = parse_reassignment(args.reassignment_json_file)
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout)
+    ongoing = list_partition_reassignments(
+        args.bootstrap_server, args.timeout, security=wire_security(args)
+    )
     admin = admin_client(args)
     not_moving = {topic for (topic, p), _ in targets if (topic, p) not in ongoing}
     current: dict[TopicPartition, list[int]] = {}
@@ -466,14 +472,16 @@ def _cancel(args: argparse.Namespace) -> int:
     from .wire_client import alter_partition_reassignments, list_partition_reassignments
 
     targets = [tp for tp, _ in parse_reassignment(args.reassignment_json_file)]
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, targets)
+    ongoing = list_partition_reassignments(
+        args.bootstrap_server, args.timeout, targets, wire_security(args)
+    )
     # Kafka's tool cancels those with no replicas being added or some being removed.
     active = sorted(tp for tp, (_, adding, removing) in ongoing.items() if not adding or removing)
     if not active:
         print("None of the specified partition reassignments are active.")
         return 0
     results = alter_partition_reassignments(
-        args.bootstrap_server, args.timeout, dict.fromkeys(active)
+        args.bootstrap_server, args.timeout, dict.fromkeys(active), wire_security(args)
     )
     failed = _failures(results)
     if failed:
@@ -492,7 +500,9 @@ def _cancel(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from .wire_client import list_partition_reassignments
 
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout)
+    ongoing = list_partition_reassignments(
+        args.bootstrap_server, args.timeout, security=wire_security(args)
+    )
     if not ongoing:
         print("No partition reassignments found.")
         return 0

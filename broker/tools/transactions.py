@@ -15,11 +15,12 @@ the producer id, or no longer counts the partition in the id's transaction. Such
 transaction holds back the partition's last stable offset, so read_committed consumers
 stop there; `abort` writes the ABORT marker that releases it.
 
-confluent-kafka's AdminClient offers none of these APIs, so the requests go over plain
-TCP through wire_client.KafkaCluster: Metadata for brokers, partitions and leaders,
-FindCoordinator (key type 1) and DescribeTransactions to an id's coordinator,
-ListTransactions to every broker, DescribeProducers and WriteTxnMarkers to a partition's
-leader (or the replica named by --broker-id).
+confluent-kafka's AdminClient offers none of these APIs, so Brook's own wire client sends
+them (wire_client.KafkaCluster, over TLS and SASL as --command-config says): Metadata
+for brokers, partitions and leaders, FindCoordinator (key type 1) and
+DescribeTransactions to an id's coordinator, ListTransactions to every broker,
+DescribeProducers and WriteTxnMarkers to a partition's leader (or the replica named by
+--broker-id).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .common import (
     check_reachable,
     chosen_action,
     run_tool,
+    wire_security,
 )
 from .wire_client import (
     ClusterMetadata,
@@ -48,7 +50,6 @@ from .wire_client import (
     ProducerState,
     TransactionDescription,
     describe_code,
-    require_plaintext,
 )
 
 TopicPartition = tuple[str, int]
@@ -128,7 +129,8 @@ find-hanging reports the open transactions whose last write is older than
 --max-transaction-timeout minutes (default 15: set it to the largest
 transaction.timeout.ms of your producers) and that their coordinator does not know.
 abort writes an ABORT marker for the transaction starting at --start-offset; it prints
-nothing when it succeeds. The requests go over PLAINTEXT connections only.
+nothing when it succeeds. --command-config secures the connections (TLS, SASL PLAIN or
+SCRAM) with librdkafka's property names or Kafka's client ones.
 """
 
 
@@ -196,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
     _check_options(action, args)
-    require_plaintext(args.command_config, "brook transactions")
+    security = wire_security(args)  # a config it cannot use is refused before connecting
     check_reachable(args.bootstrap_server, args.timeout)
     actions: dict[str, Callable[[KafkaCluster, argparse.Namespace], int]] = {
         "list": _list,
@@ -205,7 +207,7 @@ def _run(args: argparse.Namespace) -> int:
         "abort": _abort,
         "find-hanging": _find_hanging,
     }
-    with KafkaCluster(args.bootstrap_server, args.timeout, CLIENT_ID) as cluster:
+    with KafkaCluster(args.bootstrap_server, args.timeout, CLIENT_ID, security) as cluster:
         return actions[action](cluster, args)
 
 

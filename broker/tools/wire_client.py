@@ -5,28 +5,31 @@ so `brook groups --delete-offsets` sends FindCoordinator v1 and OffsetDelete v0 
 Nor does it offer the transaction admin APIs, so `brook transactions` reaches the
 cluster through `KafkaCluster`: Metadata, FindCoordinator (key type 1),
 ListTransactions, DescribeTransactions, DescribeProducers and WriteTxnMarkers. All are
-encoded with kio (the same message types the broker uses) by broker/client.py. Only
-PLAINTEXT listeners are reachable this way; `require_plaintext` refuses the others.
+encoded with kio (the same message types the broker uses) by broker/client.py, over
+TLS and SASL as the tool's --command-config says (common.wire_security).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import ssl
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from brook.broker.client import BlockingClient, ConnectionClosedError, InvalidResponseError
-from brook.storage.checkpoints import parse_java_properties
+from brook.broker.security.sasl_client import SaslAuthenticationError
 
 from .common import ToolError, split_bootstrap
+
+if TYPE_CHECKING:
+    from brook.broker.security.client_security import ClientSecurity
 
 CLIENT_ID = "brook-groups"
 TRANSACTION_KEY_TYPE = 1  # FindCoordinator's key type of a transactional id
@@ -80,9 +83,25 @@ def describe_code(code: ErrorCode) -> str:
 class _Connection:
     """A BlockingClient whose failures read as one line for an operator."""
 
-    def __init__(self, host: str, port: int, timeout: float, client_id: str = CLIENT_ID) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout: float,
+        client_id: str = CLIENT_ID,
+        security: ClientSecurity | None = None,
+    ) -> None:
         try:
-            self.client = BlockingClient(host, port, client_id, timeout)
+            self.client = BlockingClient(host, port, client_id, timeout, security)
+        except SaslAuthenticationError as exc:
+            raise ToolError(f"authentication to {host}:{port} failed: {exc}") from None
+        except ssl.SSLError as exc:
+            raise ToolError(f"TLS handshake with {host}:{port} failed: {exc}") from None
+        except ConnectionClosedError:
+            raise ToolError(
+                f"{host}:{port} closed the connection while logging in (is --command-config's"
+                " security.protocol the listener's?)"
+            ) from None
         except OSError as exc:
             raise ToolError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
 
@@ -108,22 +127,29 @@ class _Connection:
             raise ToolError(f"cannot read the broker's answer: {exc}") from None
 
 
-def _connect_any(bootstrap: str, timeout: float, client_id: str = CLIENT_ID) -> _Connection:
+def _connect_any(
+    bootstrap: str,
+    timeout: float,
+    client_id: str = CLIENT_ID,
+    security: ClientSecurity | None = None,
+) -> _Connection:
     """A connection to the first bootstrap server that accepts one."""
     failure: ToolError | None = None
     for host, port in split_bootstrap(bootstrap):
         try:
-            return _Connection(host, port, timeout, client_id)
+            return _Connection(host, port, timeout, client_id, security)
         except ToolError as exc:
             failure = exc
     assert failure is not None
     raise failure
 
 
-def _find_coordinator(bootstrap: str, group: str, timeout: float) -> tuple[str, int]:
+def _find_coordinator(
+    bootstrap: str, group: str, timeout: float, security: ClientSecurity | None
+) -> tuple[str, int]:
     from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 
-    connection = _connect_any(bootstrap, timeout)
+    connection = _connect_any(bootstrap, timeout, security=security)
     try:
         response = connection.request(FindCoordinatorRequest(key=group))
     finally:
@@ -140,7 +166,11 @@ class _CoordinatorError(Exception):
 
 
 def delete_offsets(
-    bootstrap: str, group: str, partitions: list[tuple[str, int]], timeout: float
+    bootstrap: str,
+    group: str,
+    partitions: list[tuple[str, int]],
+    timeout: float,
+    security: ClientSecurity | None = None,
 ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
     """OffsetDelete for `partitions` of `group`: the group-level error and one per partition."""
     from kio.schema.offset_delete.v0.request import (
@@ -167,8 +197,8 @@ def delete_offsets(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            host, port = _find_coordinator(bootstrap, group, timeout)
-            connection = _Connection(host, port, timeout)
+            host, port = _find_coordinator(bootstrap, group, timeout, security)
+            connection = _Connection(host, port, timeout, security=security)
             try:
                 response = connection.request(request)
             finally:
@@ -186,19 +216,6 @@ def delete_offsets(
         for topic in response.topics
         for partition in topic.partitions
     }
-
-
-def require_plaintext(command_config: Path | None, what: str) -> None:
-    """These requests go over plain TCP; say so rather than fail obscurely on TLS or SASL."""
-    if command_config is None:
-        return
-    try:
-        config = parse_java_properties(command_config.read_text("utf-8"))
-    except OSError as exc:
-        raise ToolError(f"cannot read --command-config {command_config}: {exc}") from None
-    protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise ToolError(f"{what} supports only PLAINTEXT connections, not {protocol}", 2)
 
 
 # --- the transaction admin APIs -----------------------------------------------------------
@@ -300,14 +317,21 @@ class CoordinatorError(ToolError):
 
 
 class KafkaCluster:
-    """The brokers of one cluster, reached over plain TCP, one connection per broker
-    opened when first needed. Retriable coordinator errors are retried, as Kafka's admin
-    client does, until the tool's timeout."""
+    """The brokers of one cluster, one connection per broker opened when first needed
+    (over TLS and SASL with `security`). Retriable coordinator errors are retried, as
+    Kafka's admin client does, until the tool's timeout."""
 
-    def __init__(self, bootstrap: str, timeout: float, client_id: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
         self.client_id = client_id
+        self.security = security
         self._connections: dict[Node, _Connection] = {}
 
     def close(self) -> None:
@@ -322,7 +346,7 @@ class KafkaCluster:
         self.close()
 
     def _bootstrap_request(self, request: Any) -> Any:
-        connection = _connect_any(self.bootstrap, self.timeout, self.client_id)
+        connection = _connect_any(self.bootstrap, self.timeout, self.client_id, self.security)
         try:
             return connection.request(request)
         finally:
@@ -331,7 +355,9 @@ class KafkaCluster:
     def request(self, node: Node, request: Any, response_type: type | None = None) -> Any:
         connection = self._connections.get(node)
         if connection is None:
-            connection = _Connection(node.host, node.port, self.timeout, self.client_id)
+            connection = _Connection(
+                node.host, node.port, self.timeout, self.client_id, self.security
+            )
             self._connections[node] = connection
         return connection.request(request, response_type)
 
@@ -543,12 +569,14 @@ REASSIGN_CLIENT_ID = "reassign-partitions-tool"  # Kafka's tool's client id
 ReplicaMove = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
-def _to_controller(bootstrap: str, timeout: float, request: Any) -> Any:
+def _to_controller(
+    bootstrap: str, timeout: float, request: Any, security: ClientSecurity | None
+) -> Any:
     """`request` answered by any broker (it forwards it to the controller); NOT_CONTROLLER
     (the controller moving) tried again until the timeout, as Kafka's admin client does."""
     deadline = time.monotonic() + timeout
     while True:
-        connection = _connect_any(bootstrap, timeout, REASSIGN_CLIENT_ID)
+        connection = _connect_any(bootstrap, timeout, REASSIGN_CLIENT_ID, security)
         try:
             response = connection.request(request)
         finally:
@@ -562,7 +590,10 @@ def _to_controller(bootstrap: str, timeout: float, request: Any) -> Any:
 
 
 def alter_partition_reassignments(
-    bootstrap: str, timeout: float, moves: dict[tuple[str, int], list[int] | None]
+    bootstrap: str,
+    timeout: float,
+    moves: dict[tuple[str, int], list[int] | None],
+    security: ClientSecurity | None = None,
 ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
     """AlterPartitionReassignments v0: each partition's error and message (None: cancel)."""
     from kio.schema.alter_partition_reassignments.v0 import request as alter0
@@ -584,6 +615,7 @@ def alter_partition_reassignments(
                 for topic, partitions in by_topic.items()
             ),
         ),
+        security,
     )
     return {
         (topic.name, p.partition_index): (p.error_code, p.error_message)
@@ -593,7 +625,10 @@ def alter_partition_reassignments(
 
 
 def list_partition_reassignments(
-    bootstrap: str, timeout: float, partitions: Iterable[tuple[str, int]] | None = None
+    bootstrap: str,
+    timeout: float,
+    partitions: Iterable[tuple[str, int]] | None = None,
+    security: ClientSecurity | None = None,
 ) -> dict[tuple[str, int], ReplicaMove]:
     """ListPartitionReassignments v0: (replicas, adding, removing) of each partition being
     moved, of `partitions` (None: every one)."""
@@ -611,6 +646,7 @@ def list_partition_reassignments(
         bootstrap,
         timeout,
         list0.ListPartitionReassignmentsRequest(topics=topics),
+        security,
     )
     return {
         (topic.name, p.partition_index): (
