@@ -34,6 +34,8 @@ from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.fetch")
 
+INT32_MAX = 2**31 - 1
+
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_SESSION_VERSION = 7
@@ -109,8 +111,14 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
         else frozenset(),
     )
     # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
-    # what one response (and so one connection) can hold.
+    # what one response (and so one connection) can hold; so does a consumer's quota
+    # (what it may fetch over the quota's windows), lest one response overrun it.
     max_bytes = min(request.max_bytes, ctx.services.config["fetch.max.bytes"])
+    if ctx.quota is not None and not ctx.quota.from_replica:
+        window_bytes = ctx.services.quotas.fetch.max_value_in_quota_window(
+            ctx.quota.user, ctx.quota.client_id
+        )
+        max_bytes = min(max_bytes, int(min(window_bytes, INT32_MAX)))
     limits = _Limits(max_bytes, min(request.min_bytes, max_bytes))
     reads = _read_all(ctx, targets, limits.max_bytes, reader)
     max_wait_ms = request.max_wait.total_seconds() * 1000

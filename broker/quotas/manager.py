@@ -86,6 +86,11 @@ INT32_MAX = 2**31 - 1
 
 # Senders remembered before the memo starts again (client ids are the clients' choice).
 MAX_SENDERS = 10_000
+# Kafka's quota sensors expire after an hour without a recording
+# (ClientQuotaManager.InactiveSensorExpirationTimeSeconds); idle ones are looked for
+# once a minute, on a recording.
+INACTIVE_MS = 3600 * 1000.0
+EXPIRY_CHECK_MS = 60 * 1000.0
 
 
 def client_throttles(api_key: int, api_version: int) -> bool:
@@ -109,6 +114,19 @@ class ClientQuotaManager:
         self.rates: dict[tuple[str, str], SampledRate] = {}
         # Metric tags -> [throttle time answered in total (ms), throttled responses].
         self.throttles: dict[tuple[str, str], list[float]] = {}
+        self._next_expiry_ms = 0.0
+
+    def expire_inactive(self, now_ms: float) -> None:
+        """Forget the sensors of senders silent for an hour, as Kafka's metrics expire
+        them (quota sensors' inactive-sensor expiration): a broker whose clients come
+        and go with new ids keeps only those it has heard from lately."""
+        self._next_expiry_ms = now_ms + EXPIRY_CHECK_MS
+        idle = [tags for tags, rate in self.rates.items() if rate.idle_ms(now_ms) > INACTIVE_MS]
+        for tags in idle:
+            del self.rates[tags]
+            self.throttles.pop(tags, None)
+        if idle:
+            log.debug("%s quota: forgot %d inactive sensors", self.quota_type, len(idle))
 
     def update(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
         self._configs = configs
@@ -128,11 +146,21 @@ class ClientQuotaManager:
         self._resolved[(user, client_id)] = resolved
         return resolved
 
+    def max_value_in_quota_window(self, user: str, client_id: str) -> float:
+        """The most one response may carry (Kafka's getMaxValueInQuotaWindow): the quota
+        over all windows but the current one; unbounded without a quota."""
+        found = self.quota(user, client_id)
+        if found is None:
+            return float("inf")
+        return found[1] * (self._samples - 1) * self._window_ms / 1000
+
     def record(self, user: str, client_id: str, value: float, now_ms: float) -> int:
         """Record `value` and answer the throttle time in ms (0: within quota)."""
         found = self.quota(user, client_id)
         if found is None:
             return 0
+        if now_ms >= self._next_expiry_ms:
+            self.expire_inactive(now_ms)
         tags, bound = found
         rate = self.rates.get(tags)
         if rate is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 class SampledRate:
-    __slots__ = ("_count", "_current", "_samples", "_window_ms")
+    __slots__ = ("_count", "_current", "_last_ms", "_samples", "_window_ms")
 
     def __init__(self, samples: int, window_ms: float) -> None:
         # Each sample: [start of its window (ms), total recorded in it].
@@ -15,8 +15,14 @@ class SampledRate:
         self._current = 0
         self._count = samples
         self._window_ms = window_ms
+        self._last_ms = 0.0
+
+    def idle_ms(self, now_ms: float) -> float:
+        """Time since the last recording."""
+        return now_ms - self._last_ms
 
     def record(self, value: float, now_ms: float) -> None:
+        self._last_ms = now_ms
         samples = self._samples
         if not samples:
             samples.append([now_ms, 0.0])

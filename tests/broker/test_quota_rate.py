@@ -3,7 +3,7 @@ one full windows) and its throttle formula X = (O - T) / T * W."""
 
 from __future__ import annotations
 
-from brook.broker.quotas.entities import QuotaEntity
+from brook.broker.quotas.entities import DEFAULT, QuotaEntity
 from brook.broker.quotas.manager import ClientQuotaManager
 from brook.broker.quotas.rate import SampledRate
 
@@ -45,3 +45,27 @@ def test_no_quota_records_nothing():
     manager.update({QuotaEntity(None, "c"): {"producer_byte_rate": 1}})
     assert manager.record("u", "c", 10**9, now_ms=0) == 0
     assert manager.rates == {}
+
+
+def test_sensors_of_senders_silent_for_an_hour_are_forgotten():
+    manager = ClientQuotaManager("Fetch", "consumer_byte_rate", 11, 1000, float("inf"))
+    # A default client-id quota: every client id has a sensor of its own.
+    manager.update({QuotaEntity(None, DEFAULT): {"consumer_byte_rate": 1_000}})
+    hour_ms = 3600 * 1000
+    manager.record("", "gone", 100_000, now_ms=0)
+    assert manager.throttles[("", "gone")][1] == 1
+    manager.record("", "steady", 10, now_ms=0)
+    manager.record("", "steady", 10, now_ms=hour_ms - 1)
+    # An hour and a minute on, a recording looks for idle sensors.
+    manager.record("", "steady", 10, now_ms=hour_ms + 60_000)
+    assert set(manager.rates) == {("", "steady")}
+    assert ("", "gone") not in manager.throttles
+    # A sender heard from again starts afresh.
+    assert manager.record("", "gone", 10, now_ms=hour_ms + 61_000) == 0
+
+
+def test_one_fetch_carries_at_most_the_quota_over_all_but_one_windows():
+    manager = ClientQuotaManager("Fetch", "consumer_byte_rate", 11, 1000, float("inf"))
+    manager.update({QuotaEntity(None, "c"): {"consumer_byte_rate": 1_000}})
+    assert manager.max_value_in_quota_window("u", "c") == 10_000
+    assert manager.max_value_in_quota_window("u", "other") == float("inf")

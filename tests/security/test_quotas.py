@@ -306,6 +306,32 @@ def test_consumer_over_its_quota_is_throttled_to_it(broker):
         alter(broker, [("client-id", client_id)], {"consumer_byte_rate": None})
 
 
+def test_one_fetch_carries_no_more_than_the_quota_allows_over_its_windows(broker):
+    """Kafka caps a fetch by the consumer's quota times all but one windows (here 2 kB/s
+    over 10 s): one response cannot overrun the quota however much the client asks for."""
+    from tests.integration.raw_client import fetch_request
+
+    topic, client_id, quota = "quota-capped", "capped-fetcher", 2_000
+    _topic(broker, topic)
+    _produce(broker, topic, "filler", 200_000)  # 10 KiB records
+    request = fetch_request(topic, max_bytes=50_000_000)
+
+    def fetched(client_id: str) -> int:
+        host, port = broker.bootstrap("PLAINTEXT").split(":")
+        with BlockingClient(host, int(port), client_id) as client:
+            (partition,) = client.request(request).responses[0].partitions
+        assert partition.error_code == ErrorCode.none
+        return len(partition.records or b"")
+
+    try:
+        assert alter(broker, [("client-id", client_id)], {"consumer_byte_rate": quota})[0] == 0
+        capped = fetched(client_id)
+        assert 10_240 < capped <= quota * 10  # at least a batch, at most the windows' worth
+        assert fetched("uncapped-fetcher") > 190_000
+    finally:
+        alter(broker, [("client-id", client_id)], {"consumer_byte_rate": None})
+
+
 def test_user_quota_over_sasl_is_shared_by_the_users_clients(broker):
     from kafka import KafkaProducer
 
