@@ -168,3 +168,10 @@ class RequestTimedOutError(KafkaError):
 
 class TopicAuthorizationFailedError(KafkaError):
     error_code = ErrorCode.topic_authorization_failed
+
+
+class ThrottlingQuotaExceededError(KafkaError):
+    """KIP-599: a topic change over the sender's controller_mutation_rate (the request
+    versions that take it as an error; older ones are throttled instead)."""
+
+    error_code = ErrorCode.throttling_quota_exceeded

@@ -9,6 +9,7 @@ would add more than 10,000 partitions in all is refused whole with POLICY_VIOLAT
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -56,6 +57,16 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 if topic.assignments is None
                 else [list(assignment.broker_ids) for assignment in topic.assignments]
             )
+            quota = None if request.validate_only else ctx.services.quotas.mutation_quota(ctx)
+            if quota is not None:
+                # Validated first: only a change that will be made spends the sender's
+                # controller_mutation_rate (KIP-599).
+                await ctx.services.controller.create_partitions(
+                    topic.name, topic.count, assignments, validate_only=True
+                )
+                known = ctx.services.metadata.get(topic.name)
+                added = topic.count - (len(known.partitions) if known is not None else 0)
+                quota.record(added, time.monotonic() * 1000)
             await ctx.services.controller.create_partitions(
                 topic.name,
                 topic.count,

@@ -4,7 +4,8 @@ Each topic succeeds or fails on its own with Kafka's error: TOPIC_ALREADY_EXISTS
 INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (more replicas
 than live brokers), INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, INVALID_REQUEST (a name
 twice in one request), KAFKA_STORAGE_ERROR (the logs could not be created; nothing of
-the topic is kept). A request that would create more than 10,000 partitions in all is
+the topic is kept), THROTTLING_QUOTA_EXCEEDED (v6+, the sender's controller mutation
+quota spent). A request that would create more than 10,000 partitions in all is
 refused whole, every topic with POLICY_VIOLATION, as Kafka's controller does.
 From v5 the response carries the topic's partitions, replication factor and configs.
 """
@@ -12,6 +13,7 @@ From v5 the response carries the topic's partitions, replication factor and conf
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -159,6 +161,9 @@ async def _create(
     )
     topic_id = ZERO_UUID
     if not validate_only:
+        # Its partitions spent from the sender's controller_mutation_rate (KIP-599).
+        if (quota := ctx.services.quotas.mutation_quota(ctx)) is not None:
+            quota.record(num_partitions, time.monotonic() * 1000)
         topic_id = await controller.create_topic(
             request_topic.name, num_partitions, replication_factor, configs, assignments, timeout_ms
         )

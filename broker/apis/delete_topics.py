@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -58,6 +59,11 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 name = None  # asked by id: its name is not disclosed
         if error is ErrorCode.none:
             try:
+                known = metadata.get(name)
+                quota = ctx.services.quotas.mutation_quota(ctx)
+                if known is not None and quota is not None:
+                    # Its partitions spent from the controller_mutation_rate (KIP-599).
+                    quota.record(len(known.partitions), time.monotonic() * 1000)
                 topic_id = await ctx.services.controller.delete_topic(name, _timeout_ms(request))
             except KafkaError as exc:
                 error, message = exc.error_code, exc.message

@@ -1,5 +1,6 @@
 """The client quota managers (Kafka's ClientQuotaManager for Produce and Fetch bytes,
-ClientRequestQuotaManager for handler time) and the hook the connection calls.
+ClientRequestQuotaManager for handler time, ControllerMutationQuotaManager for topic
+changes: mutations.py) and the hook the connection calls.
 
 A request is measured only while some quota is configured (`ClientQuotas.enabled`): the
 connection checks that one attribute and does nothing else otherwise. Each manager finds
@@ -28,6 +29,7 @@ from .entities import (
     precedence,
     sanitize,
 )
+from .mutations import MUTATING_APIS, STRICT_FROM, ControllerMutationQuotaManager, MutationQuota
 from .rate import SampledRate
 
 log = logging.getLogger("brook.quotas")
@@ -220,6 +222,7 @@ class ClientQuotas:
         self.request = ClientQuotaManager(
             "Request", REQUEST_PERCENTAGE, samples, window_ms, window_ms
         )
+        self.mutations = ControllerMutationQuotaManager(samples, window_ms)
         self.configs: dict[QuotaEntity, dict[str, float]] = {}
         # (principal name, client id) -> (sanitized user, sanitized client id, whether
         # any quota applies to them): most senders of a broker with quotas have none.
@@ -237,6 +240,7 @@ class ClientQuotas:
         self.configs = {entity: dict(values) for entity, values in configs.items() if values}
         for manager in self.managers():
             manager.update(self.configs)
+        self.mutations.update(self.configs)
         self._senders = {}
         self.enabled = bool(self.configs)
 
@@ -250,7 +254,9 @@ class ClientQuotas:
             if len(self._senders) >= MAX_SENDERS:
                 self._senders.clear()
             user, client_id = sanitize(key[0]), sanitize(key[1] or "")
-            limited = any(m.quota(user, client_id) is not None for m in self.managers())
+            limited = any(m.quota(user, client_id) is not None for m in self.managers()) or (
+                self.mutations.quota(user, client_id) is not None
+            )
             sender = self._senders[key] = (user, client_id, limited)
         user, client_id, limited = sender
         if not limited:
@@ -267,6 +273,15 @@ class ClientQuotas:
             or (api_key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0),
             from_replica=from_replica,
         )
+
+    def mutation_quota(self, ctx: Any) -> MutationQuota | None:
+        """What a CreateTopics, CreatePartitions or DeleteTopics request's changes are
+        held to (None: no quota applies to its sender)."""
+        request = ctx.quota
+        if request is None or ctx.api_key not in MUTATING_APIS:
+            return None
+        strict = ctx.api_version >= STRICT_FROM[ctx.api_key]
+        return MutationQuota(self.mutations, request.user, request.client_id, strict)
 
     def handled(self, request: QuotaRequest) -> None:
         # Time the handler held the loop: Kafka's request-handler thread time. What an
@@ -293,6 +308,8 @@ class ClientQuotas:
                 # The records are not sent: the client fetches them again after its wait.
                 self.fetch.unrecord(user, client_id, size, now_ms)
                 response = _with_fields(response, responses=())
+        elif api_key in MUTATING_APIS:
+            bandwidth_ms = self.mutations.throttle_ms(user, client_id, now_ms)
         throttle_ms = max(bandwidth_ms, request_ms)
         if throttle_ms > 0:
             response = _with_fields(

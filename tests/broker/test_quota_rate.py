@@ -3,9 +3,14 @@ one full windows) and its throttle formula X = (O - T) / T * W."""
 
 from __future__ import annotations
 
+import pytest
+
 from brook.broker.quotas.entities import DEFAULT, QuotaEntity
 from brook.broker.quotas.manager import ClientQuotaManager
+from brook.broker.quotas.mutations import ControllerMutationQuotaManager
 from brook.broker.quotas.rate import SampledRate
+from brook.broker.quotas.token_bucket import TokenBucket
+from brook.protocol.errors import ThrottlingQuotaExceededError
 
 
 def test_a_first_burst_is_measured_over_all_but_one_windows():
@@ -69,3 +74,27 @@ def test_one_fetch_carries_at_most_the_quota_over_all_but_one_windows():
     manager.update({QuotaEntity(None, "c"): {"consumer_byte_rate": 1_000}})
     assert manager.max_value_in_quota_window("u", "c") == 10_000
     assert manager.max_value_in_quota_window("u", "other") == float("inf")
+
+
+def test_a_token_bucket_pays_a_burst_back_in_exactly_its_time():
+    # Kafka's example: quota 5/s, 100 windows of 1 s: a burst of 500; 560 spent leaves
+    # -60, which takes 12 s to refill.
+    bucket = TokenBucket()
+    assert bucket.measure(5, 500, now_ms=0) == 500
+    bucket.record(560, 5, 500, now_ms=0)
+    assert bucket.measure(5, 500, now_ms=0) == -60
+    assert bucket.measure(5, 500, now_ms=12_000) == 0
+    assert bucket.measure(5, 500, now_ms=10**9) == 500  # never above the burst
+
+
+def test_the_strict_mutation_quota_refuses_only_once_the_credits_are_spent():
+    manager = ControllerMutationQuotaManager(11, 1000)
+    manager.update({QuotaEntity(None, "c"): {"controller_mutation_rate": 2}})
+    manager.record("u", "c", 30, strict=True, now_ms=0)  # 22 credits: allowed, now -8
+    assert manager.throttle_ms("u", "c", now_ms=0) == 4_000
+    with pytest.raises(ThrottlingQuotaExceededError):
+        manager.record("u", "c", 1, strict=True, now_ms=1_000)
+    manager.record("u", "c", 1, strict=False, now_ms=1_000)  # permissive: recorded
+    assert manager.throttle_ms("u", "c", now_ms=1_000) == 3_500
+    manager.record("u", "c", 1, strict=True, now_ms=5_000)  # credits back: allowed
+    assert manager.throttle_ms("u", "other", now_ms=0) == 0

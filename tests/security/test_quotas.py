@@ -332,6 +332,122 @@ def test_one_fetch_carries_no_more_than_the_quota_allows_over_its_windows(broker
         alter(broker, [("client-id", client_id)], {"consumer_byte_rate": None})
 
 
+def _as_client(broker: SecureBroker, client_id: str, request: Any) -> Any:
+    """One request on a connection of its own (a throttled one is muted a while)."""
+    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], client_id) as client:
+        return client.request(request)
+
+
+def test_topic_changes_over_the_controller_mutation_rate(broker):
+    """KIP-599: 1 partition/s, a burst of 11 (11 windows of 1 s). Strict versions are
+    refused THROTTLING_QUOTA_EXCEEDED once the credits are spent; older ones (librdkafka's
+    CreateTopics) go through, throttled."""
+    import datetime
+
+    from kio.schema.create_partitions.v3 import request as partitions3
+    from kio.schema.create_topics.v7 import request as create7
+    from kio.schema.delete_topics.v6 import request as delete6
+
+    client_id = "mutator"
+    timeout = datetime.timedelta(seconds=15)
+
+    def create(*topics: tuple[str, int]) -> Any:
+        request = create7.CreateTopicsRequest(
+            topics=tuple(
+                create7.CreatableTopic(
+                    name=name,
+                    num_partitions=count,
+                    replication_factor=1,
+                    assignments=(),
+                    configs=(),
+                )
+                for name, count in topics
+            ),
+            timeout=timeout,
+            validate_only=False,
+        )
+        return _as_client(broker, client_id, request)
+
+    def existing() -> set[str]:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
+        return set(admin.list_topics(timeout=15).topics)
+
+    try:
+        assert alter(broker, [("client-id", client_id)], {"controller_mutation_rate": 1})[0] == 0
+        assert quota_of(broker, "mutations", "", client_id) == 1
+        # 10 of the 11 credits, then 5 more: allowed, as it starts with credits left;
+        # then none left: refused, and the response says how long until there are.
+        answer = create(("mutation-a", 10), ("mutation-b", 5), ("mutation-c", 1))
+        errors = {t.name: t.error_code for t in answer.topics}
+        assert errors == {
+            "mutation-a": ErrorCode.none,
+            "mutation-b": ErrorCode.none,
+            "mutation-c": ErrorCode.throttling_quota_exceeded,
+        }
+        assert answer.topics[2].error_message == "The throttling quota has been exceeded."
+        assert 3_000 < answer.throttle_time.total_seconds() * 1000 <= 4_000
+        assert {"mutation-a", "mutation-b"} <= existing()
+        assert "mutation-c" not in existing()
+        # DeleteTopics v6 and CreatePartitions v3 are strict too.
+        deleted = _as_client(
+            broker,
+            client_id,
+            delete6.DeleteTopicsRequest(
+                topics=(delete6.DeleteTopicState(name="mutation-a", topic_id=None),),
+                timeout=timeout,
+            ),
+        )
+        assert deleted.responses[0].error_code == ErrorCode.throttling_quota_exceeded
+        grown = _as_client(
+            broker,
+            client_id,
+            partitions3.CreatePartitionsRequest(
+                topics=(
+                    partitions3.CreatePartitionsTopic(name="mutation-b", count=6, assignments=None),
+                ),
+                timeout=timeout,
+                validate_only=False,
+            ),
+        )
+        assert grown.results[0].error_code == ErrorCode.throttling_quota_exceeded
+        assert "mutation-a" in existing()
+        # Another client id has its credits of its own... none: no quota applies to it.
+        other = _as_client(
+            broker,
+            "unlimited-mutator",
+            create7.CreateTopicsRequest(
+                topics=(
+                    create7.CreatableTopic(
+                        name="mutation-d",
+                        num_partitions=20,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+                timeout=timeout,
+                validate_only=False,
+            ),
+        )
+        assert other.topics[0].error_code == ErrorCode.none
+        assert other.throttle_time.total_seconds() == 0
+        # librdkafka's CreateTopics (v4): permissive, created and throttled.
+        throttles: list[float] = []
+        admin = AdminClient(
+            {
+                "bootstrap.servers": broker.bootstrap("PLAINTEXT"),
+                "client.id": client_id,
+                "throttle_cb": lambda event: throttles.append(event.throttle_time),
+            }
+        )
+        admin.create_topics([NewTopic("mutation-e", 2, 1)])["mutation-e"].result(15)
+        admin.poll(1)
+        assert "mutation-e" in existing()
+        assert throttles and max(throttles) > 0
+    finally:
+        alter(broker, [("client-id", client_id)], {"controller_mutation_rate": None})
+
+
 def test_user_quota_over_sasl_is_shared_by_the_users_clients(broker):
     from kafka import KafkaProducer
 
