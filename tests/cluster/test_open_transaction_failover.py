@@ -87,11 +87,11 @@ def _transaction_state(port: int, transactional_id: str) -> str:
     beyond kio's datetime reader)."""
     from kio.schema.describe_transactions.v0 import request as describe0
 
-    from brook.broker.tools.wire_client import _describe_transactions_response
+    from brook.broker.tools.wire_client import describe_transactions_response
 
     with RawClient(port) as client:
         client.send(describe0.DescribeTransactionsRequest(transactional_ids=(transactional_id,)))
-        _, response = client.receive_with_id(_describe_transactions_response())
+        _, response = client.receive_with_id(describe_transactions_response())
     (state,) = response.transaction_states
     return state.transaction_state if state.error_code == 0 else f"error {state.error_code}"
 
