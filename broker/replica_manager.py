@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import UnknownTopicOrPartitionError
@@ -283,20 +282,33 @@ class ReplicaManager:
             partition.log.update_config(config)
 
 
-@dataclass(slots=True)
 class ReplicaChange:
     """A change the replica manager has prepared: undone if it cannot be kept, completed
     (new leaders and ISRs taken by the partitions, topics removed, configs applied to
-    the logs) once it is."""
+    the logs) once it is. (Not a dataclass: one costs start-up time to create.)"""
 
-    _manager: ReplicaManager
-    _opened: list[Partition]
-    _made: list[Partition]
-    _changed: list[tuple[Partition, PartitionRecord]]
-    _removed: list[str]
-    _reconfigured: list[tuple[str, dict[str, Any]]]
-    _stopped: list[tuple[Partition, PartitionRecord]]
-    _strays: list[TopicPartition]
+    __slots__ = ("_changed", "_made", "_manager", "_opened", "_reconfigured", "_removed",
+                 "_stopped", "_strays")  # fmt: skip
+
+    def __init__(
+        self,
+        manager: ReplicaManager,
+        opened: list[Partition],
+        made: list[Partition],
+        changed: list[tuple[Partition, PartitionRecord]],
+        removed: list[str],
+        reconfigured: list[tuple[str, dict[str, Any]]],
+        stopped: list[tuple[Partition, PartitionRecord]],
+        strays: list[TopicPartition],
+    ) -> None:
+        self._manager = manager
+        self._opened = opened
+        self._made = made
+        self._changed = changed
+        self._removed = removed
+        self._reconfigured = reconfigured
+        self._stopped = stopped
+        self._strays = strays
 
     def undo(self) -> None:
         self._manager.remove_partitions(self._made)

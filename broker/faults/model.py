@@ -19,7 +19,6 @@ import enum
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from brook.protocol.api_table import SERVED, ApiKey
@@ -61,21 +60,41 @@ _KNOWN_KEYS = frozenset(
 )
 
 
-@dataclass(eq=False)
 class Fault:
-    id: int
-    kind: FaultKind
-    api: ApiKey | None = None  # None: every API
-    error: ErrorCode | None = None
-    delay_ms: int = 0
-    topic: str | None = None
-    partition: int | None = None
-    count: int = 0  # 0: until cleared
-    duration_ms: int = 0  # 0: until cleared
-    armed_at_ms: int = 0
-    fired: int = 0
-    ended: bool = False  # its duration ran out
-    spec: dict[str, Any] = field(default_factory=dict)
+    """One armed fault and what it has done. (A plain slotted class: a dataclass costs
+    start-up time to create, and this module loads with every broker.)"""
+
+    __slots__ = ("api", "armed_at_ms", "count", "delay_ms", "duration_ms", "ended", "error",
+                 "fired", "id", "kind", "partition", "spec", "topic")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        id: int,
+        kind: FaultKind,
+        api: ApiKey | None = None,  # None: every API
+        error: ErrorCode | None = None,
+        delay_ms: int = 0,
+        topic: str | None = None,
+        partition: int | None = None,
+        count: int = 0,  # 0: until cleared
+        duration_ms: int = 0,  # 0: until cleared
+        armed_at_ms: int = 0,
+        spec: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.kind = kind
+        self.api = api
+        self.error = error
+        self.delay_ms = delay_ms
+        self.topic = topic
+        self.partition = partition
+        self.count = count
+        self.duration_ms = duration_ms
+        self.armed_at_ms = armed_at_ms
+        self.fired = 0
+        self.ended = False  # its duration ran out
+        self.spec = spec if spec is not None else {}
 
     @property
     def exhausted(self) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -25,19 +24,23 @@ from .model import Fault, FaultKind, FaultSpecError, api_name, parse_fault
 log = logging.getLogger("brook.faults")
 
 
-@dataclass
 class RequestFaults:
-    """What the armed faults do to one request."""
+    """What the armed faults do to one request. (Not a dataclass: one costs start-up
+    time to create.)"""
 
-    registry: FaultRegistry
-    api_key: int
-    where: str  # the client, for the log lines
-    delay_ms: int = 0
-    close: FaultKind | None = None
-    error: ErrorCode | None = None  # the whole response's error
-    # Error faults answered per partition by the API's handler.
-    partition_faults: list[Fault] = field(default_factory=list)
-    _fired_here: set[int] = field(default_factory=set)
+    __slots__ = ("_fired_here", "api_key", "close", "delay_ms", "error", "partition_faults",
+                 "registry", "where")  # fmt: skip
+
+    def __init__(self, registry: FaultRegistry, api_key: int, where: str) -> None:
+        self.registry = registry
+        self.api_key = api_key
+        self.where = where  # the client, for the log lines
+        self.delay_ms = 0
+        self.close: FaultKind | None = None
+        self.error: ErrorCode | None = None  # the whole response's error
+        # Error faults answered per partition by the API's handler.
+        self.partition_faults: list[Fault] = []
+        self._fired_here: set[int] = set()
 
     def partition_error(self, topic: str, partition: int | None = None) -> ErrorCode | None:
         """The error to answer for this partition (or topic), if a fault says so."""

@@ -195,17 +195,29 @@ class ClientQuotaManager:
             rate.record(-value, now_ms)
 
 
-@dataclasses.dataclass(slots=True)
 class QuotaRequest:
-    """What the hook keeps about one request between its arrival and its response."""
+    """What the hook keeps about one request between its arrival and its response.
+    (A plain slotted class: a dataclass costs start-up time to create.)"""
 
-    user: str
-    client_id: str
-    size: int
-    started: float
-    handler_seconds: float = 0.0
-    request_exempt: bool = False
-    from_replica: bool = False
+    __slots__ = ("client_id", "from_replica", "handler_seconds", "request_exempt", "size",
+                 "started", "user")  # fmt: skip
+
+    def __init__(
+        self,
+        user: str,
+        client_id: str,
+        size: int,
+        started: float,
+        request_exempt: bool = False,
+        from_replica: bool = False,
+    ) -> None:
+        self.user = user
+        self.client_id = client_id
+        self.size = size
+        self.started = started
+        self.handler_seconds = 0.0
+        self.request_exempt = request_exempt
+        self.from_replica = from_replica
 
 
 class ClientQuotas:
