@@ -166,3 +166,34 @@ def precedence(user: str, client_id: str) -> tuple[tuple[QuotaEntity, str, str],
         (QuotaEntity(None, client_id), "", client_id),
         (QuotaEntity(None, DEFAULT), "", client_id),
     )
+
+
+class QuotaResolver:
+    """The quota of one key (producer_byte_rate, ...) for a (sanitized) user and client id
+    by Kafka's precedence, with the metric tags its sensor is kept under; remembered per
+    sender until the configs change."""
+
+    __slots__ = ("_configs", "_resolved", "key")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._configs: dict[QuotaEntity, dict[str, float]] = {}
+        self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
+
+    def update(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
+        self._configs = configs
+        self._resolved = {}
+
+    def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
+        """The metric tags and quota of a user and client id, if any."""
+        found = self._resolved.get((user, client_id), False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        resolved = None
+        for entity, tag_user, tag_client in precedence(user, client_id):
+            value = self._configs.get(entity, {}).get(self.key)
+            if value is not None:
+                resolved = ((tag_user, tag_client), value)
+                break
+        self._resolved[(user, client_id)] = resolved
+        return resolved

@@ -26,7 +26,7 @@ from .entities import (
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     QuotaEntity,
-    precedence,
+    QuotaResolver,
     sanitize,
 )
 from .mutations import MUTATING_APIS, STRICT_FROM, ControllerMutationQuotaManager, MutationQuota
@@ -110,9 +110,7 @@ class ClientQuotaManager:
         self._samples = samples
         self._window_ms = window_ms
         self._max_throttle_ms = max_throttle_ms
-        self._configs: dict[QuotaEntity, dict[str, float]] = {}
-        # (user, client id) -> (metric tags, quota) or None; cleared when configs change.
-        self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
+        self._resolver = QuotaResolver(key)
         self.rates: dict[tuple[str, str], SampledRate] = {}
         # Metric tags -> [throttle time answered in total (ms), throttled responses].
         self.throttles: dict[tuple[str, str], list[float]] = {}
@@ -131,22 +129,11 @@ class ClientQuotaManager:
             log.debug("%s quota: forgot %d inactive sensors", self.quota_type, len(idle))
 
     def update(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
-        self._configs = configs
-        self._resolved = {}
+        self._resolver.update(configs)
 
     def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         """The metric tags and quota of a (sanitized) user and client id, if any."""
-        found = self._resolved.get((user, client_id), False)
-        if found is not False:
-            return found  # type: ignore[return-value]
-        resolved = None
-        for entity, tag_user, tag_client in precedence(user, client_id):
-            value = self._configs.get(entity, {}).get(self.key)
-            if value is not None:
-                resolved = ((tag_user, tag_client), value)
-                break
-        self._resolved[(user, client_id)] = resolved
-        return resolved
+        return self._resolver.quota(user, client_id)
 
     def max_value_in_quota_window(self, user: str, client_id: str) -> float:
         """The most one response may carry (Kafka's getMaxValueInQuotaWindow): the quota

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ThrottlingQuotaExceededError
 
-from .entities import CONTROLLER_MUTATION_RATE, QuotaEntity, precedence
+from .entities import CONTROLLER_MUTATION_RATE, QuotaEntity, QuotaResolver
 from .token_bucket import TokenBucket
 
 log = logging.getLogger("brook.quotas")
@@ -33,29 +33,17 @@ class ControllerMutationQuotaManager:
     def __init__(self, samples: int, window_ms: float) -> None:
         self._samples = samples
         self._window_ms = window_ms
-        self._configs: dict[QuotaEntity, dict[str, float]] = {}
-        self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
+        self._resolver = QuotaResolver(CONTROLLER_MUTATION_RATE)
         self.buckets: dict[tuple[str, str], TokenBucket] = {}
         # Metric tags -> [throttle time answered in total (ms), throttled responses].
         self.throttles: dict[tuple[str, str], list[float]] = {}
 
     def update(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
-        self._configs = configs
-        self._resolved = {}
+        self._resolver.update(configs)
 
     def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         """The metric tags and rate of a (sanitized) user and client id, if any."""
-        found = self._resolved.get((user, client_id), False)
-        if found is not False:
-            return found  # type: ignore[return-value]
-        resolved = None
-        for entity, tag_user, tag_client in precedence(user, client_id):
-            value = self._configs.get(entity, {}).get(CONTROLLER_MUTATION_RATE)
-            if value is not None:
-                resolved = ((tag_user, tag_client), value)
-                break
-        self._resolved[(user, client_id)] = resolved
-        return resolved
+        return self._resolver.quota(user, client_id)
 
     def _bucket(self, tags: tuple[str, str], now_ms: float) -> TokenBucket:
         bucket = self.buckets.get(tags)

@@ -43,7 +43,7 @@ from brook.protocol.errors import ErrorCode
 
 from .conftest import PLAIN_USERS, SecureBroker
 from .test_acl_matrix import _group, _topic
-from .test_acls import ALICE, AUTHORIZER, _admin, _allow, acl_broker  # noqa: F401
+from .test_acls import ALICE, _admin, _allow, acl_broker, started_acl_broker  # noqa: F401
 
 CLUSTER = "kafka-cluster"
 TIMEOUT = datetime.timedelta(seconds=60)
@@ -101,6 +101,20 @@ def _end_offset(broker: SecureBroker, topic: str) -> int:
     (partition,) = _as_super_user(broker, request).topics[0].partitions
     assert partition.error_code == ErrorCode.none
     return partition.offset  # type: ignore[no-any-return]
+
+
+def _end_transaction(
+    client: BlockingClient, transactional_id: str, producer_id: int, epoch: int, committed: bool
+) -> None:
+    ended = client.request(
+        EndTxnRequest(
+            transactional_id=transactional_id,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            committed=committed,
+        )
+    )
+    assert ended.error_code == ErrorCode.none
 
 
 def _offsets(broker: SecureBroker, group: str) -> dict[tuple[str, int], int]:
@@ -222,15 +236,7 @@ def test_transactions_are_listed_and_described_to_whom_may_describe_them(acl_bro
             described = _described(alice, transactional_id)
         assert [(t.topic, t.partitions) for t in described.topics] == [(topic, (0,))]
 
-        ended = client.request(
-            EndTxnRequest(
-                transactional_id=transactional_id,
-                producer_id=producer_id,
-                producer_epoch=epoch,
-                committed=False,
-            )
-        )
-        assert ended.error_code == ErrorCode.none
+        _end_transaction(client, transactional_id, producer_id, epoch, committed=False)
 
 
 def test_offsets_in_a_transaction_need_the_id_the_group_and_the_topic(acl_broker):  # noqa: F811
@@ -289,15 +295,7 @@ def test_offsets_in_a_transaction_need_the_id_the_group_and_the_topic(acl_broker
         assert commit_error(alice, producer_id, epoch) == ErrorCode.topic_authorization_failed
         _allow(acl_broker, ALICE, ResourceType.TOPIC, topic, AclOperation.READ)
         assert commit_error(alice, producer_id, epoch) == ErrorCode.none
-        ended = alice.request(
-            EndTxnRequest(
-                transactional_id=transactional_id,
-                producer_id=producer_id,
-                producer_epoch=epoch,
-                committed=True,
-            )
-        )
-        assert ended.error_code == ErrorCode.none
+        _end_transaction(alice, transactional_id, producer_id, epoch, committed=True)
     # Only the commit that was allowed is the group's.
     assert _offsets(acl_broker, group) == {(topic, 0): 3}
 
@@ -350,11 +348,7 @@ def test_alter_replica_log_dirs_needs_alter_on_the_cluster(acl_broker):  # noqa:
 def own_acl_broker(tmp_path: Path, pki: Any) -> Iterator[SecureBroker]:
     """A broker of the test's own: ClusterAction on the cluster, once granted to alice,
     would let her act as a broker (and answer for her elsewhere) in the shared one."""
-    broker = SecureBroker(
-        tmp_path,
-        pki,
-        {"authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"},
-    ).start()
+    broker = started_acl_broker(tmp_path, pki)
     try:
         yield broker
     finally:

@@ -13,6 +13,7 @@ import datetime
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,13 +47,18 @@ ALICE = "User:alice"
 BOB = "User:bob"
 
 
-@pytest.fixture(scope="module")
-def acl_broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
-    broker = SecureBroker(
-        tmp_path_factory.mktemp("acl-broker"),
+def started_acl_broker(data_dir: Path, pki: Any) -> SecureBroker:
+    """A secure broker with ACLs on; admin and ANONYMOUS (PLAINTEXT) are super users."""
+    return SecureBroker(
+        data_dir,
         pki,
         {"authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"},
     ).start()
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
+    broker = started_acl_broker(tmp_path_factory.mktemp("acl-broker"), pki)
     try:
         yield broker
     finally:
