@@ -11,7 +11,7 @@ client properties file instead, by the tools that speak the protocol themselves.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,18 +47,29 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
 
 def build_client_security(config: BrokerConfig) -> ClientSecurity | None:
     listener = config.inter_broker_listener_name
-    protocol = config.security_protocol(listener)
-    if protocol == "PLAINTEXT":
-        return None
-    context = None
-    if protocol in TLS_PROTOCOLS:
+
+    def context() -> ssl.SSLContext:
         from .tls import client_context
 
-        context = client_context(config, listener)
-    login = None
-    if protocol in SASL_PROTOCOLS:
-        login = _sasl_login(config, listener)
-    return ClientSecurity(context, login)
+        return client_context(config, listener)
+
+    return _security(
+        config.security_protocol(listener), context, lambda: _sasl_login(config, listener)
+    )
+
+
+def _security(
+    protocol: str,
+    context: Callable[[], ssl.SSLContext],
+    login: Callable[[], SaslLogin],
+) -> ClientSecurity | None:
+    """What a protocol needs: a TLS context, a SASL login, both, or nothing (PLAINTEXT)."""
+    if protocol == "PLAINTEXT":
+        return None
+    return ClientSecurity(
+        context() if protocol in TLS_PROTOCOLS else None,
+        login() if protocol in SASL_PROTOCOLS else None,
+    )
 
 
 def _sasl_login(config: BrokerConfig, listener: str) -> SaslLogin:
@@ -101,17 +112,13 @@ def client_security_from_properties(
             f"security.protocol={protocol} ({source}): one of PLAINTEXT, SSL, SASL_PLAINTEXT,"
             " SASL_SSL"
         )
-    if protocol == "PLAINTEXT":
-        return None
-    context = None
-    if protocol in TLS_PROTOCOLS:
+
+    def context() -> ssl.SSLContext:
         from .tls import client_context_from_properties
 
-        context = client_context_from_properties(properties, source)
-    login = None
-    if protocol in SASL_PROTOCOLS:
-        login = _properties_login(properties, source)
-    return ClientSecurity(context, login)
+        return client_context_from_properties(properties, source)
+
+    return _security(protocol, context, lambda: _properties_login(properties, source))
 
 
 def _properties_login(properties: Mapping[str, str], source: str) -> SaslLogin:
