@@ -107,9 +107,33 @@ class KafkaConnection(asyncio.Protocol):
             self.closed = True
             transport.abort()
             return
+        if self.services.quotas.connections.enabled and self._over_connection_rate(peer):
+            return
         self.connections.add(self)
         self.security = self.services.config.listener_security.get(self.listener_name)
         self._ready(transport)  # type: ignore[arg-type]
+
+    def _over_connection_rate(self, peer: tuple[str, int] | None) -> bool:
+        """KIP-612: a connection over its address's connection_creation_rate is held,
+        unread, for the throttle time and then closed, as Kafka's acceptor does. (The
+        inter-broker listener is exempt when there are others.)"""
+        config = self.services.config
+        if peer is None or (
+            self.listener_name == config.inter_broker_listener_name and len(config["listeners"]) > 1
+        ):
+            return False
+        throttle_ms = self.services.quotas.connections.record(peer[0], time.monotonic() * 1000)
+        if not throttle_ms:
+            return False
+        log.debug(
+            "Connection from %s over its connection_creation_rate: closed in %d ms",
+            self.peer,
+            throttle_ms,
+        )
+        self.closed = True
+        self.transport.pause_reading()
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, self.transport.close)
+        return True
 
     def _ready(self, transport: asyncio.Transport) -> None:
         """The connection is ready for requests (after the TLS handshake, if any)."""

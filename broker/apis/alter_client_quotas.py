@@ -1,5 +1,5 @@
-"""AlterClientQuotas (key 49), v0-v1: set or remove quota keys of user, client-id and
-(user, client-id) entities, `<default>` ones included (a null name).
+"""AlterClientQuotas (key 49), v0-v1: set or remove quota keys of user, client-id,
+(user, client-id) and IP entities, `<default>` ones included (a null name).
 
 Each entry is validated as Kafka validates it (entity types, keys, values: positive,
 whole for the byte rates) and answers its own error; with validate_only nothing is
@@ -41,7 +41,7 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
             ops: dict[str, float | None] = {}
             for op in entry.ops:
                 # As Kafka: a removal is not validated (removing what is not set is a no-op).
-                ops[op.key] = None if op.remove else validate_value(op.key, op.value)
+                ops[op.key] = None if op.remove else validate_value(entity, op.key, op.value)
         except QuotaError as exc:
             log.warning("AlterClientQuotas from %s: %s refused: %s", ctx.who, wire, exc)
             results.append((entry.entity, ErrorCode.invalid_request, str(exc)))

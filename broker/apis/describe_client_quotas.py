@@ -80,9 +80,7 @@ def _filter(components: Any) -> Filter:
         if kind in seen:
             raise QuotaError(f"Duplicate {kind} filter component entity type")
         seen.add(kind)
-        if kind == IP:
-            raise QuotaError("IP quotas (connection_creation_rate) are not supported by Brook")
-        if kind not in (USER, CLIENT_ID):
+        if kind not in (USER, CLIENT_ID, IP):
             raise QuotaError(f"Custom entity type '{kind}' not supported")
         match_type = component.match_type
         if match_type == MATCH_EXACT:
@@ -91,6 +89,11 @@ def _filter(components: Any) -> Filter:
         elif match_type not in (MATCH_DEFAULT, MATCH_SPECIFIED):
             raise QuotaError(f"Unexpected match type: {match_type}")
         found.append((kind, match_type, component.match))
+    if IP in seen and len(seen) > 1:
+        raise QuotaError(
+            "Invalid entity filter component combination, IP filter component should not be"
+            " used with User or ClientId filter component."
+        )
     return found
 
 

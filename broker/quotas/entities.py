@@ -5,11 +5,13 @@ An entity is a user, a client id, or a (user, client id) pair; either part may b
 /config/clients/<client>, with names sanitized (URL-encoded) and the default spelt
 `<default>` (which no sanitized name can be). Brook keys its entities the same way,
 (user, client id) of sanitized names, None for a part the entity lacks, so ZooKeeper,
-the local file and the precedence below all speak one language.
+the local file and the precedence below all speak one language. An IP entity (KIP-612,
+connection-creation rate) stands alone, under /config/ips/<ip> or /config/ips/<default>.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import urllib.parse
 from typing import NamedTuple
@@ -25,25 +27,33 @@ PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
-# QuotaConfigs' user and client-id keys: the integral ones are LONGs, the others DOUBLEs.
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+# QuotaConfigs' keys: the integral ones are LONGs (an INT for the IP key), the others
+# DOUBLEs. The IP key is an IP entity's only one, and only an IP entity's.
 QUOTA_KEYS: dict[str, bool] = {
     PRODUCER_BYTE_RATE: True,
     CONSUMER_BYTE_RATE: True,
     REQUEST_PERCENTAGE: False,
     CONTROLLER_MUTATION_RATE: False,
+    CONNECTION_CREATION_RATE: True,
 }
 LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
 
 class QuotaEntity(NamedTuple):
-    """Sanitized user and client id (DEFAULT for a default part, None for a missing one)."""
+    """Sanitized user and client id (DEFAULT for a default part, None for a missing one),
+    or an IP address alone (DEFAULT for the default IP entity)."""
 
     user: str | None
     client_id: str | None
+    ip: str | None = None
 
     @property
     def path(self) -> str:
-        """The config path under /config: users/<u>[/clients/<c>] or clients/<c>."""
+        """The config path under /config: users/<u>[/clients/<c>], clients/<c> or ips/<ip>."""
+        if self.ip is not None:
+            return f"ips/{self.ip}"
         if self.user is None:
             return f"clients/{self.client_id}"
         if self.client_id is None:
@@ -52,6 +62,8 @@ class QuotaEntity(NamedTuple):
 
     def wire(self) -> list[tuple[str, str | None]]:
         """(entity type, name or None for the default) as Describe/AlterClientQuotas say it."""
+        if self.ip is not None:
+            return [(IP, None if self.ip == DEFAULT else self.ip)]
         parts = []
         if self.user is not None:
             parts.append((USER, desanitize(self.user)))
@@ -81,6 +93,8 @@ def entity_from_path(path: str) -> QuotaEntity | None:
         return QuotaEntity(None, parts[1])
     if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
         return QuotaEntity(parts[1], parts[3])
+    if len(parts) == 2 and parts[0] == "ips":
+        return QuotaEntity(None, None, parts[1])
     return None
 
 
@@ -107,9 +121,14 @@ def entity_from_wire(parts: list[tuple[str, str | None]]) -> QuotaEntity:
                 "Invalid quota entity combination, IP entity should not be combined with"
                 " User or ClientId"
             )
-        # Connection-rate quotas per IP are enforced by Kafka's acceptor, which Brook
-        # does not have: refused rather than stored and ignored.
-        raise QuotaError("IP quotas (connection_creation_rate) are not supported by Brook")
+        ip = seen[IP]
+        if ip is None:
+            return QuotaEntity(None, None, DEFAULT)
+        try:
+            # Kafka also takes a host name it can resolve; a quota names an address.
+            return QuotaEntity(None, None, str(ipaddress.ip_address(ip)))
+        except ValueError:
+            raise QuotaError(f"{ip} is not a valid IP or resolvable host.") from None
 
     def part(kind: str) -> str | None:
         if kind not in seen:
@@ -120,14 +139,16 @@ def entity_from_wire(parts: list[tuple[str, str | None]]) -> QuotaEntity:
     return QuotaEntity(part(USER), part(CLIENT_ID))
 
 
-def validate_value(key: str, value: float) -> float:
+def validate_value(entity: QuotaEntity, key: str, value: float) -> float:
     """A quota value as Kafka's controller validates it (ClientQuotaControlManager)."""
     integral = QUOTA_KEYS.get(key)
-    if integral is None:
+    if integral is None or (key == CONNECTION_CREATION_RATE) != (entity.ip is not None):
         raise QuotaError(f"Invalid configuration key {key}")
     if math.isnan(value) or value <= 0.0:
         raise QuotaError(f"Quota {key} must be greater than 0")
     if integral:
+        if key == CONNECTION_CREATION_RATE and value > INT_MAX:
+            raise QuotaError(f"Proposed value for {key} is too large for an INT.")
         if value > LONG_MAX:
             raise QuotaError(f"Proposed value for {key} is too large for a LONG.")
         if abs(value % 1.0) > 1e-6:

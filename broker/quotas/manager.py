@@ -1,6 +1,7 @@
 """The client quota managers (Kafka's ClientQuotaManager for Produce and Fetch bytes,
 ClientRequestQuotaManager for handler time, ControllerMutationQuotaManager for topic
-changes: mutations.py) and the hook the connection calls.
+changes: mutations.py, ConnectionQuotas' per-IP rates: connections.py) and the hooks the
+connection calls.
 
 A request is measured only while some quota is configured (`ClientQuotas.enabled`): the
 connection checks that one attribute and does nothing else otherwise. Each manager finds
@@ -21,6 +22,7 @@ from typing import Any
 
 from brook.protocol.api_table import ApiKey
 
+from .connections import ConnectionRateQuotas
 from .entities import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
@@ -222,6 +224,7 @@ class ClientQuotas:
             "Request", REQUEST_PERCENTAGE, samples, window_ms, window_ms
         )
         self.mutations = ControllerMutationQuotaManager(samples, window_ms)
+        self.connections = ConnectionRateQuotas(samples, window_ms)
         self.configs: dict[QuotaEntity, dict[str, float]] = {}
         # (principal name, client id) -> (sanitized user, sanitized client id, whether
         # any quota applies to them): most senders of a broker with quotas have none.
@@ -240,8 +243,10 @@ class ClientQuotas:
         for manager in self.managers():
             manager.update(self.configs)
         self.mutations.update(self.configs)
+        self.connections.update(self.configs)
         self._senders = {}
-        self.enabled = bool(self.configs)
+        # IP quotas are a new connection's business, not a request's.
+        self.enabled = any(entity.ip is None for entity in self.configs)
 
     # --- the connection's hook ---------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""`brook configs --entity-type users|clients`: client quotas, as kafka-configs.sh manages
-them (through AlterClientQuotas and DescribeClientQuotas).
+"""`brook configs --entity-type users|clients|ips`: client quotas, as kafka-configs.sh
+manages them (through AlterClientQuotas and DescribeClientQuotas).
 
     brook configs --bootstrap-server HOST --alter --entity-type clients --entity-name app \\
         --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
@@ -21,8 +21,8 @@ from typing import Any
 from .common import ToolError, wire_security
 
 # kafka-configs.sh's entity types and the quota entity types they stand for.
-QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id"}
-TITLES = {"user": "user-principal", "client-id": "client-id"}
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+TITLES = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 # (quota entity type, name or None for the default)

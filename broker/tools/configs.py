@@ -35,7 +35,7 @@ from .common import (
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient, ConfigEntry
 
-ENTITY_TYPES = ("topics", "brokers", "users", "clients")
+ENTITY_TYPES = ("topics", "brokers", "users", "clients", "ips")
 
 EPILOG = """\
 examples (HOST is e.g. localhost:9092):
@@ -91,8 +91,9 @@ def add_parser(commands: Any) -> None:
         "--entity-type",
         choices=ENTITY_TYPES,
         action="append",
-        help="topics, brokers, users (quotas, SCRAM credentials) or clients (quotas); give"
-        " users then clients, each with its name, for a (user, client id) quota",
+        help="topics, brokers, users (quotas, SCRAM credentials), clients (quotas) or ips"
+        " (connection_creation_rate); give users then clients, each with its name, for a"
+        " (user, client id) quota",
     )
     parser.add_argument(
         "--entity-name",
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
     types = args.entity_type or []
-    if any(kind in ("users", "clients") for kind in types):
+    if any(kind in ("users", "clients", "ips") for kind in types):
         return _run_quota_entities(args, action, types)
     if len(types) > 1 or len(args.entity_name or []) > 1 or len(args.entity_default or []) > 1:
         raise ToolError("only users and clients may be named together", 2)
@@ -191,6 +192,8 @@ def _quota_entity(args: argparse.Namespace, types: list[str]) -> tuple[list, lis
 
     if len(types) > 2 or len(set(types)) != len(types) or "topics" in types or "brokers" in types:
         raise ToolError("name users, clients, or users then clients", 2)
+    if "ips" in types and len(types) > 1:
+        raise ToolError("ips cannot be combined with users or clients", 2)
     if types == ["clients", "users"]:
         types = ["users", "clients"]  # a (user, client id) pair, whichever order given
     # --entity-name and --entity-default are taken in the order given, one per type.
@@ -247,12 +250,7 @@ def _run_quota_entities(args: argparse.Namespace, action: str, types: list[str])
 
 def _quota_title(entity: list) -> str:
     """How kafka-configs.sh names what it altered."""
-    parts = [
-        f"{'user' if kind == 'user' else 'client-id'} {name}"
-        if name is not None
-        else f"default {'user' if kind == 'user' else 'client-id'}"
-        for kind, name in entity
-    ]
+    parts = [f"{kind} {name}" if name is not None else f"default {kind}" for kind, name in entity]
     return ", ".join(parts)
 
 

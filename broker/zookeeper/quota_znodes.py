@@ -1,12 +1,13 @@
 """Client quotas in ZooKeeper, where Kafka's ZooKeeper mode keeps them: the config znodes
-/config/users/<user>, /config/users/<user>/clients/<client> and /config/clients/<client>
+/config/users/<user>, /config/users/<user>/clients/<client>, /config/clients/<client> and
+/config/ips/<ip>
 ({"version": 1, "config": {"producer_byte_rate": "1024", ...}}; a user's znode also holds
 its SCRAM credentials, left as they are), each change written conditionally and
 announced by a sequential /config/changes/config_change_ znode naming the entity
 ({"version": 2, "entity_path": "users/alice/clients/c1"}), as kafka-configs.sh did.
 
 Every broker reads all quota entities at start and again whenever a notification naming
-users/ or clients/ appears (the quota configs are few; what is read replaces what the
+users/, clients/ or ips/ appears (the quota configs are few; what is read replaces what the
 managers held, so a missed or repeated notification changes nothing).
 """
 
@@ -28,7 +29,7 @@ from .serial_job import SerialJob
 
 log = logging.getLogger("brook.zookeeper.quotas")
 
-QUOTA_ENTITY_TYPES = ("users", "clients")
+QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
 
 
 class ZkClientQuotaStore:
@@ -104,6 +105,7 @@ class ZkClientQuotaStore:
 
     async def _read_all(self) -> dict[QuotaEntity, dict[str, float]]:
         paths = [f"clients/{c}" for c in await self._children("/config/clients")]
+        paths += [f"ips/{ip}" for ip in await self._children("/config/ips")]
         for user in await self._children("/config/users"):
             paths.append(f"users/{user}")
             clients = await self._children(f"/config/users/{user}/clients")

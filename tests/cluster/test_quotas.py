@@ -1,7 +1,7 @@
 """Client quotas in a ZooKeeper cluster: kept in the config znodes Kafka keeps them in
 (/config/users/<u>, /config/users/<u>/clients/<c>, /config/clients/<c>, beside a user's
-SCRAM credentials) and announced by change notifications, so that a quota altered
-through one broker is applied by every broker."""
+SCRAM credentials, and /config/ips/<ip>) and announced by change notifications, so that a
+quota altered through one broker is applied by every broker."""
 
 from __future__ import annotations
 
@@ -130,3 +130,37 @@ def test_a_quota_altered_through_one_broker_is_applied_by_the_others(
         lambda q: (("client-id", "metered-app"),) not in q,
     )
     assert (("user", "quinn"), ("client-id", "metered-app")) in _quotas(brokers[1].port)
+
+
+def _ip_quotas(port: int) -> dict[str | None, dict[str, float]]:
+    request = DescribeClientQuotasRequest(
+        components=(ComponentData(entity_type="ip", match_type=i8(2), match=None),),
+        strict=False,
+    )
+    with BlockingClient("127.0.0.1", port, "quota-admin") as client:
+        response = client.request(request)
+    return {
+        entry.entity[0].entity_name: {v.key: v.value for v in entry.values}
+        for entry in response.entries
+    }
+
+
+def test_an_ip_quota_is_kept_in_config_ips(cluster: Cluster, zk: ZooKeeperView):
+    brokers = {i: cluster.start(i) for i in (1, 2)}
+    zk.wait_broker_ids([1, 2])
+    assert _alter(brokers[1].port, [("ip", "10.1.2.3")], {"connection_creation_rate": 7}) == 0
+    assert _alter(brokers[1].port, [("ip", None)], {"connection_creation_rate": 50}) == 0
+    assert zk.json("/config/ips/10.1.2.3")["config"] == {"connection_creation_rate": "7"}
+    assert zk.json("/config/ips/<default>")["config"] == {"connection_creation_rate": "50"}
+    notified = [
+        zk.json(f"/config/changes/{c}")["entity_path"] for c in zk.children("/config/changes")
+    ]
+    assert "ips/10.1.2.3" in notified and "ips/<default>" in notified
+    expected = {
+        "10.1.2.3": {"connection_creation_rate": 7.0},
+        None: {"connection_creation_rate": 50.0},
+    }
+    eventually(lambda: _ip_quotas(brokers[2].port), lambda found: found == expected)
+    # Removed through broker 2: broker 1 forgets it too.
+    assert _alter(brokers[2].port, [("ip", None)], {"connection_creation_rate": None}) == 0
+    eventually(lambda: _ip_quotas(brokers[1].port), lambda found: None not in found)

@@ -30,7 +30,7 @@ from brook.broker.quotas.entities import sanitize
 from brook.broker.quotas.store import CLIENT_QUOTAS_FILE
 from brook.protocol.errors import ErrorCode
 from tests.crafted_batches import batch, record
-from tests.integration.cli import brook
+from tests.integration.cli import assert_one_line_error, brook
 from tests.observability.conftest import Admin
 
 from .conftest import PLAIN_USERS, SecureBroker
@@ -153,6 +153,23 @@ def test_default_entities_are_null_names(broker):
         ([("group", "x")], {"producer_byte_rate": 1.0}, "Unhandled client quota entity type"),
         ([("user", "")], {"producer_byte_rate": 1.0}, "Empty user not supported"),
         ([("ip", "1.2.3.4"), ("user", "x")], {"producer_byte_rate": 1.0}, "IP entity"),
+        (
+            [("ip", "no-such-address")],
+            {"connection_creation_rate": 5.0},
+            "no-such-address is not a valid IP or resolvable host.",
+        ),
+        (
+            [("ip", "10.9.9.9")],
+            {"producer_byte_rate": 5.0},
+            "Invalid configuration key producer_byte_rate",
+        ),
+        (
+            [("user", "x")],
+            {"connection_creation_rate": 5.0},
+            "Invalid configuration key connection_creation_rate",
+        ),
+        ([("ip", "10.9.9.9")], {"connection_creation_rate": 2.5}, "cannot be a fractional"),
+        ([("ip", None)], {"connection_creation_rate": 2.0**31}, "too large for an INT"),
     ],
 )
 def test_bad_alterations_are_refused_and_change_nothing(broker, entity, ops, message):
@@ -160,6 +177,7 @@ def test_bad_alterations_are_refused_and_change_nothing(broker, entity, ops, mes
     assert error == ErrorCode.invalid_request
     assert message in text
     assert described(broker, [("user", 0, "x")]) == {}
+    assert described(broker, [("ip", 2, None)]) == {}
 
 
 def test_bad_describe_filters(broker):
@@ -169,6 +187,78 @@ def test_bad_describe_filters(broker):
     custom = describe(broker, [("group", 2, None)])
     assert custom.error_code == ErrorCode.invalid_request
     assert custom.entries is None
+    mixed = describe(broker, [("ip", 2, None), ("user", 2, None)])
+    assert mixed.error_code == ErrorCode.invalid_request
+    assert "IP filter component should not be used with User or ClientId" in mixed.error_message
+
+
+def _api_versions_answered(port: int) -> bool:
+    """Whether a new connection is answered (else it is closed without an answer)."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    from brook.broker.client import ConnectionClosedError
+
+    try:
+        with BlockingClient("127.0.0.1", port, "connection-rate") as client:
+            request = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+            return client.request(request).error_code == ErrorCode.none
+    except (ConnectionClosedError, ConnectionError):
+        return False
+
+
+def test_connections_over_an_ips_connection_creation_rate_are_closed(tmp_path):
+    """KIP-612 on a broker of its own (every test connects from 127.0.0.1): 2 connections
+    a second, measured over at least 10 s at first, lets about 20 in; the next are held
+    unread and closed. Other addresses' quotas do not apply; the inter-broker listener
+    is exempt (the quotas are altered through it); removing the quota lets all in."""
+    from brook.broker.testing import BrokerThread, free_port
+
+    port, internal = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{internal}"
+    overrides = {
+        "listeners": listeners,
+        "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+    thread = BrokerThread(tmp_path, overrides, port=port).start()
+
+    def alter_here(entity: Entity, ops: dict[str, float | None]) -> ErrorCode:
+        request = AlterClientQuotasRequest(
+            entries=(
+                EntryData(
+                    entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
+                    ops=tuple(
+                        OpData(key=key, value=value or 0.0, remove=value is None)
+                        for key, value in ops.items()
+                    ),
+                ),
+            ),
+            validate_only=False,
+        )
+        with BlockingClient("127.0.0.1", internal, "quota-admin") as client:
+            (entry,) = client.request(request).entries
+        return entry.error_code
+
+    try:
+        # Another address's quota: 127.0.0.1 is not held to it.
+        assert alter_here([("ip", "10.1.2.3")], {"connection_creation_rate": 1}) == 0
+        assert all(_api_versions_answered(port) for _ in range(25))
+        assert alter_here([("ip", "127.0.0.1")], {"connection_creation_rate": 2}) == 0
+        outcomes = [_api_versions_answered(port) for _ in range(30)]
+        served = outcomes.count(True)
+        assert 0 < served <= 20, outcomes
+        assert outcomes[served:] == [False] * (30 - served)  # held and closed from then on
+        connections = thread.broker.services.quotas.connections
+        assert thread.call(lambda: connections.throttled["127.0.0.1"]) == 30 - served
+        assert _api_versions_answered(internal)  # the inter-broker listener is exempt
+        # The default IP entity, and a removal: the address's own quota goes, the default
+        # (100/s) applies, and connections are served again.
+        assert alter_here([("ip", None)], {"connection_creation_rate": 100}) == 0
+        assert alter_here([("ip", "127.0.0.1")], {"connection_creation_rate": None}) == 0
+        assert _api_versions_answered(port)
+    finally:
+        thread.stop()
 
 
 def test_precedence_follows_kafka(broker):
@@ -647,3 +737,27 @@ def test_acls_guard_quotas_as_configs_of_the_cluster(tmp_path):
         assert thread.call(lambda: thread.broker.services.quotas.configs) == {}
     finally:
         thread.stop()
+
+
+def test_brook_configs_manages_ip_quotas(broker):
+    configs = ("configs", "--bootstrap-server", broker.bootstrap("PLAINTEXT"))
+    ip = ("--entity-type", "ips", "--entity-name", "10.4.4.4")
+    try:
+        added = brook(*configs, "--alter", *ip, "--add-config", "connection_creation_rate=9")
+        assert (added.returncode, added.lines) == (
+            0,
+            ["Completed updating config for ip 10.4.4.4."],
+        )
+        connections = broker.broker.services.quotas.connections
+        assert broker.call(lambda: connections.quota("10.4.4.4")) == 9
+        assert broker.call(lambda: connections.quota("127.0.0.1")) is None
+        shown = brook(*configs, "--describe", "--entity-type", "ips")
+        assert shown.lines == ["Quota configs for ip '10.4.4.4' are connection_creation_rate=9.0"]
+        mixed = brook(*configs, "--describe", "--entity-type", "ips", "--entity-type", "users")
+        assert_one_line_error(mixed, "ips cannot be combined with users or clients", code=2)
+        wrong = brook(*configs, "--alter", *ip, "--add-config", "producer_byte_rate=10")
+        assert_one_line_error(wrong, "Invalid configuration key producer_byte_rate", code=1)
+    finally:
+        removed = brook(*configs, "--alter", *ip, "--delete-config", "connection_creation_rate")
+        assert removed.returncode == 0, removed.stderr
+    assert brook(*configs, "--describe", "--entity-type", "ips").lines == []
