@@ -150,6 +150,8 @@ class CertificateAuthority:
 
 @dataclass(frozen=True)
 class TestPki:
+    __test__ = False  # a fixture's type, not a test class (its name starts with Test)
+
     ca: CertificateAuthority
     server: Identity
     client: Identity
