@@ -170,6 +170,42 @@ STORE_TYPES = ("JKS", "PKCS12", "PEM")
 SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: `address:count,...` (an IPv6 address's own colons
+    come before the last one); a host name stands for the address it resolves to now."""
+    overrides: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"{item!r} is not address:count")
+        overrides[_address(host.strip().strip("[]"))] = int(count)
+    return overrides
+
+
+def _address(host: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        import socket
+
+        try:
+            return socket.gethostbyname(host)
+        except OSError:
+            raise ValueError(f"{host} is not an address and does not resolve") from None
+
+
+def _check_connection_overrides(value: Any) -> str | None:
+    try:
+        parse_connection_overrides(str(value or ""))
+    except ValueError as exc:
+        return f"Expected a comma-separated list of address:count ({exc})"
+    return None
+
+
 def _check_tls_versions(value: Any) -> str | None:
     unknown = [item for item in value if item not in ("TLSv1.2", "TLSv1.3", "TLSv1.1", "TLSv1")]
     return f"unknown TLS protocol(s) {', '.join(unknown)}" if unknown else None
@@ -568,6 +604,21 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             104857600,
             "Largest request; a bigger one closes the connection.",
             at_least=1,
+        ),
+        _key(
+            "max.connections.per.ip",
+            "int",
+            2147483647,
+            "Most connections open at once from one address; a new one over it is closed at"
+            " once. 0 only with max.connections.per.ip.overrides.",
+            at_least=0,
+        ),
+        _key(
+            "max.connections.per.ip.overrides",
+            "string",
+            "",
+            "Per-address limits overriding max.connections.per.ip: address:count,...",
+            check=_check_connection_overrides,
         ),
         _key(
             "quota.window.num",
@@ -1163,6 +1214,11 @@ class BrokerConfig:
                 for item in self.listeners
             ]
         self.inter_broker_listener_name = self._inter_broker_listener_name()
+        if self["max.connections.per.ip"] == 0 and not self["max.connections.per.ip.overrides"]:
+            raise ConfigError(
+                "max.connections.per.ip can be set to zero only if"
+                " max.connections.per.ip.overrides property is set."
+            )
         # What each TLS or SASL listener asks of its clients (broker/security/), built
         # here so that a missing key store or JAAS config stops start-up with its key
         # (an AlterConfigs builds it after Kafka's listener checks, which come first).

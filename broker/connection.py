@@ -95,6 +95,8 @@ class KafkaConnection(asyncio.Protocol):
         self.failing = False
         # When bytes last arrived: a request's queue time starts there (/metrics).
         self.received_at = 0.0
+        # The client address counted against max.connections.per.ip while this is open.
+        self.counted_address: str | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -109,9 +111,29 @@ class KafkaConnection(asyncio.Protocol):
             return
         if self.services.quotas.connections.enabled and self._over_connection_rate(peer):
             return
+        if peer is not None and not self._admitted(peer[0]):
+            return
         self.connections.add(self)
         self.security = self.services.config.listener_security.get(self.listener_name)
         self._ready(transport)  # type: ignore[arg-type]
+
+    def _admitted(self, address: str) -> bool:
+        """Kafka's max.connections.per.ip: a connection over its address's limit is closed
+        at once; one admitted is counted until it closes."""
+        limits = self.services.listeners.connection_limits
+        limit = limits.admit(address, self.services.config)
+        if limit is not None:
+            log.info(
+                "Rejected connection from %s, address already has the configured maximum of"
+                " %d connections.",
+                address,
+                limit,
+            )
+            self.closed = True
+            self.transport.close()
+            return False
+        self.counted_address = address
+        return True
 
     def _over_connection_rate(self, peer: tuple[str, int] | None) -> bool:
         """KIP-612: a connection over its address's connection_creation_rate is held,
@@ -168,6 +190,9 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.connections.discard(self)
+        if self.counted_address is not None:
+            self.services.listeners.connection_limits.release(self.counted_address)
+            self.counted_address = None
         if self.in_flight is not None:
             self.in_flight.cancel()
 

@@ -56,6 +56,9 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "log.roll.ms",
         "log.segment.bytes",
         "log.segment.delete.delay.ms",
+        # Kafka's DynamicConnectionQuota keys (those Brook serves).
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
         "message.max.bytes",
         "min.insync.replicas",
         # Cluster-wide in Kafka since KIP-854.

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .config import BrokerConfig, Listener
+from .connection_limits import ConnectionLimits
 from .dynamic_config import LISTENER_CONFIGS
 from .security.authentication_counts import AuthenticationCounts
 
@@ -51,6 +52,8 @@ class ListenerManager:
         self._reconfiguring: asyncio.Task[None] | None = None
         # Successful and failed authentications per listener (TLS and SASL, for /metrics).
         self.authentications = AuthenticationCounts()
+        # Connections open per client address, against max.connections.per.ip.
+        self.connection_limits = ConnectionLimits()
         # Called as soon as the listeners of a reconfiguration are bound and advertised
         # (the broker announces its new endpoints, to its own cache and the cluster).
         self.on_reconfigured: list[Callable[[], None]] = []
