@@ -51,6 +51,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[Secur
 def alter(
     broker: SecureBroker, entity: Entity, ops: dict[str, float | None], validate_only=False
 ) -> tuple[ErrorCode, str | None]:
+    return alter_at(broker.ports["PLAINTEXT"], entity, ops, validate_only)
+
+
+def alter_at(
+    port: int, entity: Entity, ops: dict[str, float | None], validate_only=False
+) -> tuple[ErrorCode, str | None]:
+    """AlterClientQuotas of one entity through the broker listening on `port`."""
     request = AlterClientQuotasRequest(
         entries=(
             EntryData(
@@ -63,7 +70,7 @@ def alter(
         ),
         validate_only=validate_only,
     )
-    with BlockingClient("127.0.0.1", broker.ports["PLAINTEXT"], "quota-admin") as client:
+    with BlockingClient("127.0.0.1", port, "quota-admin") as client:
         response = client.request(request)
     (entry,) = response.entries
     return entry.error_code, entry.error_message
@@ -224,21 +231,7 @@ def test_connections_over_an_ips_connection_creation_rate_are_closed(tmp_path):
     thread = BrokerThread(tmp_path, overrides, port=port).start()
 
     def alter_here(entity: Entity, ops: dict[str, float | None]) -> ErrorCode:
-        request = AlterClientQuotasRequest(
-            entries=(
-                EntryData(
-                    entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
-                    ops=tuple(
-                        OpData(key=key, value=value or 0.0, remove=value is None)
-                        for key, value in ops.items()
-                    ),
-                ),
-            ),
-            validate_only=False,
-        )
-        with BlockingClient("127.0.0.1", internal, "quota-admin") as client:
-            (entry,) = client.request(request).entries
-        return entry.error_code
+        return alter_at(internal, entity, ops)[0]  # the inter-broker listener: exempt
 
     try:
         # Another address's quota: 127.0.0.1 is not held to it.
