@@ -165,10 +165,10 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    # A broker's start allocates hundreds of thousands of objects that live as long as the
+    # A broker's imports allocate hundreds of thousands of objects that live as long as the
     # process (modules, classes, kio's schemas) and next to no garbage: the cyclic
     # collector's passes over them would cost several ms of a ~100 ms start. `brook serve`
-    # turns it back on once the broker listens (_run); every other command at once.
+    # turns it back on once they are made (_run); every other command at once.
     gc.disable()
     try:
         _main(argv)
@@ -255,14 +255,15 @@ async def _run(config: BrokerConfig) -> int:
     from .broker import Broker
 
     broker = Broker(config)
+    # What the imports made stays for the process's life: frozen out of the collector's
+    # view (its full passes need not walk it again), which comes back on before the start
+    # proper, whose log recovery may run long.
+    gc.freeze()
+    gc.enable()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, broker.request_stop)
     await broker.start()
-    # What start-up made stays for the process's life: frozen out of the collector's view
-    # (its full passes need not walk it again), which comes back on now.
-    gc.freeze()
-    gc.enable()
     await broker.stop_requested.wait()
     await broker.stop()
     return broker.exit_code
