@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .brokers import brook_spec
 from .procs import BrokerProcess, free_port
+from .workload import read_partition_to_end
 
 TOPIC = "read-committed-bench"
 
@@ -64,31 +64,7 @@ def write(bootstrap: str, messages: int, size: int, per_txn: int, abort_every: i
 
 def read_to_end(bootstrap: str, level: str) -> tuple[float, int]:
     """Seconds from assign() to the end of the partition, and records received."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.queue.backoff.ms": 1,
-            "isolation.level": level,
-        }
-    )
-    received = 0
-    started = time.perf_counter()
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    try:
-        while True:
-            for message in consumer.consume(10_000, timeout=1.0):
-                error = message.error()
-                if error is None:
-                    received += 1
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    return time.perf_counter() - started, received
-                else:
-                    raise RuntimeError(str(error))
-    finally:
-        consumer.close()
+    return read_partition_to_end({"bootstrap.servers": bootstrap, "isolation.level": level}, TOPIC)
 
 
 def main() -> None:

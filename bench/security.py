@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
     NewTopic,
@@ -42,6 +42,7 @@ from brook.broker.security.scram import ScramClient
 
 from .brokers import brook_spec
 from .procs import BrokerProcess, free_port
+from .workload import read_partition_to_end
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PASSWORD = "bench-secret"
@@ -150,31 +151,9 @@ def produce(config: dict[str, Any], topic: str, messages: int, size: int) -> flo
 
 
 def consume(config: dict[str, Any], topic: str, messages: int) -> float:
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": "bench",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.queue.backoff.ms": 1,
-        }
-    )
-    received = 0
-    started = time.perf_counter()
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    try:
-        while True:
-            for message in consumer.consume(10_000, timeout=1.0):
-                error = message.error()
-                if error is None:
-                    received += 1
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    assert received == messages, (received, messages)
-                    return time.perf_counter() - started
-                else:
-                    raise RuntimeError(str(error))
-    finally:
-        consumer.close()
+    elapsed, received = read_partition_to_end(config, topic)
+    assert received == messages, (received, messages)
+    return elapsed
 
 
 # --- logins --------------------------------------------------------------------------------

@@ -449,3 +449,32 @@ def percentile(ordered: list[float], pct: float) -> float:
     """Nearest-rank percentile of an already sorted, non-empty list."""
     rank = max(1, math.ceil(pct / 100 * len(ordered)))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def read_partition_to_end(config: dict[str, Any], topic: str) -> tuple[float, int]:
+    """Seconds from assign() to the end of partition 0 of `topic`, and the records received
+    (`config`: the client's connection settings, and isolation.level where it matters)."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.queue.backoff.ms": 1,
+        }
+    )
+    received = 0
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    try:
+        while True:
+            for message in consumer.consume(10_000, timeout=1.0):
+                error = message.error()
+                if error is None:
+                    received += 1
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return time.perf_counter() - started, received
+                else:
+                    raise RuntimeError(str(error))
+    finally:
+        consumer.close()
