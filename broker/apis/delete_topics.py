@@ -35,6 +35,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
         log.info("DeleteTopics from %s refused: %s", ctx.peer, BOTH_GIVEN)
         return _refused(ctx, wanted, ErrorCode.invalid_request, BOTH_GIVEN)
     results = []
+    quota = ctx.services.quotas.mutation_quota(ctx)
     for name, topic_id in wanted:
         error, message = ErrorCode.none, None
         if name is None and topic_id == ZERO_UUID:
@@ -60,7 +61,6 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
         if error is ErrorCode.none:
             try:
                 known = metadata.get(name)
-                quota = ctx.services.quotas.mutation_quota(ctx)
                 if known is not None and quota is not None:
                     # Its partitions spent from the controller_mutation_rate (KIP-599).
                     quota.record(len(known.partitions), time.monotonic() * 1000)
@@ -68,32 +68,27 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             except KafkaError as exc:
                 error, message = exc.error_code, exc.message
                 log.info("DeleteTopics %s from %s failed: %s", name, ctx.who, exc.message)
-        results.append(
-            build(
-                types.DeletableTopicResult,
-                name=name,
-                topic_id=topic_id,
-                error_code=error,
-                error_message=message,
-            )
-        )
+        results.append(_result(types, name, topic_id, error, message))
     return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def _result(
+    types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None
+) -> Any:
+    return build(
+        types.DeletableTopicResult,
+        name=name,
+        topic_id=topic_id,
+        error_code=error,
+        error_message=message,
+    )
 
 
 def _refused(
     ctx: RequestContext, wanted: list[tuple[Any, uuid.UUID]], error: ErrorCode, message: str
 ) -> Any:
     types = schema_module(ctx.response_type)
-    results = tuple(
-        build(
-            types.DeletableTopicResult,
-            name=name,
-            topic_id=topic_id,
-            error_code=error,
-            error_message=message,
-        )
-        for name, topic_id in wanted
-    )
+    results = tuple(_result(types, name, topic_id, error, message) for name, topic_id in wanted)
     return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=results)
 
 

@@ -122,11 +122,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ToolError("name a principal (--allow-principal or --deny-principal)", 2)
     admin = admin_client(args)
     if args.add:
-        for pattern, entries in _by_pattern(bindings).items():
-            print(f"Adding ACLs for resource `{pattern}`: ")
-            for entry in entries:
-                print(f" \t{entry} ")
-            print()
+        _print_by_pattern("Adding", bindings)
         for binding, future in admin.create_acls(bindings).items():
             _settle(future, args.timeout, f"adding {binding}")
         return _list(admin, args, kadmin, [_exact_filter(b, kadmin) for b in bindings])
@@ -134,11 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.force and input("Are you sure you want to remove ACLs? (y/n) ") != "y":
             return 0
         filters = [_exact_filter(b, kadmin) for b in bindings]
-        for pattern, entries in _by_pattern(bindings).items():
-            print(f"Removing ACLs for resource `{pattern}`: ")
-            for entry in entries:
-                print(f" \t{entry} ")
-            print()
+        _print_by_pattern("Removing", bindings)
         for selected, future in admin.delete_acls(filters).items():
             _settle(future, args.timeout, f"removing {selected}")
         return 0
@@ -287,6 +279,15 @@ def _list(admin: Any, args: argparse.Namespace, kadmin: Any, only: list[Any] | N
             print(f" \t{entry} ")
         print()
     return 0
+
+
+def _print_by_pattern(verb: str, bindings: list[Any]) -> None:
+    """kafka-acls.sh's announcement of what it adds or removes, a block per resource."""
+    for pattern, entries in _by_pattern(bindings).items():
+        print(f"{verb} ACLs for resource `{pattern}`: ")
+        for entry in entries:
+            print(f" \t{entry} ")
+        print()
 
 
 def _by_pattern(bindings: list[Any]) -> dict[str, list[str]]:

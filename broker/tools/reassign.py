@@ -28,7 +28,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     ToolError,
@@ -39,6 +39,9 @@ from .common import (
     wait,
     wire_security,
 )
+
+if TYPE_CHECKING:
+    from brook.broker.security.client_security import ClientSecurity
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 ANY_LOG_DIR = "any"
@@ -160,13 +163,15 @@ def _run(args: argparse.Namespace) -> int:
     action = _check_options(args)
     if action == "generate":
         return _generate(args)
+    # The wire requests' TLS and SASL, from --command-config, read once.
+    security = wire_security(args)
     if action == "execute":
-        return _execute(args)
+        return _execute(args, security)
     if action == "verify":
-        return _verify(args)
+        return _verify(args, security)
     if action == "cancel":
-        return _cancel(args)
-    return _list(args)
+        return _cancel(args, security)
+    return _list(args, security)
 
 
 def _check_options(args: argparse.Namespace) -> str:
@@ -386,12 +391,12 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(args: argparse.Namespace) -> int:
+def _execute(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     from .wire_client import alter_partition_reassignments, list_partition_reassignments
 
     proposed = _checked(args.reassignment_json_file)
     if not args.additional and list_partition_reassignments(
-        args.bootstrap_server, args.timeout, security=wire_security(args)
+        args.bootstrap_server, args.timeout, security=security
     ):
         raise ToolError(CANNOT_EXECUTE)
     admin = admin_client(args)
@@ -419,7 +424,7 @@ def _execute(args: argparse.Namespace) -> int:
         args.bootstrap_server,
         args.timeout,
         {tp: list(r) for tp, r in proposed.items()},
-        wire_security(args),
+        security,
     )
     failed = _failures(results)
     if failed:
@@ -440,13 +445,11 @@ def _failures(results: dict[TopicPartition, tuple[Any, str | None]]) -> list[str
     ]
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _verify(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     from .wire_client import list_partition_reassignments
 
     targets = parse_reassignment(args.reassignment_json_file)
-    ongoing = list_partition_reassignments(
-        args.bootstrap_server, args.timeout, security=wire_security(args)
-    )
+    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, security=security)
     admin = admin_client(args)
     not_moving = {topic for (topic, p), _ in targets if (topic, p) not in ongoing}
     current: dict[TopicPartition, list[int]] = {}
@@ -468,20 +471,18 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel(args: argparse.Namespace) -> int:
+def _cancel(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     from .wire_client import alter_partition_reassignments, list_partition_reassignments
 
     targets = [tp for tp, _ in parse_reassignment(args.reassignment_json_file)]
-    ongoing = list_partition_reassignments(
-        args.bootstrap_server, args.timeout, targets, wire_security(args)
-    )
+    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, targets, security)
     # Kafka's tool cancels those with no replicas being added or some being removed.
     active = sorted(tp for tp, (_, adding, removing) in ongoing.items() if not adding or removing)
     if not active:
         print("None of the specified partition reassignments are active.")
         return 0
     results = alter_partition_reassignments(
-        args.bootstrap_server, args.timeout, dict.fromkeys(active), wire_security(args)
+        args.bootstrap_server, args.timeout, dict.fromkeys(active), security
     )
     failed = _failures(results)
     if failed:
@@ -497,12 +498,10 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace) -> int:
+def _list(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     from .wire_client import list_partition_reassignments
 
-    ongoing = list_partition_reassignments(
-        args.bootstrap_server, args.timeout, security=wire_security(args)
-    )
+    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, security=security)
     if not ongoing:
         print("No partition reassignments found.")
         return 0
