@@ -29,12 +29,11 @@ from ..authorizer.checks import authorize_cluster, authorized
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from ..observability.partition_stats import NOT_FAILED_FETCH
 from ..partition import FetchIsolation, Partition
+from ..quotas.manager import INT32_MAX
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.fetch")
-
-INT32_MAX = 2**31 - 1
 
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_TOPIC_ID_VERSION = 13

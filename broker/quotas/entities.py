@@ -16,6 +16,8 @@ import math
 import urllib.parse
 from typing import NamedTuple
 
+from ..config import INT_MAX
+
 # ClientQuotaEntity's entity types on the wire.
 USER = "user"
 CLIENT_ID = "client-id"
@@ -38,7 +40,6 @@ QUOTA_KEYS: dict[str, bool] = {
     CONNECTION_CREATION_RATE: True,
 }
 LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 
 
 class QuotaEntity(NamedTuple):
