@@ -5,6 +5,7 @@ kept in ZooKeeper where Kafka keeps it (/config/users/<user>), read by every bro
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
@@ -55,19 +56,27 @@ def _start(cluster: Cluster, broker_id: int, pki, **extra: str):
     )
 
 
-def test_replication_over_sasl_ssl(cluster: Cluster, zk: ZooKeeperView, tmp_path):
-    pki = make_pki(tmp_path / "pki")
+def _first_broker_with_login(
+    cluster: Cluster, zk: ZooKeeperView, pki: Any, iterations: int
+) -> tuple[Any, AdminClient]:
+    """Broker 1, the controller, with the brokers' own SCRAM login made through it before
+    the others start, as Kafka's docs have it; and the admin client that made it."""
     first = _start(cluster, 1, pki)
     zk.wait_broker_ids([1])
     # librdkafka sends AlterUserScramCredentials to the controller: elected first.
     zk.wait_controller(lambda controller: controller == 1)
     eventually(lambda: metadata_of(first.port).controller_id, lambda known: known == 1)
-    # The brokers' own login, made before the others start, as Kafka's docs have it.
     admin = AdminClient({"bootstrap.servers": first.bootstrap})
     upsertion = UserScramCredentialUpsertion(
-        "broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"broker-secret"
+        "broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, iterations), b"broker-secret"
     )
     admin.alter_user_scram_credentials([upsertion])["broker"].result(30)
+    return first, admin
+
+
+def test_replication_over_sasl_ssl(cluster: Cluster, zk: ZooKeeperView, tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    first, admin = _first_broker_with_login(cluster, zk, pki, iterations=8192)
     stored = zk.json("/config/users/broker")
     assert stored["version"] == 1
     fields = dict(item.split("=", 1) for item in stored["config"]["SCRAM-SHA-512"].split(","))
@@ -107,16 +116,7 @@ def test_a_broker_with_a_wrong_password_cannot_replicate(
     cluster: Cluster, zk: ZooKeeperView, tmp_path
 ):
     pki = make_pki(tmp_path / "pki")
-    first = _start(cluster, 1, pki)
-    zk.wait_broker_ids([1])
-    # librdkafka sends AlterUserScramCredentials to the controller: elected first.
-    zk.wait_controller(lambda controller: controller == 1)
-    eventually(lambda: metadata_of(first.port).controller_id, lambda known: known == 1)
-    admin = AdminClient({"bootstrap.servers": first.bootstrap})
-    upsertion = UserScramCredentialUpsertion(
-        "broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"broker-secret"
-    )
-    admin.alter_user_scram_credentials([upsertion])["broker"].result(30)
+    first, admin = _first_broker_with_login(cluster, zk, pki, iterations=4096)
     wrong = _start(
         cluster,
         2,
