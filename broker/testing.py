@@ -22,7 +22,21 @@ from typing import Any
 
 from . import testing_records
 from .config import BrokerConfig
-from .testing_records import ConsumedRecord, Produced, RecordLike
+from .testing_records import ConsumedRecord, Produced, ProduceError, RecordLike
+
+# What a test imports from here: ProduceError too, which `produce` raises.
+__all__ = [
+    "AsyncBroker",
+    "BrokerProcess",
+    "BrokerThread",
+    "ConsumedRecord",
+    "FaultControl",
+    "ProduceError",
+    "Produced",
+    "RecordLike",
+    "free_port",
+    "wait_for_port",
+]
 
 START_TIMEOUT_S = 30.0
 
@@ -133,6 +147,25 @@ class BrokerThread(RecordHelpers):
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def admin_port(self) -> int:
+        """The port the admin endpoint listens on, `admin.listener`'s port 0 resolved."""
+        if self.broker is None or self.broker.admin is None:
+            raise RuntimeError("the admin endpoint is off: set admin.listener (http://HOST:0)")
+        port: int = self.broker.admin.port
+        return port
+
+    @property
+    def admin_url(self) -> str:
+        """The admin endpoint's base URL, e.g. http://127.0.0.1:40123 (a wildcard bind
+        address reached on loopback)."""
+        host = self.broker.admin.host if self.broker is not None and self.broker.admin else ""
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.admin_port}"
 
     def start(self) -> BrokerThread:
         self._thread = threading.Thread(target=self._run, name="brook-broker", daemon=True)
@@ -299,6 +332,14 @@ class AsyncBroker:
     @property
     def port(self) -> int:
         return self.thread.port
+
+    @property
+    def admin_port(self) -> int:
+        return self.thread.admin_port
+
+    @property
+    def admin_url(self) -> str:
+        return self.thread.admin_url
 
     @property
     def faults(self) -> FaultControl:

@@ -4,13 +4,15 @@ fixture under pytest-asyncio, and a project of its own run by pytest (pytester).
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 
 import pytest
 from confluent_kafka import KafkaException
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from brook.broker.testing_records import ProduceError
+from brook.broker.testing import ProduceError
 
 from .clients import aiokafka_consumer, aiokafka_poll, aiokafka_producer
 
@@ -120,6 +122,16 @@ def test_produce_to_a_missing_topic_raises_with_kafkas_error(brook_broker, brook
     with pytest.raises(KafkaException) as missing:
         brook_broker.records(brook_topic)
     assert "UNKNOWN_TOPIC" in str(missing.value)
+
+
+@pytest.mark.brook_config(admin_listener="http://127.0.0.1:0")
+def test_the_admin_endpoint_on_port_0_is_found_through_the_fixture(brook_broker):
+    """admin.listener on port 0: the fixture says where it listens, and it answers there."""
+    assert brook_broker.admin_port != 0
+    assert brook_broker.admin_url == f"http://127.0.0.1:{brook_broker.admin_port}"
+    with urllib.request.urlopen(f"{brook_broker.admin_url}/v1/health", timeout=10) as response:
+        assert response.status == 200
+        assert json.loads(response.read())["live"] is True
 
 
 @pytest.mark.asyncio
