@@ -66,6 +66,11 @@ class Membership(Protocol):
         """Where the topics are kept: the log dirs, or ZooKeeper."""
         ...
 
+    def leadership_lease_held(self) -> bool:
+        """Whether this broker may still take writes as a leader (asked by every append
+        as leader: in a cluster, ZooKeeper must have answered lately)."""
+        ...
+
     def prepare_metadata(self, cache: MetadataCache) -> None:
         """Before any partition is made (alter_partition is set from here on)."""
         ...
@@ -145,6 +150,9 @@ class LocalMembership:
 
     async def metadata_store(self, log_dir: Path) -> MetadataStore:
         return LocalMetadataStore(log_dir, self._broker_id)
+
+    def leadership_lease_held(self) -> bool:
+        return True  # no other broker can lead what a single broker leads
 
     def prepare_metadata(self, cache: MetadataCache) -> None:
         pass  # no ISR changes: the single broker is the whole ISR for ever

@@ -173,6 +173,10 @@ class Partition:
     # The broker lost (or presumes lost) its ZooKeeper session: another broker may be
     # elected any moment, so this one takes no more writes as leader.
     fenced: bool = False
+    # Whether ZooKeeper answered lately enough that no other broker can have been elected
+    # (zookeeper/leadership_lease.py): a paused leader resumes with writes queued before
+    # the session listener can fence it. Always held by a single broker.
+    leadership_lease: Callable[[], bool] = lambda: True
     # Whether a broker is alive (registered): a dead replica holds back no low watermark.
     broker_alive: Callable[[int], bool] = lambda broker_id: True
     # What /metrics reports of this partition (BrokerTopicMetrics, ISR changes).
@@ -316,7 +320,7 @@ class Partition:
     ) -> AppendInfo:
         """Validate and append as the leader; await `wait_for_commit` for acks=all."""
         log = self._local_log()
-        if self.fenced:
+        if self.fenced or not self.leadership_lease():
             raise NotLeaderOrFollowerError(
                 f"Broker {self.local_broker_id} is cut off from ZooKeeper and does not lead"
                 f" {self.name} for now"

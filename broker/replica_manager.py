@@ -58,6 +58,9 @@ class ReplicaManager:
         # drop their partitions).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
         self.fenced = False
+        # Asked before every append as leader (a cluster's ZooKeeper lease; a single
+        # broker always holds it).
+        self.leadership_lease: Callable[[], bool] = lambda: True
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -170,6 +173,7 @@ class ReplicaManager:
             alter_partition=self.alter_partition,
             clock=self._now_ms,
             fenced=self.fenced,
+            leadership_lease=self._leadership_lease_held,
             broker_alive=self._broker_alive,
         )
         self._partitions[(name, record.partition_id)] = partition
@@ -188,6 +192,9 @@ class ReplicaManager:
         if leadership_changed:
             for listener in self.leadership_listeners:
                 listener(partition)
+
+    def _leadership_lease_held(self) -> bool:
+        return self.leadership_lease()
 
     def set_fenced(self, fenced: bool) -> None:
         """The broker lost (or got back) the right to lead: every partition refuses (or

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -40,6 +41,7 @@ from .connect_string import parse_connect_string
 from .controller_duties import ControllerDuties
 from .controller_election import ControllerElection, ControllerState
 from .errors import BrokerIdRegisteredError, ClusterIdError
+from .leadership_lease import LeadershipLease
 from .producer_ids import ZkProducerIdManager
 from .serial_job import SerialJob
 from .store import ZkMetadataStore
@@ -91,6 +93,10 @@ class ZkMembership:
         self.duties: ControllerDuties | None = None
         self.alter_partition: ZkAlterPartition | None = None
         self.broker_epoch = -1
+        self.lease = LeadershipLease(
+            lambda: self.client.negotiated_session_timeout_ms,
+            lambda: self.client.exists(znodes.BROKER_IDS),
+        )
 
     # --- what the broker reads ----------------------------------------------------------
 
@@ -117,6 +123,11 @@ class ZkMembership:
 
         self.election.add_listener(forward)
 
+    def leadership_lease_held(self) -> bool:
+        """Whether ZooKeeper answered lately enough that no other broker can lead what
+        this one leads (checked by every append as leader)."""
+        return not self.fenced and self.lease.held()
+
     def add_fencing_listener(self, listener: FencingListener) -> None:
         self._fencing_listeners.append(listener)
 
@@ -138,7 +149,10 @@ class ZkMembership:
 
     async def connect_and_check(self) -> None:
         """Steps 1-3; on failure the session is closed and the error raised."""
+        connecting_since = time.monotonic()
         await self.client.start(self._connection_timeout_ms)
+        self.lease.renewed(connecting_since)
+        self.lease.start()
         try:
             log.info(
                 "Connected to ZooKeeper at %s (session 0x%x, session timeout %d ms)",
@@ -413,7 +427,10 @@ class ZkMembership:
         if self.brokers is not None:
             self.brokers.schedule()
         if self.topics is not None:
+            # Leadership moved while the session was gone: the partitions learn who leads
+            # now before this broker takes writes as a leader again.
             self.topics.resync()
+            await self.topics.idle()
         self.election.schedule()
         self._fence(False)
         await self._read_broker_epoch()
@@ -425,6 +442,7 @@ class ZkMembership:
             self._presume_lost.cancel()
         for job in (self._rejoin, self._update):
             job.close()
+        await self.lease.close()
         self.election.close()
         if self.duties is not None:
             self.duties.close()
