@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+# Before any module that imports kio: the process loads kio's types without registering
+# hypothesis strategies for them, whatever else is installed (kio_loading says why).
+from . import kio_loading  # noqa: F401
+
+# isort: split
+
 import argparse
 import asyncio
 import gc
