@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,27 @@ def compile_brook_bytecode() -> None:
         spec = importlib.util.find_spec(package)
         for location in (spec.submodule_search_locations or []) if spec else []:
             compileall.compile_dir(location, quiet=1)
+
+
+def hypothesis_installed() -> bool:
+    """Whether the bench's interpreter, and so the `brook` script beside it, finds hypothesis."""
+    return importlib.util.find_spec("hypothesis") is not None
+
+
+def without_hypothesis(env: dict[str, str], scratch: Path) -> dict[str, str]:
+    """`env` with hypothesis hidden from the broker's interpreter, as a user's install
+    without it has it: first on PYTHONPATH, a package of that name whose import fails as
+    a missing module's does."""
+    shadow = scratch / "without-hypothesis"
+    package = shadow / "hypothesis"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'hypothesis'\", name='hypothesis')\n"
+    )
+    hidden = dict(env)
+    paths = [str(shadow), *filter(None, [hidden.get("PYTHONPATH")])]
+    hidden["PYTHONPATH"] = os.pathsep.join(paths)
+    return hidden
 
 
 def brook_spec(overrides: Sequence[str] = ()) -> BrokerSpec:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.brokers import BrokerSpec
+from bench.brokers import BROOK, BrokerSpec, hypothesis_installed, without_hypothesis
 from bench.metrics import (
     ACKS,
     CPU_PHASE,
@@ -19,6 +19,7 @@ from bench.metrics import (
     RSS_AFTER_PHASE,
     RSS_IDLE_PHASE,
     SIZES,
+    STARTUP_HYPOTHESIS_PHASE,
     STARTUP_PHASE,
     TXN_CONSUME_PHASE,
     TXN_PRODUCE_PHASE,
@@ -109,6 +110,11 @@ class _Run:
         self.scratch = scratch
         self.result = BrokerResult(spec.name, spec.describe)
         self._dirs = 0
+        # Brook runs as a user's install has it, without hypothesis, even where the bench's
+        # environment holds it; STARTUP_HYPOTHESIS_PHASE measures its start with it as well.
+        self.env = spec.env
+        if spec.name == BROOK and hypothesis_installed():
+            self.env = without_hypothesis(spec.env, scratch)
 
     def fresh_dir(self) -> Path:
         self._dirs += 1
@@ -116,10 +122,10 @@ class _Run:
         path.mkdir()
         return path
 
-    def broker(self) -> BrokerProcess:
+    def broker(self, env: dict[str, str] | None = None) -> BrokerProcess:
         port = free_port()
         return BrokerProcess(
-            self.spec.build_argv(port, self.fresh_dir()), port, self.log_path, self.spec.env
+            self.spec.build_argv(port, self.fresh_dir()), port, self.log_path, env or self.env
         )
 
     def phase(self, name: str, body: Callable[[], str], proc: BrokerProcess | None = None) -> bool:
@@ -150,15 +156,27 @@ class _Run:
         _say(self.spec.name, f"{name}: {summary}")
         return True
 
-    def startup(self) -> str:
+    def startup(self, env: dict[str, str] | None = None, key: str = "startup") -> str:
         times: list[float] = []
         for _ in range(self.plan.startup_runs):
-            with self.broker() as proc:
+            with self.broker(env) as proc:
                 assert proc.startup_s is not None
                 times.append(proc.startup_s * 1e3)
-        self.result.details["startup_ms"] = times
-        self.result.values["startup|median"] = statistics.median(times)
+        self.result.details[f"{key}_ms"] = times
+        self.result.values[f"{key}|median"] = statistics.median(times)
         return f"median {statistics.median(times):.1f} ms of {_ms_list(times)}"
+
+    def startup_with_hypothesis(self) -> str:
+        """Start-up and idle memory again, hypothesis importable (the bench's own env)."""
+        if not hypothesis_installed():
+            raise RuntimeError(
+                "hypothesis is not installed beside the bench (the bench extra brings it)"
+            )
+        summary = self.startup(self.spec.env, "startup hypothesis")
+        with self.broker(self.spec.env) as proc:
+            time.sleep(IDLE_SETTLE_S)
+            rss = self.rss(proc, "rss hypothesis|idle")
+        return f"{summary}; RSS idle {rss}"
 
     def cpu(self, proc: BrokerProcess, since: float | None) -> str:
         now = proc.cpu_seconds()
@@ -319,6 +337,8 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
     with tempfile.TemporaryDirectory(prefix=f"brook-bench-{spec.name}-") as scratch:
         run = _Run(spec, plan, log_path, Path(scratch))
         run.phase(STARTUP_PHASE, run.startup)
+        if spec.name == BROOK:
+            run.phase(STARTUP_HYPOTHESIS_PHASE, run.startup_with_hypothesis)
         proc = run.broker()
         try:
             proc.start()
