@@ -49,24 +49,45 @@ def _earliest(bootstrap: str, topic: str) -> int:
     return watermarks(bootstrap, topic, 1)[0][0]
 
 
-def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(
-    brook_broker, topic_name
-):
-    bootstrap = brook_broker.bootstrap
-    create_topic(
-        bootstrap,
-        topic_name,
-        config={"segment.bytes": "1000", "retention.ms": "60000", "file.delete.delay.ms": "0"},
-    )
-    old = int(time.time() * 1000) - 10 * 60_000
-    _produce_batches(bootstrap, topic_name, [b"old-%d" % i + b"." * 400 for i in range(6)], old)
-    now = int(time.time() * 1000)
-    _produce_batches(bootstrap, topic_name, [b"new-%d" % i + b"." * 400 for i in range(3)], now)
-    _wait_until(lambda: _earliest(bootstrap, topic_name) == 6)
-    remaining = consume_all(bootstrap, topic_name, 3, offset=-2)
-    assert [m.value()[:5] for m in remaining] == [b"new-0", b"new-1", b"new-2"]
-    assert _segments(brook_broker.data_dir, topic_name)[0] == 6
-    assert not _segments(brook_broker.data_dir, topic_name, ".deleted")
+def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(tmp_path, topic_name):
+    """Two batches a segment, six old and three new; once the broker's clock passes
+    retention.ms for the old ones, their three segments go and the new ones stay.
+
+    The records are all young while they are written, and the broker's clock moves on
+    only after: a retention pass amid the writes would delete the partly filled active
+    segment of old records (Kafka does too) and shift the segment boundaries, leaving
+    the last old record in a segment with a new one, kept for its sake."""
+    clock = ShiftedClock()
+    broker = BrokerThread(
+        tmp_path / "data", {"log.retention.check.interval.ms": CHECK_EVERY_MS}, clock=clock
+    ).start()
+    try:
+        bootstrap = broker.bootstrap
+        create_topic(
+            bootstrap,
+            topic_name,
+            config={"segment.bytes": "1000", "retention.ms": "600000", "file.delete.delay.ms": "0"},
+        )
+        now = clock()
+        old = [b"old-%d" % i + b"." * 400 for i in range(6)]
+        _produce_batches(bootstrap, topic_name, old, now)
+        # Five minutes ahead: within log.message.timestamp.after.max.ms (an hour).
+        new = [b"new-%d" % i + b"." * 400 for i in range(3)]
+        _produce_batches(bootstrap, topic_name, new, now + 5 * 60_000)
+        assert _segments(broker.data_dir, topic_name) == [0, 2, 4, 6, 8]
+        assert _log_start(broker, topic_name) == 0
+
+        # Eleven minutes on: the old records are past retention.ms, the new ones six
+        # minutes old.
+        clock.shift_ms += 11 * 60_000
+        _wait_until(lambda: _log_start(broker, topic_name) == 6)
+        assert _earliest(bootstrap, topic_name) == 6
+        remaining = consume_all(bootstrap, topic_name, 3, offset=-2)
+        assert [m.value()[:5] for m in remaining] == [b"new-0", b"new-1", b"new-2"]
+        assert _segments(broker.data_dir, topic_name) == [6, 8]
+        assert not _segments(broker.data_dir, topic_name, ".deleted")
+    finally:
+        broker.stop()
 
 
 def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
