@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from brook.broker.config import BROKER_CONFIGS
+from brook.broker.config import BROKER_CONFIGS, BrokerConfig
 from brook.broker.topic_config import TOPIC_CONFIGS
 from brook.protocol.api_table import SERVED
 from brook.protocol.record_batch import Record, build_batch
@@ -74,3 +74,46 @@ def test_the_quick_start_python_example_runs_twice(brook_broker):
         )
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout == "b'from python'\n"
+
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_the_readme_points_only_at_what_its_reader_has():
+    """No issue numbers (they mean nothing to a user) and no document outside the
+    repository: every Markdown file it names is in the checkout."""
+    assert re.findall(r"\bissue \d+", README, re.IGNORECASE) == []
+    named = set(re.findall(r"[\w./-]*\b[\w-]+\.md\b", README))
+    assert sorted(name for name in named if not (ROOT / name).is_file()) == []
+
+
+def test_the_readme_says_what_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = re.search(r"^exec (.+)$", ci, re.MULTILINE).group(1)
+    said = re.search(r"`\.ci/run` runs (?:exactly )?`([^`]+)`", README).group(1)
+    assert said == command
+
+
+def test_the_install_commands_say_what_the_broker_binds_and_advertises():
+    """The first `brook serve` of the README, with Kafka's default listeners: where it
+    listens and what it tells clients, as the broker's own config has them."""
+    block = re.search(r"```sh\n(.*?)```", README, re.DOTALL).group(1)
+    serve = next(line for line in block.splitlines() if "brook serve" in line)
+    overrides = re.findall(r"--override (\S+)", serve)
+    config = BrokerConfig.build({}, {}, overrides)
+    (bound,) = config.listeners
+    (advertised,) = config.advertised_listeners
+    comment = " ".join(line for line in block.splitlines() if line.startswith("#"))
+    assert f"{bound.host or '0.0.0.0'}:{bound.port}" in comment
+    assert f"{advertised.host}:{advertised.port}" in comment
+
+
+def test_the_quick_start_runs_brook_from_where_the_install_put_it():
+    """After the install command (a venv at .venv, not activated), a bare `brook` is not
+    on PATH: the Quick start calls the venv's."""
+    install = re.search(r"```sh\n(.*?)```", README, re.DOTALL).group(1)
+    venv = re.search(r"python3 -m venv (\S+) ", install).group(1)
+    section = README.split("## Quick start", 1)[1]
+    commands = re.search(r"```sh\n(.*?)```", section, re.DOTALL).group(1).splitlines()
+    brook = [line.split()[0] for line in commands if re.match(r"\S*brook ", line)]
+    assert brook and set(brook) == {f"{venv}/bin/brook"}
