@@ -786,6 +786,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             why_different="a single broker cannot hold three replicas",
         ),
         _key(
+            "transaction.state.log.min.isr",
+            "int",
+            1,
+            "min.insync.replicas of __transaction_state, set when it is created: its writes"
+            " are refused (and the producer retries) while fewer replicas are in sync.",
+            at_least=1,
+            kafka_default=2,
+            why_different="a single broker holds one replica",
+        ),
+        _key(
             "transaction.state.log.segment.bytes",
             "int",
             104857600,

@@ -14,6 +14,7 @@ transaction open is allowed. PRODUCER_FENCED reaches v0-v1 as INVALID_PRODUCER_E
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -26,7 +27,7 @@ from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import TV_0, TV_2
 from ..transactions.shard import ProducerIdAndEpoch
-from . import NO_THROTTLE, answer_or_error, build, handles, respond
+from . import NO_THROTTLE, build, handles
 
 log = logging.getLogger("brook.apis.end_txn")
 
@@ -50,12 +51,19 @@ def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     except KafkaError as exc:
         return _refused(ctx, request, exc.error_code, exc.message)
 
-    def answered(result: ProducerIdAndEpoch | ErrorCode) -> Any:
-        if isinstance(result, ProducerIdAndEpoch):
-            return _response(ctx, result)
-        return _refused(ctx, request, result, "could not be written")
+    return _answered(ctx, request, answer)
 
-    return respond(answer_or_error(answer, lambda error: error), answered)
+
+async def _answered(
+    ctx: RequestContext, request: Any, answer: Awaitable[ProducerIdAndEpoch]
+) -> Any:
+    """The response once the Prepare state is committed, or the error that kept it from
+    being written (the coordinator's: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...)."""
+    try:
+        result = await answer
+    except KafkaError as exc:
+        return _refused(ctx, request, exc.error_code, exc.message)
+    return _response(ctx, result)
 
 
 def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) -> Any:

@@ -36,10 +36,12 @@ def broker_internal_topic(
     config: Callable[[], Any],
     config_prefix: str,
     compression_type: str,
+    topic_configs: Callable[[Any], dict[str, str]] = lambda settings: {},
 ) -> InternalTopic:
     """A coordinator's topic as the broker keeps it: its partitions from the metadata,
     created compacted with the `<config_prefix>num.partitions`, `replication.factor` and
-    `segment.bytes` settings in force (`offsets.topic.`, `transaction.state.log.`)."""
+    `segment.bytes` settings in force (`offsets.topic.`, `transaction.state.log.`), and
+    the `topic_configs` of the settings that the topic's coordinator adds."""
 
     def partition_count() -> int | None:
         topic = metadata.get(name)
@@ -59,6 +61,7 @@ def broker_internal_topic(
                 "cleanup.policy": "compact",
                 "compression.type": compression_type,
                 "segment.bytes": str(settings[f"{config_prefix}segment.bytes"]),
+                **topic_configs(settings),
             },
             internal=True,
         )

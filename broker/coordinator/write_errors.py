@@ -5,7 +5,9 @@ partition (it is offline, or no longer leads it), retry when the partition canno
 the write just now, and learn when its write is too large. Kafka's group coordinator
 maps the errors of its appends this way (GroupCoordinatorService, and
 GroupMetadataManager before it); OffsetCommit answers INVALID_COMMIT_OFFSET_SIZE where
-the other operations answer UNKNOWN_SERVER_ERROR.
+the other operations answer UNKNOWN_SERVER_ERROR. Kafka's transaction coordinator maps
+the failed appends of the transaction log the same way (TransactionStateManager), so that
+a producer retries a write lost to a coordinator failover instead of failing for good.
 """
 
 from __future__ import annotations
@@ -34,6 +36,26 @@ def as_kafka_error(exc: BaseException) -> KafkaError:
     if isinstance(exc, OSError):
         return KafkaStorageError(exc.strerror or str(exc))
     raise exc
+
+
+class CoordinatorWriteError(KafkaError):
+    """A coordinator's write that failed, as the error its client is answered with (the
+    failure's own message kept for the log)."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def as_coordinator_write_error(
+    error: KafkaError, too_large: ErrorCode = ErrorCode.unknown_server_error
+) -> KafkaError:
+    """`error` when it already is a coordinator's answer (a request that does not fit
+    the state), else the coordinator error its write failure maps to."""
+    code = coordinator_error(error, too_large)
+    if code is error.error_code:
+        return error
+    return CoordinatorWriteError(code, f"{error.message or error.error_code.name}")
 
 
 def coordinator_error(

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -19,7 +19,9 @@ from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.internal_topic import InternalTopic, broker_internal_topic
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
 from ..coordinator.runtime import CoordinatorRuntime
+from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
+from ..coordinator.write_errors import as_coordinator_write_error
 from ..groups.coordinator import GroupCoordinator
 from .errors import InvalidTransactionTimeoutError
 from .markers import RETRY_BACKOFF_S, MarkerRoute, TransactionMarkerWriter
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from ..metadata.cache import MetadataCache
 
 log = logging.getLogger("brook.transactions")
+T = TypeVar("T")
 
 TRANSACTION_STATE_TOPIC = cr.TRANSACTION_STATE_TOPIC
 
@@ -52,6 +55,12 @@ def transaction_state_topic(
         config,
         "transaction.state.log.",
         "uncompressed",
+        # Kafka's TransactionLog: a transaction's state is written to at least
+        # transaction.state.log.min.isr replicas, and never elected uncleanly.
+        lambda settings: {
+            "min.insync.replicas": str(settings["transaction.state.log.min.isr"]),
+            "unclean.leader.election.enable": "false",
+        },
     )
 
 
@@ -144,9 +153,9 @@ class TransactionCoordinator:
                 f"The transaction timeout {txn_timeout_ms} ms is larger than"
                 f" transaction.max.timeout.ms ({self.max_timeout_ms}) or not positive"
             )
-        return self.runtime.schedule_write_operation(
+        return self._write(
             "InitProducerId",
-            self._partition(transactional_id),
+            transactional_id,
             lambda shard: shard.init_producer_id(transactional_id, txn_timeout_ms, expected),
         )
 
@@ -157,9 +166,9 @@ class TransactionCoordinator:
         partitions: list[TopicPartitionKey],
         client_transaction_version: int = TV_0,
     ) -> asyncio.Future[None]:
-        return self.runtime.schedule_write_operation(
+        return self._write(
             "AddPartitionsToTxn",
-            self._partition(transactional_id),
+            transactional_id,
             lambda shard: shard.add_partitions(
                 transactional_id, producer, partitions, client_transaction_version
             ),
@@ -185,9 +194,9 @@ class TransactionCoordinator:
         commit: bool,
         client_transaction_version: int = TV_0,
     ) -> asyncio.Future[ProducerIdAndEpoch]:
-        return self.runtime.schedule_write_operation(
+        return self._write(
             "EndTxn",
-            self._partition(transactional_id),
+            transactional_id,
             lambda shard: shard.end_transaction(
                 transactional_id, producer, commit, client_transaction_version
             ),
@@ -212,6 +221,38 @@ class TransactionCoordinator:
 
     def _partition(self, transactional_id: str) -> int:
         return self.runtime.partition_for(transactional_id)
+
+    def _write(
+        self,
+        name: str,
+        transactional_id: str,
+        operation: Callable[[TransactionCoordinatorShard], CoordinatorResult[T]],
+    ) -> asyncio.Future[T]:
+        """Run a write operation on the id's shard; a write that fails answers as Kafka's
+        coordinator does (NOT_COORDINATOR when this broker no longer leads the partition,
+        COORDINATOR_NOT_AVAILABLE when it cannot take or commit the write just now), so
+        that the producer finds the coordinator again and retries."""
+        written = self.runtime.schedule_write_operation(
+            name, self._partition(transactional_id), operation
+        )
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        def settle(done: asyncio.Future[T]) -> None:
+            if answer.done():
+                return
+            if done.cancelled():
+                answer.cancel()
+                return
+            error = done.exception()
+            if error is None:
+                answer.set_result(done.result())
+            elif isinstance(error, KafkaError):
+                answer.set_exception(as_coordinator_write_error(error))
+            else:
+                answer.set_exception(error)
+
+        written.add_done_callback(settle)
+        return answer
 
     def _complete(self, prepared: TransactionMetadata) -> None:
         """Every marker is written: write the Complete state (again after a pause if the
