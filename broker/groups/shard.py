@@ -809,7 +809,9 @@ class GroupCoordinatorShard:
             if generation_id >= 0:
                 return CoordinatorResult([], ErrorCode.illegal_generation)
         else:
-            error = self._validate_commit(group, generation_id, member_id, instance_id)
+            error = self._validate_commit(
+                group, generation_id, member_id, instance_id, transactional=True
+            )
             if error:
                 return CoordinatorResult([], error)
         return CoordinatorResult(
@@ -826,9 +828,17 @@ class GroupCoordinatorShard:
         )
 
     def _validate_commit(
-        self, group: Group, generation_id: int, member_id: str, instance_id: str | None
+        self,
+        group: Group,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        transactional: bool = False,
     ) -> ErrorCode:
-        """Kafka's order: the member and its generation first, then the group's state."""
+        """Kafka's order: the member and its generation first, then the group's state.
+        A transactional commit is checked only for what it carries: TxnOffsetCommit
+        v0-v2 carry no member id or generation (aiokafka and kafkajs send them), and
+        Kafka takes them into a group with members, in any state."""
         if group.is_(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
         if generation_id < 0 and group.is_(GroupState.EMPTY):
@@ -837,10 +847,10 @@ class GroupCoordinatorShard:
             error = self._check_member(group, member_id, instance_id, generation_id)
             if error:
                 return error
-        elif not group.is_(GroupState.EMPTY):
+        elif not transactional and not group.is_(GroupState.EMPTY):
             # A simple commit into a group that has members.
             return ErrorCode.unknown_member_id
-        if group.is_(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_(GroupState.COMPLETING_REBALANCE):
             # A valid member that has its join response but no assignment yet.
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none

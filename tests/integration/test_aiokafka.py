@@ -499,3 +499,42 @@ def test_delete_records_moves_the_log_start(brook_broker, topic_name):
                 await aiokafka_poll(consumer, 1, timeout=15)
 
     asyncio.run(scenario())
+
+
+def test_txn_offset_commit_without_a_member_id_into_a_group_with_members(brook_broker, topic_name):
+    """aiokafka commits a transaction's offsets with TxnOffsetCommit v0, which carries no
+    member id or generation: Kafka takes it into a group that has live members (a
+    consume-transform-produce app whose consumer is in the group)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as ConfluentPartition
+
+    asyncio.run(create(brook_broker.bootstrap, topic_name))
+    group = f"{topic_name}-app"
+    member = Consumer(
+        {
+            "bootstrap.servers": brook_broker.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        member.subscribe([topic_name])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment(), "the consumer never joined its group"
+
+        async def transform() -> None:
+            async with aiokafka_producer(
+                brook_broker.bootstrap, transactional_id=f"{topic_name}-tx"
+            ) as producer, producer.transaction():
+                await producer.send_and_wait(topic_name, b"derived", partition=0)
+                await producer.send_offsets_to_transaction(
+                    {TopicPartition(topic_name, 0): 7}, group
+                )
+
+        asyncio.run(transform())
+        committed = member.committed([ConfluentPartition(topic_name, 0)], timeout=10)
+        assert committed[0].offset == 7
+    finally:
+        member.close()
