@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.serial.errors import SerialError
@@ -415,16 +416,23 @@ class KafkaConnection(asyncio.Protocol):
         self.in_flight = task
         task.add_done_callback(done)
 
-    def _close_after_failed_authentication(self) -> None:
+    def _close_after_failed_authentication(self, answer: Callable[[], None] | None = None) -> None:
         """Kafka holds a connection that failed authentication for
-        connection.failed.authentication.delay.ms before closing it (its answer sent),
-        so that a client retrying at once does not hammer the broker."""
+        connection.failed.authentication.delay.ms, then sends the failure's answer (if
+        the exchange has one) and closes it (KIP-306), so that a client retrying at once
+        does not hammer the broker nor try passwords quickly."""
         if self.failing:
             return
         self.failing = True
         assert self.sasl is not None
         delay_ms = self.sasl.settings.failed_authentication_delay_ms
-        asyncio.get_running_loop().call_later(delay_ms / 1000, self.close)
+
+        def answer_and_close() -> None:
+            if answer is not None:
+                answer()
+            self.close()
+
+        asyncio.get_running_loop().call_later(delay_ms / 1000, answer_and_close)
 
     def _complete(self, task: asyncio.Future[Any], ctx: RequestContext) -> None:
         self.in_flight = None
@@ -487,7 +495,15 @@ class KafkaConnection(asyncio.Protocol):
         if response is NO_RESPONSE or self.closed or self.transport is None:
             return
         if self.sasl is not None and self.sasl.failed:
-            self._close_after_failed_authentication()
+            # KIP-306: the failure's answer itself waits, so that a client cannot try
+            # passwords faster than one per delay on a connection.
+            self._close_after_failed_authentication(lambda: self._write(ctx, response))
+            return
+        self._write(ctx, response)
+
+    def _write(self, ctx: RequestContext, response: Any) -> None:
+        if self.closed or self.transport is None:
+            return
         try:
             chunks = encode_response_chunks(ctx.correlation_id, response)
         except SerialError as exc:

@@ -295,3 +295,21 @@ def test_each_connection_has_its_principal(secure_broker, pki):
     finally:
         for client in opened:
             client.close()
+
+
+def test_the_failure_answer_itself_waits_for_the_failed_authentication_delay(secure_broker):
+    """KIP-306: the SaslAuthenticate error comes after
+    connection.failed.authentication.delay.ms (100 by default), then the connection
+    closes, so a client cannot try passwords faster than one per delay."""
+    delay_s = secure_broker.broker.config["connection.failed.authentication.delay.ms"] / 1000
+    assert delay_s > 0
+    with _client(secure_broker, "SASL_PLAINTEXT") as client:
+        handshake = client.request(SaslHandshakeRequest(mechanism="PLAIN"))
+        assert handshake.error_code == ErrorCode.none
+        sent = time.monotonic()
+        answer = client.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"))
+        waited = time.monotonic() - sent
+        assert answer.error_code == ErrorCode.sasl_authentication_failed
+        # A lower bound only: the answer may come later on a busy machine, never sooner.
+        assert waited >= delay_s * 0.9, f"answered after {waited * 1000:.1f} ms"
+        _assert_closed(client)
