@@ -299,7 +299,6 @@ class Broker:
             # With ZooKeeper, /cluster/id: a log dir of another cluster is refused.
             cluster_id=zookeeper_cluster_id,
             default_config_factory=lambda topic: self._log_config(stored_configs.get(topic, {})),
-            progress=log.info,
             clock=self.clock,
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
         )

@@ -44,6 +44,7 @@ from .errors import (
     UnexpectedAppendOffsetError,
 )
 from .leader_epoch_cache import LeaderEpochFileCache
+from .load_progress import LoadProgress
 from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .log_loader import LogLoader, new_segment, replay_producer_state
@@ -197,7 +198,7 @@ class Log:
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = True,
-        progress: Callable[[str], None] | None = None,
+        progress: LoadProgress | None = None,
         failure_channel: LogDirFailureChannel | None = None,
         clock: Clock = system_clock,
         producer_state_config: ProducerStateManagerConfig | None = None,
@@ -207,7 +208,9 @@ class Log:
         `recovery_point` and `log_start_offset` come from the log dir's checkpoint
         files (0 when absent). When `topic_id` is given, partition.metadata is written
         if missing and must match if present; otherwise the stored id (if any) is used.
+        `progress` reports the opening: one line, and a long recovery's progress.
         """
+        progress = progress or LoadProgress()
         dir = Path(dir)
         files.parse_topic_partition(dir.name)  # fail early on a bad directory name
         created = not dir.exists()
@@ -260,17 +263,22 @@ class Log:
             producer_state_config=producer_state_config,
         )
         log._prune_snapshots_at_open(clean_shutdown)
-        # A log just made is empty: the broker's one line about its topic says enough
-        # (a topic of 50 partitions would otherwise log 50 of these).
-        logger.log(
-            logging.DEBUG if created else logging.INFO,
-            "Loaded log %s with %d segment(s), log start offset %d, log end offset %d in %d ms",
-            dir.name,
-            len(loaded.segments),
-            log.log_start_offset,
-            log.log_end_offset,
-            (time.monotonic() - started) * 1000,
+        line = (
+            f"Loaded log {dir.name} with {len(loaded.segments)} segment(s), log start offset"
+            f" {log.log_start_offset}, log end offset {log.log_end_offset}"
+            f" in {(time.monotonic() - started) * 1000:.0f} ms"
         )
+        if loaded.recovered_segments:
+            line += (
+                f", after recovering {loaded.recovered_segments} unflushed segment(s)"
+                f" from recovery point {recovery_point}"
+            )
+        if created:
+            # A log just made is empty: the broker's one line about its topic says
+            # enough (a topic of 50 partitions would otherwise log 50 of these).
+            logger.debug("%s", line)
+        else:
+            progress.loaded(line)
         return log
 
     # --- offsets and facts ------------------------------------------------------------

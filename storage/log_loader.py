@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from .clock import Clock, system_clock
 from .end_transaction_marker import read_end_txn_marker
 from .errors import CorruptIndexError
 from .leader_epoch_cache import LeaderEpochFileCache
+from .load_progress import LoadProgress
 from .log_config import LogConfig
 from .log_segment import LogSegment
 from .producer_state import ProducerStateManager
@@ -48,6 +49,8 @@ class LoadedLogOffsets:
     log_start_offset: int
     recovery_point: int
     next_offset: int
+    # Segments re-validated past the recovery point after an unclean shutdown.
+    recovered_segments: int = 0
 
 
 def new_segment(
@@ -114,7 +117,7 @@ class LogLoader:
         log_start_offset: int,
         clean_shutdown: bool,
         leader_epoch_cache: LeaderEpochFileCache,
-        progress: Callable[[str], None] | None = None,
+        progress: LoadProgress | None = None,
         clock: Clock = system_clock,
         producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> None:
@@ -126,8 +129,9 @@ class LogLoader:
         self.log_start_offset = log_start_offset
         self.clean_shutdown = clean_shutdown
         self.leader_epoch_cache = leader_epoch_cache
-        self.progress = progress
+        self.progress = progress or LoadProgress()
         self.name = directory.name
+        self.recovered_segments = 0
         # Every segment opened here, so that a failure part-way (a full disk, too many
         # open files) closes their descriptors instead of leaking them.
         self._opened: list[LogSegment] = []
@@ -177,7 +181,9 @@ class LogLoader:
         self.leader_epoch_cache.truncate_from_start(log_start_offset)
         # The active segment takes appends: give its indexes their preallocated room.
         ordered[-1].resize_indexes(self.config.max_index_size)
-        return LoadedLogOffsets(ordered, log_start_offset, recovery_point, next_offset)
+        return LoadedLogOffsets(
+            ordered, log_start_offset, recovery_point, next_offset, self.recovered_segments
+        )
 
     # --- step 1 -----------------------------------------------------------------------
 
@@ -292,18 +298,11 @@ class LogLoader:
                 last.recover(self.leader_epoch_cache, state)
             return segments
         total = len(unflushed)
-        logger.info(
-            "Recovering %d unflushed segment(s) of %s from recovery point %d",
-            total,
-            self.name,
-            self.recovery_point,
-        )
+        self.recovered_segments = total
         # One state carries through: the end of one segment is the next one's base.
         state = self._producer_state_at(segments[:first_unflushed], unflushed[0].base_offset)
         for number, segment in enumerate(unflushed, start=1):
-            self._report(
-                f"Recovering segment {number}/{total} of {self.name} ({number * 100 // total}%)"
-            )
+            self.progress.recovering_segment(self.name, number, total)
             truncated = segment.recover(self.leader_epoch_cache, state)
             if truncated > 0:
                 dropped = unflushed[number:]
@@ -329,8 +328,3 @@ class LogLoader:
         if start < offset:
             replay_producer_state(state, earlier, start, offset)
         return state
-
-    def _report(self, message: str) -> None:
-        logger.info("%s", message)
-        if self.progress is not None:
-            self.progress(message)

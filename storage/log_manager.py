@@ -51,6 +51,7 @@ from .errors import (
     LogDirLockedError,
     StorageError,
 )
+from .load_progress import LoadProgress
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
 from .producer_state_config import ProducerStateManagerConfig
 
@@ -119,6 +120,8 @@ class LogManager:
         `cluster_id` None adopts the id stored in meta.properties (or generates one
         when there is none); otherwise a stored id must match it. I/O errors on a log
         dir are reported to `failure_channel` (whose listeners learn of offline dirs).
+        `progress` takes the lines that loading the logs writes (each partition's one
+        line, and a long recovery's progress) instead of the storage log's logger.
         """
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
         if not self.log_dirs:
@@ -318,10 +321,7 @@ class LogManager:
                     " with future replica."
                 )
             topic, _ = topic_partition
-
-            def progress(message: str, number: int = number) -> None:
-                self._report(f"[{number}/{total} in {log_dir}] {message}")
-
+            progress = LoadProgress(f"{number}/{total} in {log_dir}", self._progress)
             log = _log_class().open(
                 path,
                 self._config_factory(topic),
@@ -374,10 +374,6 @@ class LogManager:
                 producer_state_config=self.producer_state_config,
             )
             self._dir_of[topic_partition] = path.parent
-
-    def _report(self, message: str) -> None:
-        if self._progress is not None:
-            self._progress(message)
 
     # --- access -----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from storage_helpers import BatchFactory, append
 
 from brook.protocol.record_batch import iter_records, split_batches
 from brook.storage import Log, LogConfig
+from brook.storage.load_progress import LoadProgress
 
 
 def build(partition_dir: Path, config: LogConfig, make_batch: BatchFactory, count: int) -> Log:
@@ -15,6 +16,16 @@ def build(partition_dir: Path, config: LogConfig, make_batch: BatchFactory, coun
     for i in range(count):
         append(log, make_batch(1 + i % 3, tag=i), epoch=i // 50)
     return log
+
+
+def every_segment(messages: list[str]) -> LoadProgress:
+    """Progress that reports each segment recovered (the broker's reports one every few
+    seconds), into `messages`."""
+    return LoadProgress(sink=messages.append, interval_s=0)
+
+
+def segment_lines(messages: list[str]) -> list[str]:
+    return [message for message in messages if message.startswith("Recovering segment")]
 
 
 def read_all(log: Log) -> list[tuple[int, bytes | None]]:
@@ -42,11 +53,18 @@ def test_torn_tail_is_truncated(
     crash(log)
     os.truncate(active.log.path, active.size - 7)  # mid-way through the last batch
     messages: list[str] = []
-    reopened = Log.open(partition_dir, small_config, clean_shutdown=False, progress=messages.append)
+    reopened = Log.open(
+        partition_dir, small_config, clean_shutdown=False, progress=every_segment(messages)
+    )
     assert reopened.log_end_offset == last.base_offset
     assert read_all(reopened) == [e for e in expected if e[0] < last.base_offset]
     total = len(reopened.segments)
-    assert messages[-1] == f"Recovering segment {total}/{total} of topic-0 (100%)"
+    assert segment_lines(messages)[-1] == f"Recovering segment {total}/{total} of topic-0 (100%)"
+    # Then the one line of the partition, with what recovery did.
+    assert messages[-1].startswith(f"Loaded log topic-0 with {total} segment(s)")
+    assert messages[-1].endswith(
+        f", after recovering {total} unflushed segment(s) from recovery point 0"
+    )
     # The log takes appends again right after the cut.
     assert append(reopened, make_batch(1)).first_offset == last.base_offset
 
@@ -73,12 +91,13 @@ def test_crc_corruption_truncates_and_drops_later_segments(
         small_config,
         recovery_point=victim.base_offset,
         clean_shutdown=False,
-        progress=messages.append,
+        progress=every_segment(messages),
     )
     assert reopened.log_end_offset == bad.base_offset
     assert [s.base_offset for s in reopened.segments] == [s.base_offset for s in segments[:2]]
     assert read_all(reopened) == [e for e in expected if e[0] < bad.base_offset]
-    assert len(messages) == 1 and "1/" + str(len(segments) - 1) in messages[0]
+    recovered = segment_lines(messages)
+    assert len(recovered) == 1 and "1/" + str(len(segments) - 1) in recovered[0]
     assert not any(
         p.endswith(".log") and int(p[:20]) > victim.base_offset for p in os.listdir(partition_dir)
     )
@@ -99,12 +118,38 @@ def test_recovery_point_limits_the_work(
         small_config,
         recovery_point=segments[-2].base_offset + 1,
         clean_shutdown=False,
-        progress=messages.append,
+        progress=every_segment(messages),
     )
-    assert [m.split(" (")[0] for m in messages] == [
+    assert [m.split(" (")[0] for m in segment_lines(messages)] == [
         "Recovering segment 1/2 of topic-0",
         "Recovering segment 2/2 of topic-0",
     ]
+
+
+def test_a_long_recovery_reports_the_segment_it_has_reached_every_few_seconds(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
+) -> None:
+    """Progress lines come at most every interval of the progress's clock (here each
+    segment takes two seconds of it), then the partition's one line."""
+    log = build(partition_dir, small_config, make_batch, 200)
+    total = len(log.segments)
+    assert total >= 6
+    crash(log)
+    now = [0.0]
+
+    def two_seconds_a_call() -> float:
+        now[0] += 2.0
+        return now[0]
+
+    messages: list[str] = []
+    progress = LoadProgress(sink=messages.append, interval_s=5.0, clock=two_seconds_a_call)
+    Log.open(partition_dir, small_config, clean_shutdown=False, progress=progress)
+    assert segment_lines(messages) == [
+        f"Recovering segment {n}/{total} of topic-0 ({n * 100 // total}%)"
+        for n in range(3, total + 1, 3)
+    ]
+    assert len(messages) == len(segment_lines(messages)) + 1
+    assert messages[-1].startswith("Loaded log topic-0 ")
 
 
 def test_missing_index_files_are_rebuilt(
