@@ -28,6 +28,7 @@ from brook.spark.data_source import find_partitions
 from brook.storage.reader import PartitionFiles
 
 from . import frames, integrity, semantics, stats
+from .cleanup_policies import cleanup_policies, read_topic_configs
 from .findings import LOCATION, finding
 from .options import AuditOptions, build_parser, from_args
 from .partition_files import PartitionTask, Settings, check_partitions
@@ -48,8 +49,11 @@ def run_audit(
     partitions = _selected(options)
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = AuditData(options=options, partitions=partitions)
-    data.spark = {"master": spark.sparkContext.master, "version": spark.version}
+    given = read_topic_configs(Path(options.topic_configs)) if options.topic_configs else None
+    policies = cleanup_policies(partitions, given)
+    compacted = sorted(topic for topic, policy in policies.items() if policy.compacted)
+    data = AuditData(options=options, partitions=partitions, policies=policies)
+    data.spark = {"master": str(spark.sparkContext.master), "version": spark.version}
     segments = sum(len(p.segments) for p in partitions)
     with Progress(STAGES, spark, stream) as progress:
         progress.say(
@@ -71,10 +75,10 @@ def run_audit(
             data.totals["disordered_records"] = disorder.count()
             found = [
                 *integrity.batch_findings(batches, records),
-                *semantics.producer_findings(batches),
-                *semantics.transaction_findings(transactions),
+                *semantics.producer_findings(batches, compacted),
+                *semantics.transaction_findings(transactions, batches, compacted),
                 *semantics.timestamp_findings(disorder, options),
-                semantics.offset_gap_findings(batches),
+                semantics.offset_gap_findings(batches, compacted),
             ]
             _gather_findings(found, options.max_findings, data)
         with progress.stage("statistics"):
@@ -84,7 +88,8 @@ def run_audit(
             write_report(data, out_dir)
         for frame in (batches, records, transactions, disorder):
             frame.unpersist()
-        status = "integrity checks FAILED" if data.exit_status else "integrity checks passed"
+        failed = [entry["check"] for entry in data.failed_checks()]
+        status = f"FAILED: {', '.join(failed)}" if failed else "passed"
         progress.say(f"{status}; {data.summary_line()}; report: {out_dir / 'report.html'}")
     return data
 
@@ -239,6 +244,8 @@ def main(argv: list[str] | None = None, prog: str = "brook audit") -> int:
         return 2
     try:
         selected = _selected(options)
+        if options.topic_configs:
+            read_topic_configs(Path(options.topic_configs))
     except (OSError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -17,7 +17,8 @@ DEFAULT_TIME_BUCKETS = 60
 EPILOG = """\
 checks:
   integrity  CRC, torn tails, unreadable bytes, offsets overlapping or going backwards,
-             .index/.timeindex entries, leader-epoch-checkpoint, .snapshot, .txnindex
+             .index/.timeindex entries, leader-epoch-checkpoint, .snapshot, .txnindex,
+             offsets missing in a topic that is not compacted (by its cleanup.policy)
   semantics  timestamp regressions and KIP-937 bounds, duplicate batches, sequence gaps,
              transactions (committed, aborted, open, markers without data), offset gaps
   statistics records, bytes, batches, compression, offset and time ranges, keys, and
@@ -28,8 +29,9 @@ checks:
 outputs in REPORT_DIR: summary.json, report.html, findings.parquet, partitions.parquet,
   transactions.parquet, consumer_offsets.parquet, groups.parquet, transaction_state.parquet
 
-exit status: 0 when no integrity check fails, 1 when one does, 2 for bad arguments or
-a LOG_DIR that cannot be read.
+exit status: 0 when no check of severity error finds anything, 1 when one does (data
+damaged or lost: every integrity check, duplicate batches, sequence gaps, COMMIT
+markers without their data), 2 for bad arguments or a LOG_DIR that cannot be read.
 
 example:
   brook audit /var/lib/kafka/data --out /tmp/audit --master spark://10.0.0.5:7077
@@ -46,6 +48,9 @@ class AuditOptions:
     after_max_ms: int = DEFAULT_AFTER_MAX_MS
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     time_buckets: int = DEFAULT_TIME_BUCKETS
+    # A JSON file of topic configs ({"topic": {"cleanup.policy": "compact"}}) over the log
+    # dir's own: for a log dir whose topic configs live elsewhere (Kafka's).
+    topic_configs: str | None = None
     # How to reach Spark when the audit starts its own session.
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -129,6 +134,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"log.message.timestamp.after.max.ms (default {DEFAULT_AFTER_MAX_MS})",
     )
     parser.add_argument(
+        "--topic-configs",
+        metavar="FILE",
+        help="the topics' configs as JSON {topic: {key: value}}, for their cleanup.policy"
+        " (default: the log dir's brook-topic-configs.json; give it for a log dir Apache"
+        " Kafka wrote, whose topic configs live in its metadata)",
+    )
+    parser.add_argument(
         "--producer-id-expiration-ms",
         type=_positive,
         default=DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -147,6 +159,7 @@ def from_args(args: argparse.Namespace) -> AuditOptions:
         before_max_ms=args.timestamp_before_max_ms,
         after_max_ms=args.timestamp_after_max_ms,
         producer_id_expiration_ms=args.producer_id_expiration_ms,
+        topic_configs=args.topic_configs,
         master=args.master,
         spark_conf=dict(args.conf),
     )

@@ -32,6 +32,7 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bot
  #e5e7eb;padding-bottom:4px}
 .muted{color:#6b7280}.banner{padding:12px 16px;border-radius:6px;font-weight:600;margin:16px 0}
 .ok{background:#dcfce7;color:#14532d}.failed{background:#fee2e2;color:#7f1d1d}
+.banner li{font-weight:400;margin:6px 0}
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #e5e7eb;border-radius:6px;
  padding:8px 14px;min-width:120px}.card b{display:block;font-size:20px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0;width:100%}
@@ -429,16 +430,35 @@ def _coordinators(tables: dict[str, pa.Table]) -> str:
     return "".join(parts)
 
 
+def _banner(summary: dict[str, Any]) -> str:
+    """Green, or red with each failing check: how often, where, and what to do."""
+    failed = summary["failed_checks"]
+    if not failed:
+        return (
+            '<div class="banner ok">Passed: no check found damaged or lost data'
+            " (exit status 0).</div>"
+        )
+    items = []
+    for entry in failed:
+        partitions = entry["partitions"]
+        where = ", ".join(partitions[:5]) + (
+            f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
+        )
+        first = f"<br>First: {escape(entry['first'])}" if entry["first"] else ""
+        items.append(
+            f"<li><code>{escape(entry['check'])}</code>: {entry['count']:,} in"
+            f" {escape(where)}.{first}<br>What to do: {escape(entry['advice'])}</li>"
+        )
+    names = ", ".join(entry["check"] for entry in failed)
+    return (
+        f'<div class="banner failed">Failed (exit status 1): {escape(names)}.'
+        f"<ul>{''.join(items)}</ul>The findings below give every place.</div>"
+    )
+
+
 def render(data: AuditData, summary: dict[str, Any], tables: dict[str, pa.Table]) -> str:
     partitions = tables["partitions"].to_pylist()
-    failures = summary["integrity_failures"]
-    if failures:
-        banner = (
-            f'<div class="banner failed">Integrity checks failed: {failures:,} findings'
-            " (exit status 1).</div>"
-        )
-    else:
-        banner = '<div class="banner ok">Integrity checks passed (exit status 0).</div>'
+    banner = _banner(summary)
     severities = summary["findings_by_severity"]
     counts = ", ".join(f"{s} {n:,}" for s, n in severities.items())
     spark = data.spark

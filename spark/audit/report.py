@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from brook.storage.reader import PartitionFiles
 
-from .findings import CHECKS, FINDINGS_SCHEMA, INTEGRITY, SEVERITIES
+from .cleanup_policies import CleanupPolicy
+from .findings import CHECKS, ERROR, FINDINGS_SCHEMA, INTEGRITY, SEVERITIES
 from .options import AuditOptions
 from .stats import CODECS, TimeRange
 
@@ -127,6 +128,7 @@ TRANSACTIONS_SCHEMA = pa.schema(
         pa.field("marker_offset", pa.int64()),
         pa.field("batches", pa.int64()),
         pa.field("records", pa.int64()),
+        pa.field("marker", pa.string()),  # COMMIT, ABORT; null for an open transaction
         pa.field("outcome", pa.string()),  # committed, aborted, open, marker_without_data
     ]
 )
@@ -147,6 +149,7 @@ class AuditData:
 
     options: AuditOptions
     partitions: list[PartitionFiles]
+    policies: dict[str, CleanupPolicy] = field(default_factory=dict)  # by topic
     spark: dict[str, str] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
     # Findings kept, from the partition tasks and from the DataFrame checks.
@@ -181,8 +184,40 @@ class AuditData:
         )
 
     @property
+    def errors(self) -> int:
+        return sum(
+            count for check, count in self.check_counts().items() if CHECKS[check].severity == ERROR
+        )
+
+    @property
     def exit_status(self) -> int:
-        return 1 if self.integrity_failures else 0
+        """1 when a check of severity error found something (data damaged or lost)."""
+        return 1 if self.errors else 0
+
+    def failed_checks(self) -> list[dict[str, Any]]:
+        """Each error check that found something: how often, in which partitions, its
+        first finding kept, and what to do."""
+        failed: dict[str, dict[str, Any]] = {}
+        for (check, topic, partition), count in sorted(self.counts.items()):
+            if CHECKS[check].severity != ERROR or not count:
+                continue
+            entry = failed.setdefault(
+                check,
+                {
+                    "check": check,
+                    "count": 0,
+                    "partitions": [],
+                    "first": None,
+                    "advice": CHECKS[check].advice,
+                },
+            )
+            entry["count"] += count
+            entry["partitions"].append(f"{topic}-{partition}")
+        for row in self.findings_table().to_pylist():
+            kept = failed.get(row["check"])
+            if kept is not None and kept["first"] is None:
+                kept["first"] = f"{row['topic']}-{row['partition']}: {row['message']}"
+        return [failed[name] for name in CHECKS if name in failed]
 
     def findings_table(self) -> pa.Table:
         rows = sorted(
@@ -261,9 +296,19 @@ def summary(data: AuditData, partitions: list[dict[str, Any]]) -> dict[str, Any]
         severities[CHECKS[check].severity] += count
     topics: dict[str, dict[str, Any]] = {}
     for row in partitions:
+        policy = data.policies.get(row["topic"])
         topic = topics.setdefault(
             row["topic"],
-            {"partitions": 0, "records": 0, "bytes": 0, "batches": 0, "integrity_findings": 0},
+            {
+                "partitions": 0,
+                "records": 0,
+                "bytes": 0,
+                "batches": 0,
+                "integrity_findings": 0,
+                "cleanup_policy": None if policy is None else ",".join(policy.policy),
+                "compacted": None if policy is None else policy.compacted,
+                "cleanup_policy_from": None if policy is None else policy.source,
+            },
         )
         topic["partitions"] += 1
         for name in ("records", "bytes", "batches", "integrity_findings"):
@@ -278,6 +323,8 @@ def summary(data: AuditData, partitions: list[dict[str, Any]]) -> dict[str, Any]
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "status": "failed" if data.exit_status else "ok",
         "exit_status": data.exit_status,
+        "errors": data.errors,
+        "failed_checks": data.failed_checks(),
         "integrity_failures": data.integrity_failures,
         "findings_by_severity": severities,
         "checks": {

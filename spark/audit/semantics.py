@@ -8,18 +8,26 @@
   are the clock too. So a record older than an earlier one by more than
   log.message.timestamp.before.max.ms, or newer than every later one by more than
   log.message.timestamp.after.max.ms, would have been refused (the last record of a
-  partition has nothing after it and is not judged on the after bound).
+  partition has nothing after it and is not judged on the after bound). The records
+  below the running maximum are one finding per record that set it (their cause: one
+  timestamp far in the future puts every record after it below it, and is reported
+  once, not once per record).
 - Producers, per partition: a batch of the same producer id, epoch and base sequence
   at a second offset (duplicate_batch: the broker should have answered the retry with
   the first offset); a batch not starting at the sequence after its predecessor's last
-  (sequence_gap forwards, unless offsets are missing between the two batches: then
-  compaction or retention removed the batches in between; sequence_out_of_order
-  backwards). Coordinators' batches carry no sequence and are left out.
+  (sequence_gap forwards, unless the topic is compacted and offsets are missing between
+  the two batches: then the cleaner removed the batches in between;
+  sequence_out_of_order backwards). Coordinators' batches carry no sequence and are
+  left out.
 - Transactions, per producer and partition: its transactional batches up to a COMMIT
   or ABORT marker form one transaction: committed, aborted, open (no marker after them)
-  or a marker without data.
-- Offsets missing between consecutive batches (offset_gap): expected after compaction,
-  reported, not failed.
+  or a marker without data. A COMMIT without data in a topic that is not compacted is
+  lost data (commit_without_data), unless it is the producer's first marker in a log
+  whose start retention removed; an ABORT without data is what a produce that failed
+  leaves.
+- Offsets missing between consecutive batches: expected after compaction (offset_gap,
+  information), lost records in a topic that is not compacted (missing_offsets, an
+  error). Retention removes whole segments from the start, never from the middle.
 """
 
 from __future__ import annotations
@@ -39,7 +47,8 @@ _PARTITION = ("topic", "partition")
 
 def timestamp_disorder(records: DataFrame, options: AuditOptions) -> DataFrame:
     """The records whose timestamp goes back or breaks a KIP-937 bound, with `regression`
-    (ms below the running maximum, 0 if none), `before_bound` and `after_bound`."""
+    (ms below the running maximum, 0 if none), `peak_offset` (the record holding that
+    maximum), `before_bound` and `after_bound`."""
     timed = data_records(records).filter(F.col("ts").isNotNull())
     before = (
         Window.partitionBy(*_PARTITION).orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
@@ -51,17 +60,29 @@ def timestamp_disorder(records: DataFrame, options: AuditOptions) -> DataFrame:
         .orderBy(F.desc("offset"))
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    framed = timed.select(
-        "topic",
-        "partition",
-        "offset",
-        "ts",
-        "create_time",
-        "segment",
-        "position",
-        "producer_id",
-        F.max("ts").over(before).alias("max_before"),
-    ).select("*", F.max("ts").over(after).alias("max_after"))
+    # The largest timestamp before a record and the first record that has it (the
+    # struct orders by timestamp, then by the earlier offset).
+    peak = F.max(F.struct(F.col("ts"), (-F.col("offset")).alias("neg_offset"))).over(before)
+    framed = (
+        timed.select(
+            "topic",
+            "partition",
+            "offset",
+            "ts",
+            "create_time",
+            "segment",
+            "position",
+            "producer_id",
+            peak.alias("peak"),
+        )
+        .select(
+            "*",
+            F.col("peak.ts").alias("max_before"),
+            (-F.col("peak.neg_offset")).alias("peak_offset"),
+        )
+        .drop("peak")
+        .select("*", F.max("ts").over(after).alias("max_after"))
+    )
     regression = F.greatest(F.col("max_before") - F.col("ts"), F.lit(0))
     before_bound = F.lit(False)
     if options.before_max_ms < LONG_MAX:
@@ -80,42 +101,87 @@ def timestamp_disorder(records: DataFrame, options: AuditOptions) -> DataFrame:
     return flagged.filter((F.col("regression") > 0) | F.col("before_bound") | F.col("after_bound"))
 
 
+def _by_peak(disorder: DataFrame) -> DataFrame:
+    """Rows of `disorder` grouped by the record whose timestamp they are below: how
+    many, their offsets, the largest regression, and the one record of a group of one."""
+    return disorder.groupBy("topic", "partition", "peak_offset").agg(
+        F.count(F.lit(1)).alias("records"),
+        F.min("offset").alias("first_offset"),
+        F.max("offset").alias("last_offset"),
+        F.max("max_before").alias("max_before"),
+        F.max("regression").alias("max_regression"),
+        F.min_by(F.struct("ts", "segment", "position", "producer_id"), "offset").alias("one"),
+    )
+
+
+def _grouped_message(one: str, many: str, *extra: Column) -> Column:
+    """`one` for a group of a single record (the late record is the finding), `many`
+    for a group (the record ahead of them is the cause)."""
+    single = F.format_string(
+        one,
+        F.col("first_offset"),
+        F.col("one.ts"),
+        F.col("max_before") - F.col("one.ts"),
+        F.col("max_before"),
+        F.col("peak_offset"),
+        *extra,
+    )
+    grouped = F.format_string(
+        many,
+        F.col("peak_offset"),
+        F.col("max_before"),
+        F.col("records"),
+        F.col("first_offset"),
+        F.col("last_offset"),
+        F.col("max_regression"),
+        *extra,
+    )
+    return F.when(F.col("records") == 1, single).otherwise(grouped)
+
+
+def _grouped_location() -> dict[str, Column]:
+    alone = F.col("records") == 1
+    return {
+        "segment": F.when(alone, F.col("one.segment")),
+        "position": F.when(alone, F.col("one.position")),
+        "offset": F.when(alone, F.col("first_offset")).otherwise(F.col("peak_offset")),
+        "producer_id": F.when(alone, F.col("one.producer_id")),
+    }
+
+
 def timestamp_findings(disorder: DataFrame, options: AuditOptions) -> list[DataFrame]:
+    regressions = findings(
+        _by_peak(disorder.filter(F.col("regression") > 0)),
+        "timestamp_regression",
+        _grouped_message(
+            "the record at offset %d has timestamp %d, %d ms below the largest timestamp"
+            " before it (%d, at offset %d)",
+            "the record at offset %d has timestamp %d, ahead of the %d records after it at"
+            " offsets %d-%d that are below it, by up to %d ms: its timestamp is the cause",
+        ),
+        -F.col("max_regression"),  # the largest first
+        **_grouped_location(),
+    )
+    too_old = findings(
+        _by_peak(disorder.filter(F.col("before_bound"))),
+        "timestamp_before_bound",
+        _grouped_message(
+            "the record at offset %d has CreateTime %d, %d ms older than a record appended"
+            " before it (%d, at offset %d); log.message.timestamp.before.max.ms=%d",
+            "the record at offset %d has timestamp %d: the %d records after it at offsets"
+            " %d-%d are older than it, by up to %d ms, more than"
+            " log.message.timestamp.before.max.ms=%d allows",
+            F.lit(options.before_max_ms),
+        ),
+        -F.col("max_regression"),
+        **_grouped_location(),
+    )
     located = {
         "segment": "segment",
         "position": "position",
         "offset": "offset",
         "producer_id": "producer_id",
     }
-    regressions = findings(
-        disorder.filter(F.col("regression") > 0),
-        "timestamp_regression",
-        F.format_string(
-            "the record at offset %d has timestamp %d, %d ms below the largest timestamp"
-            " before it (%d)",
-            F.col("offset"),
-            F.col("ts"),
-            F.col("regression"),
-            F.col("max_before"),
-        ),
-        -F.col("regression"),  # the largest first
-        **located,
-    )
-    too_old = findings(
-        disorder.filter(F.col("before_bound")),
-        "timestamp_before_bound",
-        F.format_string(
-            "the record at offset %d has CreateTime %d, %d ms older than a record appended"
-            " before it (%d); log.message.timestamp.before.max.ms=%d",
-            F.col("offset"),
-            F.col("ts"),
-            F.col("max_before") - F.col("ts"),
-            F.col("max_before"),
-            F.lit(options.before_max_ms),
-        ),
-        F.col("ts") - F.col("max_before"),
-        **located,
-    )
     too_new = findings(
         disorder.filter(F.col("after_bound")),
         "timestamp_after_bound",
@@ -164,7 +230,9 @@ def _last_sequence(base_sequence: str, base_offset: str, last_offset: str) -> Co
     return F.when(last > INT32_MAX, last - INT32_MAX - 1).otherwise(last)
 
 
-def producer_findings(batches: DataFrame) -> list[DataFrame]:
+def producer_findings(batches: DataFrame, compacted: list[str]) -> list[DataFrame]:
+    """Duplicates, gaps and reversals of each producer's sequences; `compacted`: the
+    topics whose cleaner may have removed batches (and so sequences)."""
     idempotent = valid_batches(batches).filter(
         (F.col("producer_id") >= 0) & ~F.col("is_control") & (F.col("base_sequence") >= 0)
     )
@@ -226,9 +294,11 @@ def producer_findings(batches: DataFrame) -> list[DataFrame]:
         F.col("prev_last_sequence"),
         F.col("prev_last_offset"),
     )
-    # A gap over offsets the log no longer has is compaction's (or retention's) doing:
-    # the batches that held those sequences were removed, which is no anomaly.
-    missing = _offset_gaps(batches).select(
+    # In a compacted topic, a gap over offsets the log no longer has is the cleaner's
+    # doing: the batches that held those sequences were removed. Elsewhere offsets go
+    # only with whole segments from the start, so the gap is lost data like the
+    # offsets' own (missing_offsets).
+    missing = _offset_gaps(batches, compacted).select(
         "topic", "partition", F.col("prev_last").alias("gap_after"), "batch_base_offset"
     )
     skipped = followed.filter(F.col("base_sequence") > expected).alias("s")
@@ -330,11 +400,14 @@ def transactions(batches: DataFrame, records: DataFrame) -> DataFrame:
         "marker_offset",
         F.col("batches").cast("long").alias("batches"),
         F.col("records").cast("long").alias("records"),
+        "marker",
         outcome.alias("outcome"),
     )
 
 
-def transaction_findings(txns: DataFrame) -> list[DataFrame]:
+def transaction_findings(
+    txns: DataFrame, batches: DataFrame, compacted: list[str]
+) -> list[DataFrame]:
     located = {"offset": "first_offset", "producer_id": "producer_id"}
     open_txns = findings(
         txns.filter(F.col("outcome") == "open"),
@@ -368,31 +441,81 @@ def transaction_findings(txns: DataFrame) -> list[DataFrame]:
         F.col("first_offset"),
         **located,
     )
-    alone = findings(
-        txns.filter(F.col("outcome") == "marker_without_data"),
-        "marker_without_data",
-        F.format_string(
-            "the marker at offset %d of producer %d (epoch %d) follows no transactional batch"
-            " of that producer",
-            F.col("marker_offset"),
-            F.col("producer_id"),
-            F.col("producer_epoch"),
-        ),
+    alone = _markers_without_data(txns, batches, compacted)
+    message = F.format_string(
+        "the %s marker at offset %d of producer %d (epoch %d) follows no transactional"
+        " batch of that producer",
+        F.col("marker"),
         F.col("marker_offset"),
-        offset="marker_offset",
-        producer_id="producer_id",
+        F.col("producer_id"),
+        F.col("producer_epoch"),
     )
-    return [open_txns, aborted, alone]
+    where = {"offset": "marker_offset", "producer_id": "producer_id"}
+    lost = findings(
+        alone.filter(F.col("lost")),
+        "commit_without_data",
+        F.concat(message, F.lit(": the records it commits are not in the log")),
+        F.col("marker_offset"),
+        **where,
+    )
+    normal = findings(
+        alone.filter(~F.col("lost")),
+        "marker_without_data",
+        message,
+        F.col("marker_offset"),
+        **where,
+    )
+    return [open_txns, aborted, lost, normal]
+
+
+def _markers_without_data(txns: DataFrame, batches: DataFrame, compacted: list[str]) -> DataFrame:
+    """The markers with no data before them, `lost` when that data cannot have gone
+    the normal way: a COMMIT (an ABORT follows a produce that failed as well as one
+    that was written) in a topic not compacted, unless it is its producer's first
+    marker in a partition whose log no longer starts at 0 (retention may have removed
+    the data before it)."""
+    alone = txns.filter(F.col("outcome") == "marker_without_data")
+    starts = (
+        valid_batches(batches)
+        .groupBy("topic", "partition")
+        .agg(F.min("batch_base_offset").alias("log_start"))
+    )
+    earlier = Window.partitionBy("topic", "partition", "producer_id").orderBy(
+        F.coalesce("first_offset", "marker_offset")
+    )
+    numbered = txns.select(
+        "topic",
+        "partition",
+        "producer_id",
+        "marker_offset",
+        F.row_number().over(earlier).alias("nth"),
+    )
+    first = numbered.filter(F.col("nth") == 1).select(
+        "topic", "partition", "producer_id", F.col("marker_offset").alias("first_marker")
+    )
+    joined = alone.join(starts, ["topic", "partition"], "left").join(
+        first, ["topic", "partition", "producer_id"], "left"
+    )
+    retention = (F.col("log_start") > 0) & (F.col("first_marker") == F.col("marker_offset"))
+    lost = (
+        (F.col("marker") == "COMMIT")
+        & ~F.col("topic").isin(compacted)
+        & ~F.coalesce(retention, F.lit(False))
+    )
+    return joined.select("*", lost.alias("lost"))
 
 
 # --- offsets ------------------------------------------------------------------------
 
 
-def _offset_gaps(batches: DataFrame) -> DataFrame:
+def _offset_gaps(batches: DataFrame, topics: list[str] | None = None) -> DataFrame:
     """The batches that follow missing offsets, with `prev_last`, the last offset before
-    the gap. A batch failing its CRC still takes up its place in the offsets: counting
-    it keeps a damaged batch (reported as such) from also showing as a gap."""
+    the gap (only in `topics` when given). A batch failing its CRC still takes up its
+    place in the offsets: counting it keeps a damaged batch (reported as such) from
+    also showing as a gap."""
     placed = batches.filter(F.col("batch_base_offset").isNotNull())
+    if topics is not None:
+        placed = placed.filter(F.col("topic").isin(topics))
     in_offset_order = Window.partitionBy(*_PARTITION).orderBy("batch_base_offset")
     followed = placed.select(
         "*", F.lag("batch_last_offset").over(in_offset_order).alias("prev_last")
@@ -400,10 +523,11 @@ def _offset_gaps(batches: DataFrame) -> DataFrame:
     return followed.filter(F.col("batch_base_offset") > F.col("prev_last") + 1)
 
 
-def offset_gap_findings(batches: DataFrame) -> DataFrame:
+def offset_gap_findings(batches: DataFrame, compacted: list[str]) -> DataFrame:
+    """Gaps between batches: offset_gap in a compacted topic, missing_offsets elsewhere."""
     return findings(
         _offset_gaps(batches),
-        "offset_gap",
+        F.when(F.col("topic").isin(compacted), "offset_gap").otherwise("missing_offsets"),
         F.format_string(
             "offsets %d-%d are missing (%d offsets) before the batch at offset %d (%s,"
             " position %d)",

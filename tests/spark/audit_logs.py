@@ -321,3 +321,120 @@ def compacted_partition(directory: Path) -> None:
     sizes = {s.base_offset: size for s, size in zip(plan.segments, plan.sizes, strict=True)}
     assert log.replace_segments(result.groups, sizes)
     log.close()
+
+
+# --- lost and wrongly written data ---------------------------------------------------
+
+
+def _middle_segment(partition: Path) -> str:
+    logs = sorted(partition.glob("*.log"))
+    assert len(logs) >= 3, "the partition has a segment between two others"
+    return logs[len(logs) // 2].stem
+
+
+def _rewrite_crc(batch: bytearray) -> None:
+    from brook.protocol import crc32c
+
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+
+
+def lose_data(data: Path, out: Path) -> dict[str, set[str]]:
+    """Copies of clean partitions of topics that are not compacted (cleanup.policy
+    delete, Kafka's default), each with data lost or written wrong; returns the error
+    checks each partition directory should fail."""
+    out.mkdir(parents=True)
+    expected: dict[str, set[str]] = {}
+
+    # A middle segment deleted with its indexes: 40 offsets, and the sequences in them, gone.
+    deleted = _copy(data, out, "orders-0", "deleted-0")
+    for path in deleted.glob(f"{_middle_segment(deleted)}.*"):
+        path.unlink()
+    expected["deleted-0"] = {"missing_offsets", "sequence_gap"}
+
+    # A middle segment emptied, without its index files.
+    emptied = _copy(data, out, "orders-1", "emptied-0")
+    middle = _middle_segment(emptied)
+    (emptied / f"{middle}.log").write_bytes(b"")
+    for suffix in (".index", ".timeindex"):
+        (emptied / f"{middle}{suffix}").unlink()
+    expected["emptied-0"] = {"missing_offsets", "sequence_gap"}
+
+    # The last batch of orders-2 written again at the log end (same producer, epoch and
+    # sequence), as a broker that missed the retry would.
+    append_duplicate(data, out)
+    expected["duplicate-0"] = {"duplicate_batch"}
+
+    # From the middle batch of the first segment on, the first producer's sequences jump
+    # by 5 (CRCs rewritten, offsets whole); the snapshots, which would disagree, go.
+    skipped = _copy(data, out, "orders-2", "skipped-0")
+    for path in skipped.glob("*.snapshot"):
+        path.unlink()
+    first = sorted(skipped.glob("*.log"))[0]
+    raw = bytearray(first.read_bytes())
+    starts = _batch_starts(bytes(raw))
+    (producer,) = struct.unpack_from(">q", raw, starts[0] + 43)
+    for segment in sorted(skipped.glob("*.log")):
+        raw = bytearray(segment.read_bytes())
+        for start in _batch_starts(bytes(raw)):
+            if segment == first and start < starts[len(starts) // 2]:
+                continue
+            if struct.unpack_from(">q", raw, start + 43)[0] != producer:
+                continue
+            (length,) = struct.unpack_from(">i", raw, start + 8)
+            batch = bytearray(raw[start : start + 12 + length])
+            (sequence,) = struct.unpack_from(">i", batch, 53)
+            struct.pack_into(">i", batch, 53, sequence + 5)
+            _rewrite_crc(batch)
+            raw[start : start + len(batch)] = batch
+        segment.write_bytes(raw)
+    expected["skipped-0"] = {"sequence_gap"}
+
+    # A COMMIT marker of a producer that wrote nothing to the partition, at its log end.
+    from brook.protocol import coordinator_records as cr
+    from brook.protocol.record_batch import Record, build_batch
+
+    commit = _copy(data, out, "orders-0", "commit-0")
+    last = sorted(commit.glob("*.log"))[-1]
+    raw = last.read_bytes()
+    start = _batch_starts(raw)[-1]
+    (base,) = struct.unpack_from(">q", raw, start)
+    (delta,) = struct.unpack_from(">i", raw, start + 23)
+    (newest,) = struct.unpack_from(">q", raw, start + 35)
+    control = Record(
+        base + delta + 1,
+        newest,
+        cr.encode_key(cr.ControlRecordKey(int(cr.ControlRecordType.COMMIT))),
+        cr.encode_value(cr.EndTxnMarker(coordinator_epoch=0)),
+    )
+    marker = build_batch(
+        [control],
+        base_offset=base + delta + 1,
+        producer_id=4242,
+        producer_epoch=0,
+        transactional=True,
+        control=True,
+        partition_leader_epoch=0,
+    )
+    last.write_bytes(raw + marker)
+    expected["commit-0"] = {"commit_without_data"}
+    return expected
+
+
+def future_partition(directory: Path, records: int = 300, future_at: int = 100) -> int:
+    """A partition written through the broker's storage, one record a batch, whose record
+    at `future_at` carries a timestamp a day ahead (a topic with no after bound lets it
+    through): every record after it is below it. Returns that record's timestamp."""
+    from brook.protocol.record_batch import Record, build_batch
+    from brook.storage import Log, LogConfig
+    from brook.storage.log_validator import AppendOrigin
+
+    now = int(time.time() * 1000)
+    log = Log.open(directory, LogConfig(message_timestamp_after_max_ms=2**63 - 1))
+    future = now + DAY_MS
+    for n in range(records):
+        stamp = future if n == future_at else now + n
+        batch = build_batch([Record(0, stamp, b"k%d" % n, b"v")])
+        log.append_as_leader(batch, 0, now, AppendOrigin.CLIENT)
+    log.high_watermark = log.log_end_offset
+    log.close()
+    return future
