@@ -40,10 +40,14 @@ from .services import BrokerServices
 from .topic_config import log_config_for
 
 if TYPE_CHECKING:
+    import ssl
+
     from brook.storage.log_cleaner_manager import LogCleanerManager
     from brook.storage.log_config import LogConfig
 
+    from .admin_auth import AdminAuthenticator
     from .admin_server import AdminServer
+    from .authorized_operations import AclOperation
     from .authorizer.authorizer import Authorizer
     from .authorizer.store import AclStore
     from .groups.coordinator import GroupCoordinator
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from .partition import Partition
     from .quotas.manager import ClientQuotas
     from .quotas.store import ClientQuotaStore
+    from .security.scram import ScramCredential
     from .security.scram_credentials import ScramCredentialStore
     from .transactions.coordinator import TransactionCoordinator
 
@@ -75,7 +80,7 @@ class Broker:
         self.clock = clock
         self.broker_id = config.broker_id
         self.connections: set[KafkaConnection] = set()
-        self.faults = FaultRegistry(clock)
+        self.faults = FaultRegistry(clock, enabled=config["admin.fault.injection.enable"])
         self.admin: AdminServer | None = None
         # Kafka's BrokerState, which /metrics and /v1/ready report.
         self.state = BrokerState.NOT_RUNNING
@@ -266,9 +271,59 @@ class Broker:
             loop_lag=self.loop_lag,
             state=lambda: self.state,
         )
-        self.admin = AdminServer(url, asyncio.get_running_loop(), self.faults, view)
+        self.admin = AdminServer(
+            url,
+            asyncio.get_running_loop(),
+            self.faults,
+            view,
+            self._admin_authenticator(),
+            self._admin_tls(url),
+        )
         self.admin.start()
         self.loop_lag.start()
+
+    def _admin_authenticator(self) -> AdminAuthenticator:
+        """The admin endpoint's checks, against the broker's users and ACLs once it runs
+        (while it starts, only a token passes)."""
+        from .admin_auth import AdminAuthenticator
+        from .admin_server import CALL_TIMEOUT_S as ADMIN_CALL_TIMEOUT_S
+        from .authorizer.acl import CLUSTER_NAME, ResourceType
+
+        config = self.dynamic_config.static
+        loop = asyncio.get_running_loop()
+
+        def scram_credential(user: str, mechanism: str) -> ScramCredential | None:
+            if not self.started.is_set():
+                return None
+            reading = self.services.scram_credentials.get(user, mechanism)
+            return asyncio.run_coroutine_threadsafe(reading, loop).result(ADMIN_CALL_TIMEOUT_S)
+
+        def authorize(principal: str, host: str, operation: AclOperation) -> bool:
+            if not self.started.is_set():
+                return False
+
+            async def ask() -> bool:
+                authorizer = self.services.authorizer
+                return authorizer is None or bool(
+                    authorizer.authorize(
+                        principal, host, operation, ResourceType.CLUSTER, CLUSTER_NAME
+                    )
+                )
+
+            return asyncio.run_coroutine_threadsafe(ask(), loop).result(ADMIN_CALL_TIMEOUT_S)
+
+        has_authorizer = bool(config["authorizer.class.name"])
+        return AdminAuthenticator(config, scram_credential, authorize if has_authorizer else None)
+
+    def _admin_tls(self, url: str) -> ssl.SSLContext | None:
+        """https: the broker's key store (listener.name.admin.ssl.* over ssl.*)."""
+        from .admin_server import is_https
+
+        if not is_https(url):
+            return None
+        from .security.tls import server_context
+
+        return server_context(self.dynamic_config.static, "ADMIN")
 
     async def _connect_zookeeper(self, config: BrokerConfig) -> None:
         from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper

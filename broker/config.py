@@ -525,7 +525,24 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "admin.listener",
             "string",
             None,
-            "Brook's admin endpoint, http://HOST:PORT (fault injection); off when unset.",
+            "Brook's admin endpoint, http://HOST:PORT or https://HOST:PORT (/metrics, the"
+            " health probes, fault injection); off when unset. https uses the broker's"
+            " ssl.keystore.* (or listener.name.admin.ssl.*).",
+        ),
+        _key(
+            "admin.fault.injection.enable",
+            "boolean",
+            False,
+            "Brook's own: serve fault injection (/v1/faults, `brook faults`, the fixture's"
+            " faults). Off unless switched on; the pytest fixture and the test image do.",
+        ),
+        _key(
+            "admin.auth.token",
+            "password",
+            None,
+            "Brook's own: a bearer token for the admin endpoint (Authorization: Bearer ...)."
+            " The endpoint asks for it, or for HTTP basic credentials of a broker user, when"
+            " it is set or when a listener uses SASL or TLS or an authorizer is configured.",
         ),
         _key(
             "log.format",
@@ -1046,7 +1063,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
     ]
 }
 
-_ADMIN_URL = re.compile(r"^http://(\[[^\]]*\]|[^:/]*):(?P<port>\d+)/?$")
+_ADMIN_URL = re.compile(r"^https?://(\[[^\]]*\]|[^:/]*):(?P<port>\d+)/?$")
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
@@ -1241,7 +1258,7 @@ class BrokerConfig:
             if not match:
                 raise ConfigError(
                     f"Invalid value {admin!r} for configuration admin.listener: expected"
-                    " http://HOST:PORT"
+                    " http://HOST:PORT or https://HOST:PORT"
                 )
             _check_port(int(match["port"]), admin, "admin.listener")
 

@@ -82,6 +82,8 @@ def broker_overrides(
         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "log.dirs": str(data_dir),
+        # A test broker: its tests inject faults (`faults`, or the admin endpoint's).
+        "admin.fault.injection.enable": "true",
     }
     overrides.update({key: str(value) for key, value in (extra or {}).items()})
     return overrides
@@ -160,12 +162,14 @@ class BrokerThread(RecordHelpers):
     def admin_url(self) -> str:
         """The admin endpoint's base URL, e.g. http://127.0.0.1:40123 (a wildcard bind
         address reached on loopback)."""
-        host = self.broker.admin.host if self.broker is not None and self.broker.admin else ""
+        admin = self.broker.admin if self.broker is not None else None
+        host = admin.host if admin is not None else ""
         if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"
         elif ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.admin_port}"
+        scheme = admin.scheme if admin is not None else "http"
+        return f"{scheme}://{host}:{self.admin_port}"
 
     def start(self) -> BrokerThread:
         self._thread = threading.Thread(target=self._run, name="brook-broker", daemon=True)

@@ -58,8 +58,10 @@ class RequestFaults:
 
 
 class FaultRegistry:
-    def __init__(self, clock: Callable[[], int]) -> None:
+    def __init__(self, clock: Callable[[], int], enabled: bool = False) -> None:
         self.clock = clock
+        # admin.fault.injection.enable: a feature for tests, off unless switched on.
+        self.enabled = enabled
         self._faults: list[Fault] = []  # every fault armed since the last clear
         self._next_id = 1
         self._append_gates: dict[int, asyncio.Future[None]] = {}
@@ -68,6 +70,8 @@ class FaultRegistry:
     # --- control ------------------------------------------------------------------------
 
     def add(self, spec: Mapping[str, Any]) -> Fault:
+        if not self.enabled:
+            raise FaultSpecError("Fault injection is off: set admin.fault.injection.enable=true")
         fault = parse_fault(spec, self._next_id, self.clock())
         if fault.kind is FaultKind.ERROR:
             assert fault.api is not None

@@ -7,13 +7,19 @@
     brook faults clear --admin-url ...
 
 It speaks the admin endpoint's HTTP+JSON (`admin.listener` on the broker), the same
-interface any language's tests use.
+interface any language's tests use. The broker serves faults only with
+admin.fault.injection.enable=true. A secured broker's endpoint asks for its token
+(--admin-token, or BROOK_ADMIN_TOKEN) or a broker user's name and password
+(--admin-user, with BROOK_ADMIN_PASSWORD); https is checked against --admin-ca.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -34,8 +40,21 @@ def add_parser(commands: Any) -> None:
         "--admin-url",
         required=True,
         metavar="URL",
-        help="the broker's admin endpoint, its admin.listener (http://HOST:PORT)",
+        help="the broker's admin endpoint, its admin.listener (http[s]://HOST:PORT)",
     )
+    auth = parser.add_argument_group("a secured endpoint")
+    auth.add_argument(
+        "--admin-token",
+        default=os.environ.get("BROOK_ADMIN_TOKEN"),
+        metavar="TOKEN",
+        help="the broker's admin.auth.token (default: $BROOK_ADMIN_TOKEN)",
+    )
+    auth.add_argument(
+        "--admin-user",
+        metavar="USER",
+        help="log in as this broker user (SASL/PLAIN or SCRAM), password in $BROOK_ADMIN_PASSWORD",
+    )
+    auth.add_argument("--admin-ca", metavar="FILE", help="CA certificates (PEM) to check https by")
     spec = parser.add_argument_group("a fault (add)")
     spec.add_argument("--json", metavar="JSON", help="the fault as the endpoint takes it")
     spec.add_argument("--api", help="the API it applies to, by Kafka's name (Produce, Fetch, ...)")
@@ -62,11 +81,12 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     base = args.admin_url.rstrip("/") + "/v1/faults"
     try:
+        access = _Access(_authorization(args), _tls(args.admin_ca))
         if args.action == "list":
-            return _print(_call("GET", base))
+            return _print(_call("GET", base, access))
         if args.action == "clear":
-            return _print(_call("DELETE", base))
-        return _print(_call("POST", base, _spec(args)))
+            return _print(_call("DELETE", base, access))
+        return _print(_call("POST", base, access, _spec(args)))
     except _Refused as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
@@ -96,13 +116,41 @@ class _Refused(Exception):
     pass
 
 
-def _call(method: str, url: str, body: Any = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
+class _Access:
+    def __init__(self, authorization: str | None, tls: ssl.SSLContext | None) -> None:
+        self.authorization = authorization
+        self.tls = tls
+
+
+def _authorization(args: argparse.Namespace) -> str | None:
+    if args.admin_token:
+        return f"Bearer {args.admin_token}"
+    if args.admin_user:
+        password = os.environ.get("BROOK_ADMIN_PASSWORD")
+        if password is None:
+            raise _Refused("--admin-user needs the password in BROOK_ADMIN_PASSWORD")
+        pair = f"{args.admin_user}:{password}".encode()
+        return "Basic " + base64.b64encode(pair).decode()
+    return None
+
+
+def _tls(ca_file: str | None) -> ssl.SSLContext | None:
+    if ca_file is None:
+        return None
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise _Refused(f"cannot read --admin-ca {ca_file}: {exc}") from None
+
+
+def _call(method: str, url: str, access: _Access, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"}
+    if access.authorization is not None:
+        headers["Authorization"] = access.authorization
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=access.tls) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:
