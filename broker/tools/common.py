@@ -139,8 +139,10 @@ def split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     return servers
 
 
-def check_reachable(bootstrap: str, timeout: float) -> None:
-    """Fail fast, with the reason, when no bootstrap server accepts a TCP connection.
+def check_reachable(bootstrap: str, timeout: float, plaintext: bool = False) -> None:
+    """Fail fast, with the reason, when no bootstrap server accepts a TCP connection,
+    or (`plaintext`: the tool has no security settings) when the first that does needs
+    SASL or TLS (plaintext_probe).
 
     librdkafka would otherwise retry quietly until the timeout and report only
     "transport failure"; an operator wants to know at once that nothing listens there.
@@ -149,17 +151,23 @@ def check_reachable(bootstrap: str, timeout: float) -> None:
     for host, port in split_bootstrap(bootstrap):
         try:
             with socket.create_connection((host, port), timeout=min(timeout, 5.0)):
-                return
+                pass
         except OSError as exc:
             reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+            continue
+        if plaintext:
+            from .plaintext_probe import check_plaintext
+
+            check_plaintext(host, port, min(timeout, 5.0))
+        return
     raise ToolError(f"cannot connect to the broker ({'; '.join(reasons)})")
 
 
 def admin_client(args: argparse.Namespace) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
-    check_reachable(args.bootstrap_server, args.timeout)
     config: dict[str, Any] = dict(command_config(args))
+    check_reachable(args.bootstrap_server, args.timeout, plaintext=not config)
     config["bootstrap.servers"] = args.bootstrap_server
     # librdkafka logs connection trouble to stderr on its own; the tool reports the
     # failure itself, once, so keep the client quiet.

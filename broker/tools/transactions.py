@@ -199,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
     _check_options(action, args)
     security = wire_security(args)  # a config it cannot use is refused before connecting
-    check_reachable(args.bootstrap_server, args.timeout)
+    check_reachable(args.bootstrap_server, args.timeout, plaintext=security is None)
     actions: dict[str, Callable[[KafkaCluster, argparse.Namespace], int]] = {
         "list": _list,
         "describe": _describe,

@@ -194,3 +194,32 @@ def test_a_mechanism_the_tools_cannot_speak_is_refused_before_connecting(tmp_pat
         "clients",
     )
     assert_one_line_error(ran, "sasl.mechanism=OAUTHBEARER", code=2)
+
+
+@pytest.mark.parametrize(
+    ("listener", "needs"),
+    [
+        ("SASL_PLAINTEXT", "likely needs SASL"),
+        ("SSL", "needs TLS"),
+        ("SASL_SSL", "needs TLS"),
+    ],
+)
+@pytest.mark.parametrize(
+    "tool",
+    [["topics", "--list"], ["groups", "--list"], ["transactions", "list"]],
+    ids=lambda tool: tool[0],
+)
+def test_a_secured_listener_without_command_config_names_the_likely_cause(
+    prepared, listener, needs, tool
+):
+    """librdkafka alone says "_TRANSPORT" or waits out --timeout: the tool says at once
+    that the listener needs SASL or TLS, and to pass --command-config."""
+    ran = brook(tool[0], "--bootstrap-server", prepared.bootstrap(listener), *tool[1:])
+    assert_one_line_error(ran, needs, "--command-config", "security.protocol=", code=1)
+    assert "_TRANSPORT" not in ran.stderr
+
+
+def test_a_plaintext_listener_is_served_as_before_without_command_config(prepared):
+    ran = brook("topics", "--bootstrap-server", prepared.bootstrap("PLAINTEXT"), "--list")
+    assert (ran.returncode, ran.stderr) == (0, ""), ran
+    assert TOPIC in ran.lines
