@@ -20,7 +20,8 @@ from pathlib import Path
 from brook.protocol.releases import KNOWN_RELEASES
 from brook.storage.errors import StorageError
 
-from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties
+from .command_parser import CommandParser, VersionAction
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties, warn_unknown_keys
 from .config_values import config_to_string
 from .observability.log_format import configure_logging
 from .zookeeper.errors import ZooKeeperStartupError
@@ -81,8 +82,10 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
         description="Brook: a Kafka-compatible broker written in Python.",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     serve = commands.add_parser(
         "serve",
         help="run a broker",
@@ -147,29 +150,6 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-class _VersionAction(argparse.Action):
-    """argparse's "version" action, looking the version up only when asked: reading the
-    installed distribution's metadata costs `brook serve` about 10 ms of start-up."""
-
-    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(version())
-        parser.exit()
-
-
-def version() -> str:
-    """The installed distribution's version, as Kafka's tools print theirs."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed_version
-
-    try:
-        return installed_version("brook-broker")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> None:
     # A broker's imports allocate hundreds of thousands of objects that live as long as the
     # process (modules, classes, kio's schemas) and next to no garbage: the cyclic
@@ -230,14 +210,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if config["log.format"] != "text":
         configure_logging(args.log_level, config["log.format"])
-    if config.unknown_file_keys:
-        log.warning(
-            'Passing over %d key(s) of %s that Brook does not know (Kafka warns "was'
-            " supplied but isn't a known config\"): %s",
-            len(config.unknown_file_keys),
-            path,
-            ", ".join(config.unknown_file_keys),
-        )
+    warn_unknown_keys(config, str(path) if path else None)
     if config.ignored_env:
         log.warning(
             "Passing over environment variable(s) that name no broker config: %s"

@@ -1179,6 +1179,31 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def warn_unknown_keys(config: BrokerConfig, properties_path: str | None) -> None:
+    """One warning per source of keys that name no config (a file's or --override's), as
+    Kafka's "was supplied but isn't a known config", with the known key a typo is
+    closest to."""
+    import difflib
+    import logging
+
+    by_source: dict[str, list[str]] = {}
+    for name, source in config.unknown_keys:
+        by_source.setdefault(source, []).append(name)
+    for source, names in by_source.items():
+        where = f"{properties_path}" if source == "the config file" and properties_path else source
+        described = []
+        for name in names:
+            close = difflib.get_close_matches(name, BROKER_CONFIGS, n=1, cutoff=0.85)
+            described.append(f"{name} (did you mean {close[0]}?)" if close else name)
+        logging.getLogger("brook.cli").warning(
+            'Passing over %d key(s) of %s that Brook does not know (Kafka warns "was'
+            " supplied but isn't a known config\"): %s",
+            len(names),
+            where,
+            ", ".join(described),
+        )
+
+
 def _env_name(key: str) -> str:
     """The environment variable of a config key (log.dirs -> BROOK_LOG_DIRS)."""
     return ENV_PREFIX + key.upper().replace(".", "_")
@@ -1193,7 +1218,8 @@ class BrokerConfig:
         self._values = dict(values)
         # What build() passed over: keys of the properties file and BROOK_* variables
         # that name no config (the caller logs one warning for each list).
-        self.unknown_file_keys: list[str] = []
+        # (key, where it came from) of keys that name no config: passed over, warned of.
+        self.unknown_keys: list[tuple[str, str]] = []
         self.ignored_env: list[str] = []
         # Keys given by the operator, as opposed to defaults: deprecated keys apply only
         # where their successors were not given.
@@ -1325,12 +1351,12 @@ class BrokerConfig:
         ]
         values = {name: key.default for name, key in BROKER_CONFIGS.items()}
         explicit: set[str] = set()
-        # Keys of a properties file and BROOK_* variables that name no config do not stop
-        # the broker: Kafka starts with a file's unknown keys (each "was supplied but isn't
-        # a known config"), and a real Kafka server.properties sets many keys Brook has no
-        # use for (num.network.threads, zookeeper.set.acl, ...). The caller warns once
-        # about each list. An unknown --override is a typo on the command line: an error.
-        unknown_file_keys: list[str] = []
+        # Keys of a properties file or --override and BROOK_* variables that name no
+        # config do not stop the broker: Kafka starts with unknown keys from either (each
+        # "was supplied but isn't a known config"), and a real Kafka server.properties
+        # sets many keys Brook has no use for (num.network.threads, zookeeper.set.acl,
+        # ...). The caller warns once about each list, naming close matches of typos.
+        unknown_keys: list[tuple[str, str]] = []
         ignored_env: list[str] = []
         for source, layer in layers:
             for name, raw in layer.items():
@@ -1342,20 +1368,18 @@ class BrokerConfig:
                 )
                 key = BROKER_CONFIGS.get(name) or prefixed_key(name)
                 if key is None:
-                    if source == "the config file":
-                        unknown_file_keys.append(name)
-                        continue
                     if source == "the environment":
                         ignored_env.append(_env_name(name))
-                        continue
-                    raise ConfigError(f"Unknown configuration {name!r} (from {origin})")
+                    else:
+                        unknown_keys.append((name, source))
+                    continue
                 try:
                     values[name] = key.parse(raw)
                 except ConfigError as exc:
                     raise ConfigError(f"{exc} (from {origin})") from None
                 explicit.add(name)
         config = cls(values, explicit)
-        config.unknown_file_keys = unknown_file_keys
+        config.unknown_keys = unknown_keys
         config.ignored_env = sorted(ignored_env)
         return config
 

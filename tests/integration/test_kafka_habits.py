@@ -86,12 +86,17 @@ def test_a_kraft_server_properties_starts_brook(brokers, topic_name):
         "num.io.threads",
         "socket.send.buffer.bytes",
         "num.recovery.threads.per.data.dir",
-        "transaction.state.log.min.isr",
         "share.coordinator.state.topic.replication.factor",
     ):
         assert key in passed_over[0], passed_over[0]
     # Keys Brook knows are not in the warning.
-    for key in ("node.id", "process.roles", "controller.listener.names", "log.dirs"):
+    for key in (
+        "node.id",
+        "process.roles",
+        "controller.listener.names",
+        "log.dirs",
+        "transaction.state.log.min.isr",
+    ):
         assert f" {key}," not in passed_over[0] and not passed_over[0].endswith(f" {key}")
     controller_lines = [line for line in log_text.splitlines() if "Not listening on" in line]
     assert len(controller_lines) == 1, controller_lines
@@ -116,6 +121,31 @@ def test_unknown_keys_of_a_file_are_one_warning_and_the_known_ones_apply(brokers
     assert len(passed_over) == 1, passed_over
     assert "first.unknown, second.unknown" in passed_over[0]
     assert str(properties) in passed_over[0]
+    assert broker.stop() == 0
+
+
+def test_kafkas_keys_given_as_overrides_are_passed_over_as_a_files_are(brokers, topic_name):
+    """`--override num.network.threads=3` is what a file's key gets: one warning (a typo
+    of a known key named with it), and the broker starts with what it knows."""
+    broker = brokers.start(
+        overrides={
+            "num.network.threads": 3,
+            "num.io.threads": 8,
+            "socket.send.buffer.bytes": 102400,
+            "offsets.commit.required.acks": -1,
+            "zookeeper.set.acl": "false",
+            "num.partitons": 4,
+            "num.partitions": 2,
+        }
+    )
+    assert _partitions_of_auto_created(broker.bootstrap, topic_name) == 2
+    passed_over = _warnings(broker.log_text(), PASSING_OVER)
+    assert len(passed_over) == 1, passed_over
+    line = passed_over[0]
+    assert "of --override" in line
+    for key in ("num.network.threads", "num.io.threads", "zookeeper.set.acl"):
+        assert key in line
+    assert "num.partitons (did you mean num.partitions?)" in line
     assert broker.stop() == 0
 
 

@@ -106,10 +106,6 @@ def _tls(pki, **more: str) -> dict[str, str]:
             "The inter-broker listener SECURE uses SASL SCRAM-SHA-256: set"
             " listener.name.secure.scram-sha-256.sasl.jaas.config",
         ),
-        (
-            {"listener.name.secure.ssl.no.such.key": "x"},
-            "Unknown configuration 'listener.name.secure.ssl.no.such.key'",
-        ),
     ],
 )
 def test_bad_security_configs_stop_start_up_naming_the_key(tmp_path, overrides, message):
@@ -292,3 +288,16 @@ def test_describe_configs_never_shows_a_password(secure_broker):
     assert entries["sasl.jaas.config"].is_sensitive
     assert entries["ssl.client.auth"].value == "none"
     assert not entries["ssl.client.auth"].is_sensitive
+
+
+def test_an_unknown_listener_key_is_passed_over_as_any_unknown_key(tmp_path):
+    """As Kafka: a key that names no config, prefixed by a listener or not, is reported
+    (the caller warns once) and changes nothing."""
+    config = _config(
+        tmp_path,
+        **{
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:PLAINTEXT",
+            "listener.name.secure.ssl.no.such.key": "x",
+        },
+    )
+    assert config.unknown_keys == [("listener.name.secure.ssl.no.such.key", "--override")]
