@@ -80,7 +80,19 @@ def run_admin_action(
     return actions[action](admin_client(args), args)
 
 
+class _ZooKeeperRefused(argparse.Action):
+    """--zookeeper, which Kafka's tools dropped in 3.0: a usage error that says so, rather
+    than argparse taking its value for the next positional ("invalid choice")."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.error(
+            "--zookeeper is not supported (Kafka's tools removed it in 3.0: they talk to"
+            " the brokers): use --bootstrap-server HOST:PORT"
+        )
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--zookeeper", nargs="?", action=_ZooKeeperRefused, help=argparse.SUPPRESS)
     parser.add_argument(
         "--bootstrap-server",
         required=True,

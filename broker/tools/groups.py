@@ -114,6 +114,8 @@ class GroupInfo:
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "groups",
+        # Kafka's name for the tool, kafka-consumer-groups.sh.
+        aliases=["consumer-groups"],
         help="list, describe, reset offsets of or delete consumer groups"
         " (like kafka-consumer-groups.sh)",
         description="List, describe, reset the committed offsets of and delete consumer"

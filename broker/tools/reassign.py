@@ -102,6 +102,8 @@ TopicPartition = tuple[str, int]
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "reassign",
+        # Kafka's name for the tool, kafka-reassign-partitions.sh.
+        aliases=["reassign-partitions"],
         help="move partitions between brokers (like kafka-reassign-partitions.sh)",
         description="Move partition replicas between brokers: generate a proposal, execute"
         " it, verify, cancel or list reassignments.",
