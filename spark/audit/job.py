@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,15 +39,63 @@ from .report import AuditData, write_report
 STAGES = 6
 # Work of a partition task beyond its bytes: opening its files, however small.
 TASK_OVERHEAD_BYTES = 64 * 1024
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# Segment bytes per shuffle partition: below it, one more partition costs a task in
+# every shuffle of the job (a dozen of them) and gains nothing.
+SHUFFLE_BYTES_PER_PARTITION = 64 * 1024 * 1024
+
+
+def shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
+    """The audit's shuffles carry batch headers, findings, aggregates and the records'
+    times: a few partitions per core of the cluster, fewer for a small log dir, never
+    Spark's default 200, each of which is a task of every shuffle (8,682 tasks and a
+    minute for 1,000 records on 2 cores)."""
+    cores = spark.sparkContext.defaultParallelism
+    return max(2, min(2 * cores, 1 + input_bytes // SHUFFLE_BYTES_PER_PARTITION))
+
+
+@contextmanager
+def _scoped_conf(spark: SparkSession, key: str, value: str | None) -> Iterator[None]:
+    """`key` set to `value` for the job's own work (None: left alone), then put back as
+    the session had it: run_audit may run on a session of the caller's."""
+    if value is None:
+        yield
+        return
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
 
 
 def run_audit(
     spark: SparkSession, options: AuditOptions, stream: TextIO | None = None
 ) -> AuditData:
-    """Audit options.log_dir on `spark` and write the report to options.out_dir."""
+    """Audit options.log_dir on `spark` and write the report to options.out_dir.
+
+    The job's shuffles use a partition count of its own (shuffle_partitions()), unless
+    options.spark_conf names one; the session's setting is put back afterwards."""
     started = time.monotonic()
     register(spark)
     partitions = _selected(options)
+    count = None
+    if SHUFFLE_PARTITIONS not in options.spark_conf:
+        count = str(shuffle_partitions(spark, sum(p.size for p in partitions)))
+    with _scoped_conf(spark, SHUFFLE_PARTITIONS, count):
+        return _run(spark, options, partitions, started, stream)
+
+
+def _run(
+    spark: SparkSession,
+    options: AuditOptions,
+    partitions: list[PartitionFiles],
+    started: float,
+    stream: TextIO | None,
+) -> AuditData:
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     given = read_topic_configs(Path(options.topic_configs)) if options.topic_configs else None
@@ -226,14 +275,8 @@ def _session(options: AuditOptions) -> SparkSession:
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
     for key, value in {**defaults, **options.spark_conf}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    if "spark.sql.shuffle.partitions" not in {**defaults, **options.spark_conf}:
-        # Few, small shuffles (batch headers, findings, aggregates; the records' times
-        # for the disorder check): a few partitions per core of the cluster, not
-        # Spark's 200, each of which would be a task of every shuffle.
-        cores = spark.sparkContext.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(4, 2 * cores)))
-    return spark
+    # The shuffle partitions are run_audit's to choose (unless --conf gives them).
+    return builder.getOrCreate()
 
 
 def main(argv: list[str] | None = None, prog: str = "brook audit") -> int:

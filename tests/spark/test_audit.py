@@ -293,3 +293,32 @@ def test_bad_arguments_are_refused_before_spark_starts(tmp_path):
     assert helped.returncode == 0 and "exit status" in helped.stdout
     listed = brook("--help")
     assert "audit" in listed.stdout
+
+
+def test_the_audit_chooses_its_shuffle_partitions_on_a_callers_session(spark, tmp_path):
+    """On a session with Spark's default of 200 shuffle partitions, each a task of every
+    shuffle (8,682 tasks for 1,000 records before), the audit runs its shuffles on a few
+    partitions per core and gives the session its setting back."""
+    _kafka_python_segment(tmp_path / "log" / "kafka-python-0")
+    context = spark.sparkContext
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    group = f"audit-shuffle-{tmp_path.name}"
+    try:
+        context.setJobGroup(group, "the audit on a caller's session")
+        data, _ = _audit(spark, tmp_path / "log", tmp_path / "report")
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
+    finally:
+        context.setJobGroup(None, None)
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+    assert data.exit_status == 0
+    tracker = context.statusTracker()
+    stages = [
+        tracker.getStageInfo(stage)
+        for job in tracker.getJobIdsForGroup(group)
+        for stage in tracker.getJobInfo(job).stageIds
+    ]
+    widest = max(stage.numTasks for stage in stages if stage is not None)
+    # One segment of 5 batches: the widest stage is the union of the findings' frames,
+    # a few tasks each.
+    assert widest < 200, widest
