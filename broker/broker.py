@@ -574,6 +574,13 @@ class Broker:
         from .controlled_shutdown import controlled_shutdown
         from .zookeeper.membership import ZkMembership
 
+        if self.replicas.fetchers is not None:
+            # Kafka's controller stops a shutting-down broker's replicas (StopReplica):
+            # a follower that went on fetching would be taken back into the ISRs the
+            # controller takes it out of, and the controller would take it out again,
+            # round after round, never answering its ControlledShutdown.
+            await self.replicas.fetchers.shutdown()
+
         membership = self.membership
         assert isinstance(membership, ZkMembership)
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("brook.controlled_shutdown")
 
 NO_CONTROLLER = -1
+# A log line names this many of the partitions left, then counts the rest.
+SHOWN_PARTITIONS = 10
 
 
 async def controlled_shutdown(
@@ -77,15 +79,22 @@ async def _attempt(
         return False
     if response.error_code != ErrorCode.none:
         log.warning(
-            "Controlled shutdown: error from controller %d: %s",
+            "Controlled shutdown: controller %d answered %s",
             controller,
-            ErrorCode(response.error_code).name,
+            ErrorCode(response.error_code).name.upper(),
         )
         return False
     if response.remaining_partitions:
+        names = [f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions]
+        shown = ", ".join(names[:SHOWN_PARTITIONS])
+        more = len(names) - SHOWN_PARTITIONS
         log.warning(
-            "Controlled shutdown: remaining partitions to move: %s",
-            ", ".join(f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions),
+            "Controlled shutdown: controller %d answered that %d partition(s) have no other"
+            " in-sync replica to lead them: %s%s",
+            controller,
+            len(names),
+            shown,
+            f" (and {more} more)" if more > 0 else "",
         )
         return False
     return True

@@ -47,7 +47,7 @@ class InterBrokerClients:
         except (OSError, ConnectionClosedError, InvalidResponseError, TimeoutError) as exc:
             await self._drop(broker_id)
             raise NetworkError(
-                f"Broker {broker_id} could not be reached: {exc or type(exc).__name__}"
+                f"Broker {broker_id} could not be reached: {_reason(exc, timeout_s)}"
             ) from None
 
     async def _client(self, broker_id: int) -> Client:
@@ -90,3 +90,10 @@ class InterBrokerClients:
     async def close(self) -> None:
         for broker_id in list(self._clients):
             await self._drop(broker_id)
+
+
+def _reason(exc: BaseException, timeout_s: float) -> str:
+    """Why a request failed, never empty (a timeout's own message is)."""
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    return str(exc) or type(exc).__name__

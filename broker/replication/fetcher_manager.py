@@ -31,6 +31,8 @@ class ReplicaFetcherManager:
         self.fetchers: dict[FetcherKey, ReplicaFetcher] = {}
         self._assigned: dict[tuple[str, int], FetcherKey] = {}
         self._stopping: set[asyncio.Task[None]] = set()
+        # Shut down (the broker is stopping): nothing is followed again.
+        self._closed = False
 
     def fetcher_of(self, partition: Partition) -> ReplicaFetcher | None:
         key = self._assigned.get((partition.topic, partition.index))
@@ -38,6 +40,8 @@ class ReplicaFetcherManager:
 
     def add_partition(self, partition: Partition) -> None:
         """Follow `partition` from its leader (moving it off another leader's fetcher)."""
+        if self._closed:
+            return
         count = self._config()["num.replica.fetchers"]
         # Kafka's abs(31 * topic.hashCode + partition) % num.replica.fetchers, with a
         # hash that is the same in every process.
@@ -85,6 +89,7 @@ class ReplicaFetcherManager:
         )
 
     async def shutdown(self) -> None:
+        self._closed = True
         fetchers, self.fetchers = list(self.fetchers.values()), {}
         self._assigned.clear()
         for fetcher in fetchers:

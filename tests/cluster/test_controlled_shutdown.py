@@ -8,11 +8,12 @@ requests that are not its to act on."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import DataWatch
@@ -25,7 +26,7 @@ from brook.protocol.controlled_shutdown_schema import (
 from brook.protocol.errors import ErrorCode
 from tests.integration.raw_client import RawClient
 
-from .harness import Cluster, ZooKeeperView, eventually
+from .harness import Cluster, ZooKeeperView, eventually, wait_ready
 from .topics import start_three, state_of, topic_of
 
 
@@ -184,6 +185,73 @@ def test_a_stopped_controller_leads_nothing(cluster: Cluster, zk: ZooKeeperView)
             assert seen.leader == before[index]["leader"]
 
 
+def _taken_back(log_text: str, broker_id: int, since: str) -> int:
+    """How often a leader's log says it expanded an ISR by `broker_id` at or after the
+    time `since` (a log line's timestamp): "Expanding the ISR of t-0 from 1,3 to 1,3,2"."""
+    count = 0
+    for line in log_text.splitlines():
+        if line[:23] < since:
+            continue
+        found = re.search(r"Expanding the ISR of \S+ from ([\d,]+) to ([\d,]+)", line)
+        if found is None:
+            continue
+        added = set(found[2].split(",")) - set(found[1].split(","))
+        count += added == {str(broker_id)}
+    return count
+
+
+def test_brokers_stopped_one_at_a_time_each_hand_over_at_the_first_attempt(
+    cluster: Cluster, zk: ZooKeeperView
+):
+    """A stopping broker that follows many partitions stops fetching before it asks: it
+    went on fetching, its leaders took it back into the ISRs the controller took it out
+    of, round after round, and its ControlledShutdown went unanswered for 3 x 30 s."""
+    # Kafka's replication settings, and the internal topics a cluster in use has (a
+    # transaction and a consumer group made them): 130 partitions, replicated 3 times.
+    replicated = {
+        "default.replication.factor": 3,
+        "offsets.topic.replication.factor": 3,
+        "transaction.state.log.replication.factor": 3,
+    }
+    brokers = {i: cluster.start(i, replicated) for i in (1, 2, 3)}
+    wait_ready(zk, brokers)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic(f"many-{i}", 6) for i in range(5)]
+    for future in admin.create_topics(topics, operation_timeout=20).values():
+        future.result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "stop-in-turn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("many-0", b"v")
+    producer.commit_transaction(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "stop-in-turn"})
+    consumer.subscribe(["many-1"])
+    eventually(lambda: consumer.poll(0.2) or consumer.assignment(), bool)
+    consumer.close()
+    controller = zk.json("/controller")["brokerid"]
+    partitions = 5 * 6 + 50 + 50
+    for broker_id in [b for b in brokers if b != controller] + [controller]:
+        assert brokers[broker_id].stop() == 0
+        log = brokers[broker_id].log_text()
+        if broker_id != controller:
+            assert "Controlled shutdown request returned successfully" in log
+            # The controller answered at once, and nothing was left to move.
+            assert "Retrying controlled shutdown" not in log
+            assert "Controlled shutdown: controller" not in log
+            # Its leaders took it back into an ISR at most once each (a fetch already
+            # sent when it stopped following), not round after round.
+            started = next(
+                line[:23] for line in log.splitlines() if "Starting controlled shutdown" in line
+            )
+            taken_back = sum(
+                _taken_back(broker.log_text(), broker_id, started)
+                for other, broker in brokers.items()
+                if other != broker_id
+            )
+            assert taken_back <= partitions, f"taken back into ISRs {taken_back} times"
+
+
 def test_the_last_replica_cannot_move_and_the_broker_stops_anyway(
     cluster: Cluster, zk: ZooKeeperView
 ):
@@ -203,7 +271,7 @@ def test_the_last_replica_cannot_move_and_the_broker_stops_anyway(
 
     assert _sigterm(brokers[2]) == 0
     log = brokers[2].log_path.read_text()
-    assert log.count("Controlled shutdown: remaining partitions to move: lonely-0") == 2
+    assert log.count("have no other in-sync replica to lead them: lonely-0") == 2
     assert "Proceeding to do an unclean shutdown" in log
     # Offline now, keeping its last ISR member for when it returns.
     state = eventually(lambda: state_of(zk, "lonely", 0), lambda s: s["leader"] == -1)
