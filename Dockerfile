@@ -42,8 +42,19 @@ WORKDIR /src
 COPY . .
 # pip builds Brook with setuptools in an isolated environment of its own; once the venv is
 # complete, pip and the setuptools that venv seeded go, so the runtime image gets neither.
-RUN /opt/brook/bin/pip install --no-cache-dir . \
-    && /opt/brook/bin/pip uninstall --yes pip setuptools
+# Behind a proxy that intercepts TLS (a company's, a CI sandbox's), pip must also trust the
+# proxy's CA: pass it as a build secret, `docker build --secret id=extra_ca,src=ca.pem .`
+# (podman build takes the same flag). It joins the CAs pip trusts for this step only: no
+# layer keeps it.
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -s /run/secrets/extra_ca ]; then \
+        cat "$(/opt/brook/bin/python -c 'import pip._vendor.certifi as c; print(c.where())')" \
+            /run/secrets/extra_ca > /tmp/pip-ca.pem \
+        && export PIP_CERT=/tmp/pip-ca.pem; \
+    fi \
+    && /opt/brook/bin/pip install --no-cache-dir . \
+    && /opt/brook/bin/pip uninstall --yes pip setuptools \
+    && rm -f /tmp/pip-ca.pem
 
 
 FROM python

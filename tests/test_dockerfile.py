@@ -329,3 +329,16 @@ def _words(args: str) -> list[str]:
     if args.startswith("["):
         return list(json.loads(args))
     return args.split()
+
+
+def test_a_proxys_ca_reaches_pip_as_a_build_secret_only(stage: list[Instruction]) -> None:
+    """Behind a TLS-intercepting proxy the build needs the proxy's CA (README's Docker
+    section): pip's step mounts the `extra_ca` secret, and nothing of it reaches the
+    shipped image. tests/image builds the image that way."""
+    instructions = parse(DOCKERFILE.read_text())
+    (install,) = [ins for ins in only(instructions, "RUN") if "pip install" in ins.args]
+    assert install.args.startswith("--mount=type=secret,id=extra_ca,required=false ")
+    assert "PIP_CERT" in install.args
+    assert not any("extra_ca" in ins.args for ins in stage)
+    readme = (REPO / "README.md").read_text()
+    assert "docker build --secret id=extra_ca,src=" in readme

@@ -221,7 +221,7 @@ def _qualified(name: str) -> str:
 
 def ca_bundle() -> Path | None:
     """The host's CA bundle, which pip in the build needs where HTTPS goes through a proxy
-    that the host trusts."""
+    that the host trusts (the Dockerfile's `extra_ca` build secret)."""
     for candidate in (
         os.environ.get("PIP_CERT"),
         os.environ.get("REQUESTS_CA_BUNDLE"),
@@ -253,10 +253,8 @@ def build_image(
     args += [*ULIMITS, "--file", str(dockerfile)]
     bundle = ca_bundle()
     if bundle is not None:
-        config = CACHE_DIR / "pip.conf"
-        config.write_text("[global]\ncert = /run/brook-tests/ca.crt\n")
-        args += ["--volume", f"{bundle}:/run/brook-tests/ca.crt:ro"]
-        args += ["--volume", f"{config}:/etc/pip.conf:ro"]
+        # README's way through a TLS-intercepting proxy: the CA as the build's secret.
+        args += ["--secret", f"id=extra_ca,src={bundle}"]
     if "build" in _stage_names(dockerfile):
         build_stage = f"localhost/{name}-build:{key}"
         podman(*args, "--target", "build", "--tag", build_stage, str(context), timeout=900)
