@@ -80,6 +80,11 @@ class CompactionError(Exception):
     """The compaction cannot run: a message for the person who asked."""
 
 
+class NotALogDirError(CompactionError):
+    """LOG_DIR is missing or holds no partition directory: a wrong argument (the
+    command's exit status 2, as `brook audit` answers it)."""
+
+
 # --- one partition, on an executor ---------------------------------------------------------
 
 
@@ -196,7 +201,7 @@ def locked_dirs(log_dir: Path, out_dir: Path) -> Iterator[None]:
     OUT_DIR is not empty, is LOG_DIR or lies inside it."""
     log_dir, out_dir = log_dir.absolute(), out_dir.absolute()
     if not log_dir.is_dir():
-        raise CompactionError(f"{log_dir} is not a directory")
+        raise NotALogDirError(f"{log_dir} is not a directory")
     if out_dir == log_dir or log_dir in out_dir.parents:
         raise CompactionError(f"The output directory {out_dir} must lie outside {log_dir}")
     if out_dir.exists() and (
@@ -276,6 +281,12 @@ def plan_tasks(
     others are copied. Raises CompactionError for a topic that cannot be compacted."""
     log_dir, out_dir = log_dir.absolute(), out_dir.absolute()
     partitions = list_partitions(log_dir)
+    if not partitions:
+        # Compacting it would write an empty log dir with a clean-shutdown marker, which
+        # a broker would serve as a log dir that lost every topic.
+        raise NotALogDirError(
+            f"{log_dir} holds no partition directory (<topic>-<partition>): is it a log dir?"
+        )
     found = {p.topic for p in partitions}
     configs = {topic: log_config(topic) for topic in sorted(found)}
     if topics is not None:
@@ -442,13 +453,18 @@ def compact_log_dir(
     offset_map_memory: int = DEFAULT_DEDUPE_BUFFER_SIZE,
     now_ms: int | None = None,
     progress: Callable[[str], None] | None = None,
+    started: float | None = None,
+    say_done: bool = True,
 ) -> CompactionSummary:
     """Compact LOG_DIR into OUT_DIR with `spark` (see the module's description).
 
     `log_config(topic)` (or a mapping) gives each topic's config: its cleanup.policy
     says whether it is compacted, and its cleaner keys how. `offset_map_memory` is each
     task's log.cleaner.dedupe.buffer.size. `now_ms` is the time the delete horizons of
-    tombstones count from (now by default)."""
+    tombstones count from (now by default). `started` (time.monotonic()'s clock) is when
+    the run began, now by default: a command gives its own start, so that the time it
+    reports counts its Spark session's start too. `say_done`: end with the "Done in"
+    line (done_line()); a command that stops Spark afterwards says it itself then."""
     say = progress or _print_progress
     source, target = Path(log_dir).absolute(), Path(out_dir).absolute()
     if isinstance(log_config, Mapping):
@@ -459,7 +475,7 @@ def compact_log_dir(
 
     else:
         config_of = log_config
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     with locked_dirs(source, target), _removed_on_failure(target):
         tasks = plan_tasks(
             source,
@@ -487,8 +503,13 @@ def compact_log_dir(
                 f"{r.records_kept} kept, {r.cleanings} cleaning(s), cleaned up to offset"
                 f" {r.cleaner_checkpoint}, log end offset {r.log_end_offset}"
             )
-    say(
-        f"Done in {summary.elapsed_s:.1f} s: {summary.size_before / 1e6:.1f} MB ->"
-        f" {summary.size_after / 1e6:.1f} MB in {target}"
-    )
+    if say_done:
+        say(done_line(summary, target, summary.elapsed_s))
     return summary
+
+
+def done_line(summary: CompactionSummary, out_dir: Path, elapsed_s: float) -> str:
+    return (
+        f"Done in {elapsed_s:.1f} s: {summary.size_before / 1e6:.1f} MB ->"
+        f" {summary.size_after / 1e6:.1f} MB in {out_dir}"
+    )

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,37 @@ def run(args: argparse.Namespace) -> int:
     return run_tool("compact", lambda: compact(args))
 
 
-def compact(args: argparse.Namespace) -> int:
+_IMPORTED = time.monotonic()
+
+
+def process_started() -> float:
+    """When this process started, on time.monotonic()'s clock, so that the time the
+    command reports is its wall time: the interpreter's start, PySpark's import and the
+    JVM's start (tens of seconds on a busy machine) included. From /proc/self/stat's
+    start time (clock ticks since boot, as CLOCK_BOOTTIME counts); where there is no
+    /proc, when this module was imported."""
     try:
-        from brook.spark.compact import CompactionError, compact_log_dir, locked_dirs, plan_tasks
+        with open("/proc/self/stat", "rb") as stat:
+            # The command name (field 2) may hold spaces: fields are counted after it.
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        start_s = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_s
+    except (OSError, ValueError, IndexError, AttributeError):
+        return _IMPORTED
+    return time.monotonic() - max(0.0, age)
+
+
+def compact(args: argparse.Namespace) -> int:
+    started = process_started()
+    try:
+        from brook.spark.compact import (
+            CompactionError,
+            NotALogDirError,
+            compact_log_dir,
+            done_line,
+            locked_dirs,
+            plan_tasks,
+        )
     except ImportError as exc:
         raise ToolError(
             f"Spark is not installed ({exc}): pip install 'brook-broker[spark]'"
@@ -128,16 +157,22 @@ def compact(args: argparse.Namespace) -> int:
             shutil.rmtree(out_dir)
         spark = spark_session(args.master)
         try:
-            compact_log_dir(
+            summary = compact_log_dir(
                 spark,
                 log_dir,
                 out_dir,
                 log_config,
                 topics=topics,
                 offset_map_memory=broker["log.cleaner.dedupe.buffer.size"],
+                started=started,
+                say_done=False,
             )
         finally:
             spark.stop()
+        # After Spark has stopped: the command's whole wall time.
+        print(done_line(summary, out_dir, time.monotonic() - started), file=sys.stderr)
+    except NotALogDirError as exc:
+        raise ToolError(str(exc), exit_code=2) from None
     except CompactionError as exc:
         raise ToolError(str(exc)) from None
     except ConfigError as exc:

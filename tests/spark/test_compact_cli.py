@@ -4,8 +4,10 @@ same job through spark-submit; the refusals, which come before any Spark starts.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,16 +101,37 @@ def test_output_dirs_that_are_not_empty_or_inside_the_input_are_refused(source, 
     assert not inside.exists()
     missing = tmp_path / "missing"
     ran = run([*CLI, missing, "--out", out])
-    assert ran.returncode == 1 and f"{missing} is not a directory" in ran.stderr
+    assert ran.returncode == 2 and f"{missing} is not a directory" in ran.stderr
+
+
+def test_a_directory_that_is_not_a_log_dir_is_refused(tmp_path):
+    """As `brook audit` refuses it: compacting it would write an empty log dir with a
+    clean-shutdown marker, which a broker would serve as one that lost every topic."""
+    home = tmp_path / "home"
+    (home / "photos").mkdir(parents=True)
+    (home / "notes.txt").write_text("not a log dir")
+    out = tmp_path / "out"
+    ran = run([*CLI, home, "--out", out], SPARK_TIMEOUT_S)
+    assert ran.returncode == 2, ran.stderr[-3000:]
+    assert f"brook compact: error: {home} holds no partition directory" in ran.stderr
+    assert "Traceback" not in ran.stderr and "Spark" not in ran.stderr
+    assert not out.exists()
 
 
 def test_brook_compact_with_its_own_spark(source, tmp_path):
     out = tmp_path / "out"
+    started = time.monotonic()
     ran = run([*CLI, source.data, "--out", out, "--master", "local[2]"], SPARK_TIMEOUT_S)
+    wall = time.monotonic() - started
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert f"Compacting {source.data} into {out}" in ran.stderr
     assert "Spark tasks done" in ran.stderr  # progress while Spark works
-    assert f"  {ORDERS}-0: " in ran.stderr and "Done in" in ran.stderr
+    assert f"  {ORDERS}-0: " in ran.stderr
+    # The time it reports is the command's wall time, its JVM's start and stop included
+    # (all but the process's exit).
+    done = re.search(r"^Done in ([0-9.]+) s: ", ran.stderr, re.M)
+    assert done, ran.stderr[-3000:]
+    assert wall - 2.0 <= float(done.group(1)) <= wall, (float(done.group(1)), wall)
     assert_compacted(source, out)
 
 
