@@ -22,14 +22,17 @@ ADMIN = {"admin.listener": "http://127.0.0.1:0"}
 class Admin:
     """The admin endpoint of a broker thread."""
 
-    def __init__(self, broker: BrokerThread) -> None:
+    def __init__(self, broker: BrokerThread, token: str | None = None) -> None:
+        """`token`: the broker's admin.auth.token (a secured broker's endpoint asks)."""
         self.broker = broker
         self.url = f"http://127.0.0.1:{broker.broker.admin.port}"
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def get(self, path: str) -> tuple[int, str, str]:
         """(status, content type, body) of a GET."""
+        request = urllib.request.Request(self.url + path, headers=self.headers)
         try:
-            with urllib.request.urlopen(self.url + path, timeout=TIMEOUT_S) as response:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 return response.status, response.headers["Content-Type"], response.read().decode()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.headers["Content-Type"], exc.read().decode()

@@ -38,9 +38,11 @@ def _until(read: Any, done: Any, timeout: float = 20) -> Any:
 
 
 def test_authentications_are_counted_per_listener(tmp_path, pki):
-    broker = SecureBroker(tmp_path, pki, {"admin.listener": "http://127.0.0.1:0"}).start()
+    broker = SecureBroker(
+        tmp_path, pki, {"admin.listener": "http://127.0.0.1:0", "admin.auth.token": "metrics"}
+    ).start()
     try:
-        admin = Admin(broker.thread)
+        admin = Admin(broker.thread, token="metrics")
         sasl = {
             "bootstrap.servers": broker.bootstrap("SASL_PLAINTEXT"),
             "security.protocol": "SASL_PLAINTEXT",

@@ -36,11 +36,13 @@ from tests.observability.conftest import Admin
 from .conftest import PLAIN_USERS, SecureBroker
 
 Entity = list[tuple[str, str | None]]
+ADMIN_TOKEN = "quota-metrics"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory, pki: Any) -> Iterator[SecureBroker]:
-    extra = {"admin.listener": "http://127.0.0.1:0"}
+    # A secured broker's /metrics asks for credentials: the operator's token.
+    extra = {"admin.listener": "http://127.0.0.1:0", "admin.auth.token": ADMIN_TOKEN}
     secure = SecureBroker(tmp_path_factory.mktemp("quotas"), pki, extra).start()
     try:
         yield secure
@@ -341,7 +343,7 @@ def test_producer_over_its_quota_is_throttled_to_it(broker):
         rate = broker.call(lambda: manager.rates[tags].measure(time.monotonic() * 1000))
         assert rate <= quota * 1.05, rate
         # /metrics: Kafka's quota metrics of the sensor (type=Produce).
-        metrics = Admin(broker.thread).metrics()
+        metrics = Admin(broker.thread, token=ADMIN_TOKEN).metrics()
         labels = {"user": "", "client_id": client_id}
         assert metrics.get("kafka_server_produce_throttle_time", **labels) > 0
         assert 0 < metrics.get("kafka_server_produce_byte_rate", **labels) <= quota * 1.05
