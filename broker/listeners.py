@@ -9,8 +9,14 @@ configs: AlterConfigs on this broker's resource binds added listeners and closes
 ones (their connections with them).
 
 When a client reaches a listener at an address other than the one that listener
-advertises, one warning per listener and address says so: that client will be sent to
-the advertised address next, and if it cannot reach it, it loops on "connection refused".
+advertises, it is sent to the advertised address next, and if it cannot reach it, it
+loops on "connection refused". Reaching another address is often right (a port published
+by Docker arrives at the container's own address; a NAT or load balancer at the host's), so
+one warning per listener and address comes only where the advertised address is likely
+out of the client's reach: a loopback address (localhost) advertised to a client on
+another machine or in another container (the host that publishes a container's port,
+the container's gateway, does reach it), a loopback port other than the one it dialled
+on this machine, or a name this broker cannot resolve either.
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ class ListenerManager:
         # pairs already warned about.
         self._advertised_addresses: dict[str, frozenset[str]] = {}
         self._warned: set[tuple[str, str]] = set()
+        # This network namespace's default gateways: in a container, the host, whose
+        # published ports arrive from there.
+        self._gateways: frozenset[str] = frozenset()
         self._reconfiguring: asyncio.Task[None] | None = None
         # Successful and failed authentications per listener (TLS and SASL, for /metrics).
         self.authentications = AuthenticationCounts()
@@ -201,28 +210,31 @@ class ListenerManager:
             self._advertised_addresses[listener.name] = frozenset(
                 _normalized(info[4][0]) for info in infos
             )
+        self._gateways = default_gateways()
 
     def check_dialled_address(
         self, listener_name: str, local_host: str, local_port: int, peer: str
     ) -> None:
         """Warn (once per listener and address) when a client reached this listener at an
-        address that is not the one it advertises."""
+        address other than the one it advertises, and the advertised one is likely out
+        of that client's reach."""
         advertised = self._advertised.get(listener_name)
         if advertised is None:
             return
         local_host = _normalized(local_host)
         endpoint = self._resolve_port(advertised)
-        if endpoint.port == local_port and local_host in self._advertised_addresses.get(
-            listener_name, frozenset()
-        ):
+        addresses = self._advertised_addresses.get(listener_name, frozenset())
+        if endpoint.port == local_port and local_host in addresses:
             return
+        peer_host = _normalized(peer.rpartition(":")[0].strip("[]"))
+        why = self._out_of_reach(addresses, endpoint.port, local_host, local_port, peer_host)
         dialled = f"{local_host}:{local_port}"
-        if (listener_name, dialled) in self._warned:
+        if why is None or (listener_name, dialled) in self._warned:
             return
         self._warned.add((listener_name, dialled))
         log.warning(
-            "A client (%s) reached listener %s at %s, but the listener advertises %s:%d:"
-            " clients are sent there for every request after the first, and one that"
+            "A client (%s) reached listener %s at %s, but the listener advertises %s:%d,"
+            " %s: clients are sent there for every request after the first, and one that"
             " cannot reach it retries forever. If clients connect by another address"
             " (a mapped port, a container or host name), set advertised.listeners to it.",
             peer,
@@ -230,6 +242,35 @@ class ListenerManager:
             dialled,
             endpoint.host,
             endpoint.port,
+            why,
+        )
+
+    def _out_of_reach(
+        self,
+        advertised: frozenset[str],
+        advertised_port: int,
+        local_host: str,
+        local_port: int,
+        peer_host: str,
+    ) -> str | None:
+        """Why the advertised address is likely out of the client's reach, or None when
+        it may well be right (a NAT, a published port, a load balancer)."""
+        if not advertised:
+            return "a name this broker cannot resolve either"
+        if not all(_is_loopback(address) for address in advertised):
+            # An address of another host or network: a NAT or a mapped port, as like as not.
+            return None
+        if _is_loopback(peer_host) or peer_host == local_host:
+            # The client is on this machine, where localhost is this broker's.
+            if advertised_port == local_port:
+                return None
+            return "a port of this machine's loopback other than the one the client dialled"
+        if peer_host in self._gateways:
+            # The host of this container: a port it publishes on its localhost forwards here.
+            return None
+        return (
+            "a loopback address, which for a client on another machine or in another"
+            " container is its own"
         )
 
 
@@ -247,6 +288,41 @@ def _normalized(address: str) -> str:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         return str(ip.ipv4_mapped)
     return str(ip)
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def default_gateways() -> frozenset[str]:
+    """The default routes' gateways of this network namespace (Linux; none elsewhere)."""
+    gateways: set[str] = set()
+    try:
+        with open("/proc/net/route") as routes:
+            for line in routes.readlines()[1:]:
+                fields = line.split()
+                # Destination 0.0.0.0 with a gateway (RTF_GATEWAY, 0x2), in host byte order.
+                if len(fields) > 3 and fields[1] == "00000000" and int(fields[3], 16) & 0x2:
+                    gateways.add(
+                        str(ipaddress.IPv4Address(int(fields[2], 16).to_bytes(4, "little")))
+                    )
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/net/ipv6_route") as routes:
+            for line in routes:
+                fields = line.split()
+                # ::/0 with a next hop other than ::.
+                if len(fields) > 4 and fields[0] == "0" * 32 and fields[1] == "00":
+                    hop = ipaddress.IPv6Address(bytes.fromhex(fields[4]))
+                    if not hop.is_unspecified:
+                        gateways.add(str(hop))
+    except (OSError, ValueError):
+        pass
+    return frozenset(gateways)
 
 
 def is_wildcard(host: str) -> bool:

@@ -137,6 +137,35 @@ def test_confluent_kafka_produces_and_consumes_in_a_group_through_a_host_port(
         consumer.close()
 
 
+def network_metadata(podman: Podman, image: str, network: str, bootstrap: str) -> list[str]:
+    """The brokers that a client in a container on `network` is told of by `bootstrap`."""
+    code = (
+        "import json, sys; from confluent_kafka.admin import AdminClient;"
+        " metadata = AdminClient({'bootstrap.servers': sys.argv[1]}).list_topics(timeout=60);"
+        " print(json.dumps(sorted(f'{b.host}:{b.port}' for b in metadata.brokers.values())))"
+    )
+    result = podman(
+        "run",
+        "--rm",
+        "--name",
+        unique_name("client"),
+        "--label",
+        f"{OWNER_LABEL}={os.getpid()}",
+        *ULIMITS,
+        "--network",
+        network,
+        "--entrypoint",
+        "python",
+        image,
+        "-c",
+        code,
+        bootstrap,
+        timeout=300,
+    )
+    brokers: list[str] = json.loads(result.stdout)
+    return brokers
+
+
 def run_network_client(
     podman: Podman, image: str, network: str, bootstrap: str, topic: str, produce: int, expect: int
 ) -> dict[str, Any]:
@@ -226,8 +255,18 @@ def test_host_and_network_clients_share_a_topic_each_through_its_own_listener(
     received = consume_all(bootstrap, topic_name, 10)
     written_inside = [(k.encode(), v.encode()) for k, v in from_network]
     assert [(m.key(), m.value()) for m in received] == from_host + written_inside
-    # The network client dialled the address DOCKER advertises: nothing to warn about.
-    assert "reached listener DOCKER" not in container.logs()
+    # README's set-up is right: the host's clients arrive through the published port (at
+    # the container's own address, from its gateway) and are sent to the localhost port
+    # advertised for them; the network client dialled the address DOCKER advertises.
+    # Nothing to warn about.
+    assert "reached listener" not in container.logs()
+
+    # A mistake: a container on the network bootstraps from PLAINTEXT, whose advertised
+    # localhost is its own. The broker says so, naming the listener and the address.
+    assert network_metadata(podman, image, network, "brook:9092") == [f"localhost:{host_port}"]
+    logs = container.wait_for_log("reached listener PLAINTEXT")
+    (warning,) = [line for line in logs.splitlines() if "reached listener PLAINTEXT" in line]
+    assert f"advertises localhost:{host_port}, a loopback address" in warning
 
 
 def test_containers_reach_the_docker_listener_by_the_default_hostname(

@@ -388,6 +388,91 @@ def test_a_client_reaching_a_listener_by_another_address_is_warned_once(tmp_path
         broker.stop()
 
 
+def _broker_advertising(tmp_path, listener: str, advertised: str) -> BrokerThread:
+    broker = BrokerThread(tmp_path / "data")
+    broker.config = BrokerConfig.build(
+        {},
+        {},
+        {
+            "listeners": listener.format(port=broker.port),
+            "advertised.listeners": advertised.format(port=broker.port),
+            "log.dirs": str(tmp_path / "data"),
+        },
+    )
+    return broker.start()
+
+
+def _listener_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "brook.listeners"]
+
+
+def _metadata_brokers_via(host: str, port: int) -> list[tuple[str, int]]:
+    from brook.broker.client import BlockingClient
+
+    with BlockingClient(host, port, "dialled-address-test", timeout=15) as client:
+        response = client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return [(broker.host, broker.port) for broker in response.brokers]
+
+
+def _this_machines_address() -> str | None:
+    """A non-loopback address of this machine (the one its default route leaves by)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent for a UDP connect
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def test_an_address_of_another_host_is_not_warned_about(tmp_path, caplog):
+    """What a NAT, a load balancer or a published port advertises: an address this broker
+    does not own, which its clients reach from where they are. Nothing to warn about."""
+    caplog.set_level(logging.WARNING, logger="brook.listeners")
+    broker = _broker_advertising(
+        tmp_path, "PLAINTEXT://127.0.0.1:{port}", "PLAINTEXT://203.0.113.7:19092"
+    )
+    try:
+        assert _metadata_brokers(broker.port) == [("203.0.113.7", 19092)]
+        assert _listener_warnings(caplog) == []
+    finally:
+        broker.stop()
+
+
+def test_an_advertised_name_nobody_can_resolve_is_warned_about(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="brook.listeners")
+    name = "no-such-host.invalid"  # RFC 2606: never resolves
+    broker = _broker_advertising(
+        tmp_path, "PLAINTEXT://127.0.0.1:{port}", f"PLAINTEXT://{name}:{{port}}"
+    )
+    try:
+        assert _metadata_brokers(broker.port) == [(name, broker.port)]
+        (warning,) = _listener_warnings(caplog)
+        assert f"advertises {name}:{broker.port}, a name this broker cannot resolve" in warning
+    finally:
+        broker.stop()
+
+
+def test_localhost_advertised_to_a_client_of_this_machine_by_another_address_is_right(
+    tmp_path, caplog
+):
+    """Kafka's default set-up: listening on every interface, advertised as localhost. A
+    client on this machine that dialled its network address is sent to localhost, which
+    is this broker for it: no warning."""
+    address = _this_machines_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    caplog.set_level(logging.WARNING, logger="brook.listeners")
+    broker = _broker_advertising(
+        tmp_path, "PLAINTEXT://0.0.0.0:{port}", "PLAINTEXT://localhost:{port}"
+    )
+    try:
+        assert _metadata_brokers_via(address, broker.port) == [("localhost", broker.port)]
+        assert _listener_warnings(caplog) == []
+    finally:
+        broker.stop()
+
+
 def test_a_client_reaching_the_advertised_address_gets_no_warning(brook_broker, caplog):
     caplog.set_level(logging.WARNING, logger="brook.listeners")
     for _ in range(2):
