@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from . import charts
 from .findings import ERROR, INFO, WARNING
+from .internal_topics import INTERNAL_TOPICS
 from .report import OUTCOMES, AuditData
 from .stats import CODECS
 
@@ -25,8 +26,10 @@ MAX_BARS = 30
 MAX_LINES = 8
 SEVERITY_COLOURS = {ERROR: "#b91c1c", WARNING: "#b45309", INFO: "#1d4ed8"}
 
+# The page is as wide as a 1280 px window allows (the tables' widest, the partitions, fits
+# there); a narrower window scrolls each table on its own, not the page.
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#111827;
+body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1232px;color:#111827;
  padding:0 16px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid
  #e5e7eb;padding-bottom:4px}
@@ -37,8 +40,8 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bot
  padding:8px 14px;min-width:120px}.card b{display:block;font-size:20px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0;width:100%}
 th,td{border-bottom:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
-th{background:#f9fafb;cursor:pointer;white-space:nowrap}td.n{text-align:right;
- font-variant-numeric:tabular-nums}
+th{background:#f9fafb;cursor:pointer}td.n{text-align:right;white-space:nowrap;
+ font-variant-numeric:tabular-nums}td.nw{white-space:nowrap}td.fold{color:#6b7280}
 .scroll{overflow-x:auto}.sev{font-weight:600}.chart{margin:12px 0 24px}
 figcaption{color:#6b7280;font-size:13px}
 """
@@ -63,9 +66,14 @@ SCRIPT = """
         var rows = Array.prototype.slice.call(body.rows);
         var down = th.getAttribute("data-order") !== "down";
         th.setAttribute("data-order", down ? "down" : "up");
+        // A folded row spans the columns after its first: it has no cell there.
+        function value(row) {
+          var cell = row.cells[column];
+          return cell ? cell.getAttribute("data-v") || cell.textContent : "";
+        }
         rows.sort(function (a, b) {
-          var x = a.cells[column].getAttribute("data-v") || a.cells[column].textContent;
-          var y = b.cells[column].getAttribute("data-v") || b.cells[column].textContent;
+          var x = value(a);
+          var y = value(b);
           var nx = parseFloat(x), ny = parseFloat(y);
           var order = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
           return down ? -order : order;
@@ -319,48 +327,82 @@ def _findings(table: pa.Table, total: int) -> str:
     )
 
 
+def _ranges(numbers: list[int]) -> str:
+    """0-3, 7, 9-12"""
+    runs: list[list[int]] = []
+    for number in sorted(numbers):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _is_empty_internal(row: dict[str, Any]) -> bool:
+    """A partition of __consumer_offsets or __transaction_state with nothing in it and
+    nothing found: a broker creates 50 of each, most of them empty."""
+    return (
+        row["topic"] in INTERNAL_TOPICS
+        and not row["records"]
+        and not row["integrity_findings"]
+        and not row["semantics_findings"]
+    )
+
+
 def _partitions(partitions: list[dict[str, Any]]) -> str:
     rows = []
+    folded: dict[str, list[int]] = {}
     for r in partitions:
+        if _is_empty_internal(r):
+            folded.setdefault(r["topic"], []).append(r["partition"])
+    headers = [
+        "partition",
+        "records",
+        "size",
+        "batches",
+        "offsets",
+        "timestamps (UTC)",
+        "compression (records)",
+        "distinct keys",
+        "shadowed",
+        "ts regressions",
+        "integrity / semantics findings",
+    ]
+    for topic, numbers in sorted(folded.items()):
+        label = "partition" if len(numbers) == 1 else "partitions"
+        rows.append(
+            [
+                f'<td class="nw">{escape(topic)}</td>',
+                f'<td class="fold" colspan="{len(headers) - 1}">{len(numbers)} empty'
+                f" {label}: {escape(_ranges(numbers))}</td>",
+            ]
+        )
+    for r in partitions:
+        if r["topic"] in folded and r["partition"] in folded[r["topic"]]:
+            continue
         codecs = ", ".join(
             f"{codec} {r[f'records_{codec}']:,}" for codec in CODECS if r.get(f"records_{codec}")
         )
         rows.append(
             [
-                f"<td>{escape(_name(r))}</td>",
+                f'<td class="nw">{escape(_name(r))}</td>',
                 _cell(r["records"], numeric=True),
                 f'<td class="n" data-v="{r["size_on_disk"]}">{size_text(r["size_on_disk"])}</td>',
                 _cell(r["batches"], numeric=True),
-                f"<td>{'' if r['first_offset'] is None else r['first_offset']}"
+                f'<td class="nw">{"" if r["first_offset"] is None else r["first_offset"]}'
                 f"-{'' if r['last_offset'] is None else r['last_offset']}</td>",
-                f"<td>{escape(time_text(r['first_timestamp']))}<br>"
+                f'<td class="nw">{escape(time_text(r["first_timestamp"]))}<br>'
                 f"{escape(time_text(r['last_timestamp']))}</td>",
                 f"<td>{escape(codecs)}</td>",
                 _cell(r["distinct_keys"], numeric=True),
                 f'<td class="n" data-v="{r["shadowed_share"]:.4f}">'
                 f"{100 * r['shadowed_share']:.1f}%</td>",
                 _cell(r["timestamp_regressions"], numeric=True),
-                _cell(r["integrity_findings"], numeric=True),
-                _cell(r["semantics_findings"], numeric=True),
+                f'<td class="n" data-v="{r["integrity_findings"]}">'
+                f"{r['integrity_findings']:,} / {r['semantics_findings']:,}</td>",
             ]
         )
-    return _table(
-        [
-            "partition",
-            "records",
-            "size",
-            "batches",
-            "offsets",
-            "time range (UTC)",
-            "compression (records)",
-            "distinct keys",
-            "shadowed",
-            "ts regressions",
-            "integrity",
-            "semantics",
-        ],
-        rows,
-    )
+    return _table(headers, rows)
 
 
 def _coordinators(tables: dict[str, pa.Table]) -> str:

@@ -8,11 +8,15 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
 from brook.spark.audit import charts
+
+from .conftest import _audit
 
 # A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
 # a loaded 2-core machine that can pass pytest's 300 s default.
@@ -110,3 +114,76 @@ def test_the_report_renders_its_charts_in_chromium(semantic_report, tmp_path):
     header = (0, 0, WINDOW[0], first_top - 40)
     for colour in ALL_COLOURS:
         assert pixels_of(image, header, colour) == 0, colour
+
+
+# Measures the page once it is laid out: how many tables are wider than their box (and
+# so scrolled sideways, their last columns out of sight), and the page's own width.
+MEASURE = """<script>
+var cut = 0;
+document.querySelectorAll("table").forEach(function (table) {
+  var box = table.parentElement;
+  if (table.getBoundingClientRect().right > box.getBoundingClientRect().right + 1) cut += 1;
+});
+document.documentElement.setAttribute("data-cut", String(cut));
+document.documentElement.setAttribute("data-page-width",
+  String(document.documentElement.scrollWidth));
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def broker_sized_report(
+    spark: Any, audit_log: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The audit of the broker's log dir with the 50 partitions of __consumer_offsets a
+    broker creates by default, 48 of them added empty (as a broker creates them)."""
+    log_dir = tmp_path_factory.mktemp("fifty") / "data"
+    shutil.copytree(audit_log.data, log_dir)
+    for number in range(2, 50):
+        partition = log_dir / f"__consumer_offsets-{number}"
+        partition.mkdir()
+        (partition / "00000000000000000000.log").touch()
+    out = tmp_path_factory.mktemp("fifty-report")
+    _audit(spark, log_dir, out)
+    return out
+
+
+def test_empty_internal_partitions_are_one_line_and_the_tables_fit_1280_px(
+    broker_sized_report, tmp_path
+):
+    out = broker_sized_report
+    rows = pq.read_table(out / "partitions.parquet").to_pylist()
+    empty = [
+        r["partition"] for r in rows if r["topic"] == "__consumer_offsets" and not r["records"]
+    ]
+    assert len(empty) >= 48  # every partition is in the Parquet file
+    html = (out / "report.html").read_text()
+    section = html[html.index('id="partitions"') : html.index('id="coordinators"')]
+    assert f"{len(empty)} empty partitions" in section
+    for number in empty:
+        assert f">__consumer_offsets-{number}<" not in section
+    assert section.count("<tr>") == len(rows) - len(empty) + 2  # the header, the fold
+
+    measured = tmp_path / "measured.html"
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"))
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert binary, "chromium is not installed: ./test.sh installs Debian's chromium package"
+    dumped = subprocess.run(
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            "--window-size=1280,2000",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            measured.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    assert re.search(r'data-cut="(\d+)"', dumped.stdout).group(1) == "0"
+    assert int(re.search(r'data-page-width="(\d+)"', dumped.stdout).group(1)) <= 1280
