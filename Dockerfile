@@ -71,13 +71,16 @@ COPY docker/entrypoint.sh /usr/local/bin/brook-entrypoint
 # DOCKER://<the container's hostname>:29092, a name Docker's DNS resolves on user-defined
 # networks. With another host port (-p 39092:9092) or another name, set it whole:
 # BROOK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:39092,DOCKER://brook:29092.
+# A test broker: fault injection is on, served only once the admin endpoint is turned on
+# (BROOK_ADMIN_LISTENER); a deployment that turns it on for /metrics sets it false.
 ENV PATH=/opt/brook/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     BROOK_LISTENERS=PLAINTEXT://0.0.0.0:9092,DOCKER://0.0.0.0:29092 \
     BROOK_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,DOCKER:PLAINTEXT \
     BROOK_INTER_BROKER_LISTENER_NAME=DOCKER \
-    BROOK_LOG_DIRS=/var/lib/brook
+    BROOK_LOG_DIRS=/var/lib/brook \
+    BROOK_ADMIN_FAULT_INJECTION_ENABLE=true
 
 # Declared after the chown so a fresh named volume inherits the brook user's ownership.
 VOLUME ["/var/lib/brook"]

@@ -234,6 +234,8 @@ def test_listeners_come_from_environment(stage: list[Instruction]) -> None:
     assert env.get("BROOK_LISTENER_SECURITY_PROTOCOL_MAP") == "PLAINTEXT:PLAINTEXT,DOCKER:PLAINTEXT"
     assert env.get("BROOK_INTER_BROKER_LISTENER_NAME") == "DOCKER"
     assert "BROOK_ADVERTISED_LISTENERS" not in env
+    # A test broker's image: faults may be injected once the admin endpoint is on.
+    assert env.get("BROOK_ADMIN_FAULT_INJECTION_ENABLE") == "true"
 
 
 def entrypoint_env(

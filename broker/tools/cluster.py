@@ -50,6 +50,7 @@ def replication_defaults(brokers: int) -> dict[str, int]:
         "min.insync.replicas": max(1, replicas - 1),
         "offsets.topic.replication.factor": replicas,
         "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": max(1, replicas - 1),
     }
 
 

@@ -72,7 +72,7 @@ def test_the_replication_defaults_are_the_compose_clusters():
     compose = {
         key.removeprefix("BROOK_").lower().replace("_", "."): int(value)
         for key, value in environment.items()
-        if "REPLICATION" in key or "INSYNC" in key
+        if "REPLICATION" in key or "INSYNC" in key or "MIN_ISR" in key
     }
     assert replication_defaults(3) == compose
     # Fewer brokers: as many replicas as there are brokers, one of them allowed down.

@@ -525,9 +525,12 @@ def test_txn_offset_commit_without_a_member_id_into_a_group_with_members(brook_b
         assert member.assignment(), "the consumer never joined its group"
 
         async def transform() -> None:
-            async with aiokafka_producer(
-                brook_broker.bootstrap, transactional_id=f"{topic_name}-tx"
-            ) as producer, producer.transaction():
+            async with (
+                aiokafka_producer(
+                    brook_broker.bootstrap, transactional_id=f"{topic_name}-tx"
+                ) as producer,
+                producer.transaction(),
+            ):
                 await producer.send_and_wait(topic_name, b"derived", partition=0)
                 await producer.send_offsets_to_transaction(
                     {TopicPartition(topic_name, 0): 7}, group
