@@ -294,7 +294,6 @@ def _bad_value_in_file(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
 @pytest.mark.parametrize(
     ("make_input", "named"),
     [
-        (lambda _: (["--override", "some.unknown.key=1"], {}), ["some.unknown.key"]),
         (lambda _: (["--override", "num.partitions=zero"], {}), ["num.partitions", "zero"]),
         (lambda _: (["--override", "log.segment.bytes=1"], {}), ["log.segment.bytes"]),
         (_bad_value_in_file, ["log.segment.bytes"]),
@@ -320,7 +319,6 @@ def _bad_value_in_file(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
         (lambda tmp: (["--config", str(tmp / "missing.properties")], {}), ["missing.properties"]),
     ],
     ids=[
-        "unknown-override",
         "num.partitions=zero",
         "log.segment.bytes=1",
         "bad-value-in-config-file",
