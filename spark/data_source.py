@@ -14,12 +14,18 @@ calls pushFilters only when spark.sql.python.filterPushdown.enabled is true (Spa
 and refuses a reader that implements it otherwise: register() turns the setting on, and
 registers a reader without pushdown where the session does not allow it.
 
+`isolation.level` is Kafka's consumer setting: read_committed reads below each
+partition's last stable offset and leaves out the batches of aborted and open
+transactions; in both levels `transaction_outcome` says what became of a record's
+transaction (transactions.py, gathered per partition at planning).
+
 Not supported: message formats v0/v1 (a damaged row each), and column pruning (Spark's
 Python data sources have none: every column is built, Spark drops those not selected).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 from collections.abc import Iterable, Iterator
@@ -36,21 +42,33 @@ from brook.storage.reader import PartitionFiles, list_partitions, partition_file
 from . import schema
 from .filters import PushedFilters
 from .planning import DEFAULT_MAX_BYTES, SegmentRange, plan_partition
-from .segment_rows import read_segment
+from .segment_rows import BatchBounds, read_segment
+from .transactions import (
+    ISOLATION_LEVELS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    PartitionTransactions,
+    partition_transactions,
+)
 
 NAME = "kafka-segments"
 
 
 class SegmentSplit(InputPartition):  # type: ignore[misc]
-    """One byte range of one segment to read: what a task needs, planned on the driver."""
+    """One byte range of one segment to read: what a task needs, planned on the driver
+    (the bounds of its batches, and its share of the partition's transactions)."""
 
-    def __init__(self, planned: SegmentRange) -> None:
+    def __init__(
+        self, planned: SegmentRange, bounds: BatchBounds, transactions: PartitionTransactions
+    ) -> None:
         super().__init__(str(planned.log_path))
         self.topic = planned.topic
         self.partition = planned.partition
         self.log_path = str(planned.log_path)
         self.start_position = planned.start_position
         self.end_position = planned.end_position
+        self.bounds = bounds
+        self.transactions = transactions
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -129,7 +147,8 @@ def find_partitions(path: str) -> list[PartitionFiles]:
 class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
     """Options: `topics` and `partitions` (comma-separated), `mode` (records or batches),
     `maxPartitionBytes` (the largest byte range of a segment one task reads, 128m by
-    default)."""
+    default), `isolation.level` (Kafka's consumer setting: read_uncommitted, the
+    default, or read_committed)."""
 
     pushdown = True  # False in the class register() uses where pushdown is off
 
@@ -144,6 +163,15 @@ class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
                 f"{NAME}: option mode={mode!r} is not one of {', '.join(schema.MODES)}"
             )
         return mode
+
+    def _read_committed(self) -> bool:
+        level = self.options.get("isolation.level", READ_UNCOMMITTED).strip().lower()
+        if level not in ISOLATION_LEVELS:
+            raise ValueError(
+                f"{NAME}: option isolation.level={level!r} is not one of"
+                f" {', '.join(ISOLATION_LEVELS)}"
+            )
+        return level == READ_COMMITTED
 
     def schema(self) -> StructType:
         return spark_schema(self._mode())
@@ -161,6 +189,7 @@ class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
             _byte_size(
                 "maxPartitionBytes", self.options.get("maxPartitionBytes"), DEFAULT_MAX_BYTES
             ),
+            self._read_committed(),
         )
 
 
@@ -184,12 +213,14 @@ class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
         topics: list[str] | None,
         partitions: set[int] | None,
         max_partition_bytes: int = DEFAULT_MAX_BYTES,
+        read_committed: bool = False,
     ) -> None:
         self.path = path
         self.mode = mode
         self.topics = None if topics is None else set(topics)
         self.partition_numbers = partitions
         self.max_partition_bytes = max_partition_bytes
+        self.read_committed = read_committed
         self.pushed = PushedFilters(mode)
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
@@ -211,8 +242,27 @@ class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
                 continue
             if not self.pushed.selects(partition.topic, partition.partition):
                 continue
-            for planned in plan_partition(partition, self.pushed.bounds, self.max_partition_bytes):
-                splits.append(SegmentSplit(planned))
+            transactions = partition_transactions(partition)
+            bounds = self.pushed.bounds
+            stable = transactions.last_stable_offset
+            if self.read_committed and stable is not None:
+                # Kafka's read_committed fetch ends at the last stable offset.
+                last = (
+                    stable - 1
+                    if bounds.last_offset is None
+                    else min(bounds.last_offset, stable - 1)
+                )
+                bounds = dataclasses.replace(bounds, last_offset=last)
+            next_bases = {
+                segment.log_path: (segment.base_offset, following.base_offset)
+                for segment, following in zip(
+                    partition.segments, partition.segments[1:], strict=False
+                )
+            }
+            for planned in plan_partition(partition, bounds, self.max_partition_bytes):
+                base, next_base = next_bases.get(planned.log_path, (0, None))
+                share = transactions.within(base, next_base)
+                splits.append(SegmentSplit(planned, bounds, share))
         return splits
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -225,7 +275,9 @@ class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
             self.mode,
             partition.start_position,
             partition.end_position,
-            self.pushed.bounds,
+            partition.bounds,
+            partition.transactions,
+            self.read_committed,
         )
         for batch in batches:
             kept = self.pushed.apply(batch)

@@ -31,6 +31,9 @@ _BATCH = [
     pa.field("base_sequence", pa.int32()),
     pa.field("is_transactional", pa.bool_()),
     pa.field("is_control", pa.bool_()),
+    # committed, aborted, open (no marker yet), none (not transactional data); null
+    # where the batch's header cannot be trusted (spark/transactions.py)
+    pa.field("transaction_outcome", pa.string()),
 ]
 _FILE = [
     pa.field("compression", pa.string()),

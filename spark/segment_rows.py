@@ -15,6 +15,7 @@ one vectorized step. Per record there is only the decoder's work and a few list 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import itertools
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from brook.storage.end_transaction_marker import CONTROL_TYPE_NAMES, control_typ
 from brook.storage.reader import Batch, Damage, SegmentReader
 
 from . import schema
+from .transactions import ABORTED, NO_TRANSACTIONS, OPEN, PartitionTransactions
 
 # Rows per Arrow batch handed to Spark (Spark's own default for Arrow batches is 10,000);
 # a record batch is never split across two.
@@ -168,7 +170,9 @@ def _header_array(
     return pa.array(rows, type=list_type)
 
 
-def _batch_fields(batch: Batch, crc_valid: bool) -> dict[str, Any]:
+def _batch_fields(
+    batch: Batch, crc_valid: bool, transactions: PartitionTransactions
+) -> dict[str, Any]:
     header = batch.header
     return {
         "batch_base_offset": header.base_offset,
@@ -178,6 +182,8 @@ def _batch_fields(batch: Batch, crc_valid: bool) -> dict[str, Any]:
         "base_sequence": header.base_sequence,
         "is_transactional": header.is_transactional,
         "is_control": header.is_control,
+        # A header failing its CRC may name the wrong producer or flags.
+        "transaction_outcome": transactions.outcome(header) if crc_valid else None,
         "timestamp_type": timestamp_type(header),
         "compression": CODEC_NAMES.get(header.codec, f"codec {header.codec}"),
         "batch_crc_valid": crc_valid,
@@ -206,11 +212,18 @@ def read_segment(
     start_position: int = 0,
     end_position: int | None = None,
     bounds: BatchBounds = UNBOUNDED,
+    transactions: PartitionTransactions = NO_TRANSACTIONS,
+    read_committed: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Every row of one segment in the schema of `mode` (records or batches): of the
     batches starting in [start_position, end_position) (batch boundaries, as a split's
-    are) that `bounds` leaves in."""
-    add_batch = _add_records if mode == "records" else _add_batch
+    are) that `bounds` leaves in. `transactions` gives each batch its outcome; with
+    `read_committed`, the batches of aborted and open transactions are left out
+    (the caller's bounds end the read below the last stable offset)."""
+    add_batch = functools.partial(
+        _add_records if mode == "records" else _add_batch, transactions=transactions
+    )
+    hidden = functools.partial(_hidden, transactions) if read_committed else None
     with SegmentReader(log_path) as reader:
         if reader.base_offset is None:
             raise ValueError(f"{log_path} is not a segment: not named by a base offset")
@@ -219,7 +232,7 @@ def read_segment(
         done = False
         while not done:
             with _collector_paused():
-                done = _fill(rows, items, add_batch, bounds)
+                done = _fill(rows, items, add_batch, bounds, hidden)
                 arrow = rows.to_arrow() if rows.rows else None
             if arrow is not None:
                 yield arrow
@@ -242,11 +255,24 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _hidden(transactions: PartitionTransactions, batch: Batch) -> bool:
+    """A batch a read_committed consumer is not given: transactional data aborted or
+    not yet ended (a batch failing its CRC is kept: its row reports the damage)."""
+    header = batch.header
+    return (
+        header.is_transactional
+        and not header.is_control
+        and transactions.outcome(header) in (ABORTED, OPEN)
+        and batch.crc_is_valid()
+    )
+
+
 def _fill(
     rows: _Rows,
     items: Iterator[Batch | Damage],
     add_batch: Callable[[_Rows, Batch], None],
     bounds: BatchBounds,
+    hidden: Callable[[Batch], bool] | None = None,
 ) -> bool:
     """Add batches' rows until an Arrow batch is full (False) or the range is read (True)."""
     for item in items:
@@ -256,6 +282,8 @@ def _fill(
         if not bounds.unbounded and not _within(item, bounds):
             if _past(item, bounds):
                 return True
+            continue
+        if hidden is not None and hidden(item):
             continue
         add_batch(rows, item)
         if rows.rows >= ROWS_PER_ARROW_BATCH:
@@ -282,10 +310,10 @@ def _past(batch: Batch, bounds: BatchBounds) -> bool:
     )
 
 
-def _add_batch(rows: _Rows, batch: Batch) -> None:
+def _add_batch(rows: _Rows, batch: Batch, transactions: PartitionTransactions) -> None:
     header = batch.header
     crc_valid = batch.crc_is_valid()
-    fields = _batch_fields(batch, crc_valid)
+    fields = _batch_fields(batch, crc_valid, transactions)
     fields["record_count"] = header.record_count
     fields["base_timestamp"] = header.base_timestamp
     fields["max_timestamp"] = header.max_timestamp
@@ -296,11 +324,11 @@ def _add_batch(rows: _Rows, batch: Batch) -> None:
     rows.add(1, fields, {})
 
 
-def _add_records(rows: _Rows, batch: Batch) -> None:
+def _add_records(rows: _Rows, batch: Batch, transactions: PartitionTransactions) -> None:
     if not batch.crc_is_valid():
-        rows.add(1, {**_batch_fields(batch, False), "error": _crc_error(batch)}, {})
+        rows.add(1, {**_batch_fields(batch, False, transactions), "error": _crc_error(batch)}, {})
         return
-    fields = _batch_fields(batch, True)
+    fields = _batch_fields(batch, True, transactions)
     try:
         records = batch.records()
     except (InvalidRecordError, CorruptRecordError) as exc:
