@@ -310,6 +310,20 @@ def producer_findings(batches: DataFrame, compacted: list[str]) -> list[DataFram
         & (F.col("g.batch_base_offset") <= F.col("s.batch_base_offset")),
         "left_anti",
     )
+    # A batch failing its CRC between the two may have held the sequences: its header
+    # cannot be trusted to say whose they were, and crc_mismatch reports it (one cause,
+    # one error).
+    damaged = batches.filter(
+        F.col("batch_base_offset").isNotNull() & ~F.col("batch_crc_valid")
+    ).select("topic", "partition", F.col("batch_base_offset").alias("damaged_at"))
+    cleaned = cleaned.alias("s").join(
+        damaged.alias("d"),
+        (F.col("s.topic") == F.col("d.topic"))
+        & (F.col("s.partition") == F.col("d.partition"))
+        & (F.col("d.damaged_at") > F.col("s.prev_last_offset"))
+        & (F.col("d.damaged_at") < F.col("s.batch_base_offset")),
+        "left_anti",
+    )
     gaps = findings(
         cleaned,
         "sequence_gap",

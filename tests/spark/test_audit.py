@@ -188,6 +188,8 @@ def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
         assert integrity == {check}, (partition, rows)
         assert all(r["severity"] == "error" for r in rows if r["check"] == check)
 
+    # One cause, one error: the sequences the damaged batch held are no sequence gap.
+    assert "sequence_gap" not in {r["check"] for r in found(tmp_path / "report", "flipped-0")}
     [crc] = [r for r in found(tmp_path / "report", "flipped-0") if r["check"] == "crc_mismatch"]
     assert "fails its CRC" in crc["message"] and crc["offset"] > 0 and crc["segment"] == 0
     [torn] = [r for r in found(tmp_path / "report", "torn-0") if r["check"] == "torn_tail"]

@@ -158,7 +158,7 @@ def test_the_audit_runs_on_a_standalone_cluster(standalone_cluster, audit_log, t
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
     )
     assert ran.returncode == 1, ran.stderr[-3000:]
-    assert "integrity checks FAILED" in ran.stderr and "[6/6] writing the report" in ran.stderr
+    assert "FAILED: crc_mismatch;" in ran.stderr and "[6/6] writing the report" in ran.stderr
     summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
     assert summary["spark"]["master"] == standalone_cluster
     assert summary["checks"]["crc_mismatch"]["count"] == 1
