@@ -1179,10 +1179,14 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def warn_unknown_keys(config: BrokerConfig, properties_path: str | None) -> None:
+def warn_unknown_keys(
+    config: BrokerConfig,
+    properties_path: str | None,
+    say: Callable[[str], None] | None = None,
+) -> None:
     """One warning per source of keys that name no config (a file's or --override's), as
     Kafka's "was supplied but isn't a known config", with the known key a typo is
-    closest to."""
+    closest to; to `say` (a tool's stderr), else the log."""
     import difflib
     import logging
 
@@ -1195,13 +1199,14 @@ def warn_unknown_keys(config: BrokerConfig, properties_path: str | None) -> None
         for name in names:
             close = difflib.get_close_matches(name, BROKER_CONFIGS, n=1, cutoff=0.85)
             described.append(f"{name} (did you mean {close[0]}?)" if close else name)
-        logging.getLogger("brook.cli").warning(
-            'Passing over %d key(s) of %s that Brook does not know (Kafka warns "was'
-            " supplied but isn't a known config\"): %s",
-            len(names),
-            where,
-            ", ".join(described),
+        message = (
+            f"Passing over {len(names)} key(s) of {where} that Brook does not know (Kafka warns"
+            f' "was supplied but isn\'t a known config"): {", ".join(described)}'
         )
+        if say is not None:
+            say(message)
+        else:
+            logging.getLogger("brook.cli").warning("%s", message)
 
 
 def _env_name(key: str) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 # Absolute imports: spark-submit runs this file as a script.
-from brook.broker.config import BrokerConfig, ConfigError, read_properties
+from brook.broker.config import BrokerConfig, ConfigError, read_properties, warn_unknown_keys
 from brook.broker.dynamic_config import DynamicBrokerConfig
 from brook.broker.metadata.store import TOPIC_CONFIGS_FILE
 from brook.broker.tools.common import ToolError, run_tool
@@ -191,6 +191,12 @@ def broker_config(log_dir: Path, config: Path | None, overrides: list[str]) -> B
     if meta is not None and meta.broker_id is not None:
         where.append(f"broker.id={meta.broker_id}")
     static = BrokerConfig.build(properties, {}, [*overrides, *where])
+    # As `brook serve`: keys that name no config are passed over, said once.
+    warn_unknown_keys(
+        static,
+        str(config) if config else None,
+        lambda line: print(f"Warning: {line}", file=sys.stderr),
+    )
     return DynamicBrokerConfig(static).load()
 
 
