@@ -131,6 +131,10 @@ class ZooKeeperClient:
             self._kazoo.close()
 
     @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    @property
     def session_id(self) -> int | None:
         return self._session_id
 

@@ -72,6 +72,13 @@ class LeadershipLease:
             )
         return False
 
+    async def renew_now(self) -> None:
+        """Renew at once (back in ZooKeeper: the answer to a request sent before the cut
+        proves nothing new, and the periodic renewal may be a while away)."""
+        sent_at = self._monotonic()
+        await self._ask_zookeeper()
+        self.renewed(sent_at)
+
     def start(self) -> None:
         """Renew on the event loop from now until close()."""
         if self._task is None:

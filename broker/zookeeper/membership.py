@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 from kazoo.protocol.states import WatchedEvent
 
 from brook.storage.clock import Clock
@@ -88,6 +88,7 @@ class ZkMembership:
         self._fencing_listeners: list[FencingListener] = []
         self.fenced = False
         self._update = SerialJob("updating the broker registration", self._update_registration)
+        self._unfence = SerialJob("leading again in the same session", self._lead_again)
         self._config = config
         self.topics: TopicWatcher | None = None
         self.duties: ControllerDuties | None = None
@@ -393,6 +394,15 @@ class ZkMembership:
         elif self._registration is not None:
             # The same session: what we held is ours still; the election reads it again.
             self.election.schedule()
+            self._unfence.schedule()
+
+    async def _lead_again(self) -> None:
+        """Take writes as a leader again once the lease is renewed by a request sent now."""
+        try:
+            await self.lease.renew_now()
+        except (ConnectionLoss, SessionExpiredError):
+            return  # cut off again: the next reconnection tries again
+        if self.client.connected:
             self._fence(False)
 
     def _session_presumed_lost(self, delay_s: float) -> None:
@@ -432,7 +442,7 @@ class ZkMembership:
             self.topics.resync()
             await self.topics.idle()
         self.election.schedule()
-        self._fence(False)
+        await self._lead_again()
         await self._read_broker_epoch()
 
     # --- stop ---------------------------------------------------------------------------
@@ -440,7 +450,7 @@ class ZkMembership:
     async def close(self) -> None:
         if self._presume_lost is not None:
             self._presume_lost.cancel()
-        for job in (self._rejoin, self._update):
+        for job in (self._rejoin, self._update, self._unfence):
             job.close()
         await self.lease.close()
         self.election.close()
