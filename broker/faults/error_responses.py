@@ -120,7 +120,7 @@ def _element_type(entity: type, name: str) -> type:
 def _nothing(entity: type, **given: Any) -> Any:
     """An entity with the given fields and every other required one at its nothing."""
     values = dict(given)
-    for item in dataclasses.fields(entity):  # type: ignore[arg-type]
+    for item in dataclasses.fields(entity):
         if item.name in values or item.default is not dataclasses.MISSING:
             continue
         kind = item.metadata.get("kafka_type")

@@ -19,7 +19,7 @@ import enum
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from brook.protocol.api_table import SERVED, ApiKey
 from brook.protocol.errors import ErrorCode
@@ -58,6 +58,19 @@ _KNOWN_KEYS = frozenset(
         "duration_ms",
     }
 )
+
+
+class _FaultCommon(TypedDict):
+    """What every kind of fault is armed with (parse_fault passes it to Fault)."""
+
+    id: int
+    api: ApiKey | None
+    topic: str | None
+    partition: int | None
+    count: int
+    duration_ms: int
+    armed_at_ms: int
+    spec: dict[str, Any]
 
 
 class Fault:
@@ -200,7 +213,7 @@ def parse_fault(spec: Mapping[str, Any], fault_id: int, now_ms: int) -> Fault:
             raise FaultSpecError("partition must be a partition number")
         if topic is None:
             raise FaultSpecError("partition needs a topic")
-    common = {
+    common: _FaultCommon = {
         "id": fault_id,
         "api": api,
         "topic": topic,
