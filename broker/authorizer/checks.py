@@ -73,7 +73,7 @@ def authorize_any_of_type(
     authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
-    return authorizer.authorize_by_resource_type(  # type: ignore[no-any-return]
+    return authorizer.authorize_by_resource_type(
         str(ctx.principal), client_host(ctx), operation, resource_type
     )
 
@@ -104,7 +104,7 @@ def authorized_operations(
         return sum(1 << operation for operation in supported)
     if not authorize(ctx, AclOperation.DESCRIBE, resource_type, name, log_denial=False):
         return 0  # Kafka tells nothing to whom may not even describe the resource
-    return authorizer.authorized_operations(  # type: ignore[no-any-return]
+    return authorizer.authorized_operations(
         str(ctx.principal), client_host(ctx), resource_type, name, supported
     )
 
