@@ -1419,22 +1419,31 @@ class BrokerConfig:
 
     @property
     def segment_ms(self) -> int:
-        roll_ms = self["log.roll.ms"]
-        return roll_ms if roll_ms is not None else self["log.roll.hours"] * 3600 * 1000
+        roll_ms: int | None = self["log.roll.ms"]
+        if roll_ms is not None:
+            return roll_ms
+        roll_hours: int = self["log.roll.hours"]
+        return roll_hours * 3600 * 1000
 
     @property
     def flush_interval_ms(self) -> int:
-        flush_ms = self["log.flush.interval.ms"]
-        return flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
+        flush_ms: int | None = self["log.flush.interval.ms"]
+        if flush_ms is not None:
+            return flush_ms
+        scheduler_ms: int = self["log.flush.scheduler.interval.ms"]
+        return scheduler_ms
 
     @property
     def retention_ms(self) -> int:
         # The smallest unit that is set wins, as in Kafka.
-        if self["log.retention.ms"] is not None:
-            return self["log.retention.ms"]
-        if self["log.retention.minutes"] is not None:
-            return self["log.retention.minutes"] * 60 * 1000
-        return self["log.retention.hours"] * 3600 * 1000
+        ms: int | None = self["log.retention.ms"]
+        if ms is not None:
+            return ms
+        minutes: int | None = self["log.retention.minutes"]
+        if minutes is not None:
+            return minutes * 60 * 1000
+        hours: int = self["log.retention.hours"]
+        return hours * 3600 * 1000
 
 
 def _parse_overrides(items: Iterable[str]) -> dict[str, str]:

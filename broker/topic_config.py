@@ -268,8 +268,10 @@ def _timestamp_bound(broker: BrokerConfig, overrides: Mapping[str, Any], bound: 
     for source, prefix, given in levels:
         for key in (f"{prefix}.timestamp.{bound}.max.ms", f"{prefix}.timestamp.difference.max.ms"):
             if key in given:
-                return source[key]
-    return broker[f"log.message.timestamp.{bound}.max.ms"]
+                value: int = source[key]
+                return value
+    default: int = broker[f"log.message.timestamp.{bound}.max.ms"]
+    return default
 
 
 def log_config_for(broker: BrokerConfig, overrides: Mapping[str, Any]) -> LogConfig:
