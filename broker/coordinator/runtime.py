@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from brook.protocol.coordinator_records import ControlRecordType
+from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, ControlRecordType
 from brook.protocol.errors import KafkaError
 from brook.protocol.record_batch import NO_PRODUCER_ID
 from brook.storage.clock import Clock
@@ -29,7 +29,6 @@ from .errors import CoordinatorLoadInProgressError, NotCoordinatorError
 from .internal_topic import InternalTopic
 from .loader import CoordinatorLoader
 from .partition_writer import PartitionWriter, TopicPartition
-from .records import NO_PRODUCER_EPOCH
 from .shard import CoordinatorResult, CoordinatorShard
 from .timer import Timer
 from .write_errors import as_kafka_error

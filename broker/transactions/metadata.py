@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from brook.protocol.coordinator_records import TransactionStatus as TransactionState
+from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionStatus
+
+# The broker's name for the state, Kafka's TransactionState (imported from here).
+TransactionState = TransactionStatus
 
 # An epoch must stay below Short.MAX_VALUE: the next one after this gets a new producer id.
 MAX_PRODUCER_EPOCH = 32766

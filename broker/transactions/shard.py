@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from brook.protocol import coordinator_records as cr
+from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
@@ -33,8 +34,6 @@ from .metadata import (
     COMPLETE,
     COMPLETING,
     MAX_PRODUCER_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     TV_0,
     TV_2,
     TopicPartitionKey,
