@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -42,7 +42,7 @@ log = logging.getLogger("brook.groups")
 OFFSETS_TOPIC = cr.CONSUMER_OFFSETS_TOPIC
 
 T = TypeVar("T")
-Answer = T | Awaitable[T]
+Answer: TypeAlias = T | Awaitable[T]
 
 
 def offsets_topic(
