@@ -17,7 +17,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from kio.static.primitive import i32, i64
+from kio.schema.types import BrokerId
+from kio.static.primitive import i64
 
 from brook.protocol.controlled_shutdown_schema import ControlledShutdownRequestV3
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -70,7 +71,7 @@ async def _attempt(
         log.warning("Controlled shutdown: no controller is known")
         return False
     request = ControlledShutdownRequestV3(
-        broker_id=i32(broker_id), broker_epoch=i64(membership.broker_epoch)
+        broker_id=BrokerId(broker_id), broker_epoch=i64(membership.broker_epoch)
     )
     try:
         response = await inter_broker.request(controller, request)

@@ -25,7 +25,7 @@ from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.list_offsets.v7 import request as list_offsets_request
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.errors import KafkaStorageError, StorageError
@@ -327,7 +327,7 @@ class ReplicaFetcher:
         wait_ms = config["replica.fetch.wait.max.ms"]
         request = fetch_request.FetchRequest(
             replica_id=BrokerId(self.local_broker_id),
-            max_wait=datetime.timedelta(milliseconds=wait_ms),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=wait_ms)),
             min_bytes=i32(config["replica.fetch.min.bytes"]),
             max_bytes=i32(config["replica.fetch.response.max.bytes"]),
             isolation_level=i8(0),
