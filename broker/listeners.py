@@ -207,8 +207,9 @@ class ListenerManager:
                 infos = await loop.getaddrinfo(listener.host, None, type=socket.SOCK_STREAM)
             except OSError:
                 infos = []
+            # An IP family's address is a str (an int only for families not asked for here).
             self._advertised_addresses[listener.name] = frozenset(
-                _normalized(info[4][0]) for info in infos
+                _normalized(info[4][0]) for info in infos if isinstance(info[4][0], str)
             )
         self._gateways = default_gateways()
 

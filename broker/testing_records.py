@@ -171,8 +171,12 @@ def read_records(
                 error = message.error()
                 if error is not None and error.code() != KafkaError._PARTITION_EOF:
                     raise KafkaException(error)
-                if error is None and message.offset() < ends[message.partition()]:
-                    found[message.partition()].append(_consumed(message))
+                if error is None:
+                    partition, offset = message.partition(), message.offset()
+                    # A message without error always carries its partition and offset.
+                    assert partition is not None and offset is not None
+                    if offset < ends[partition]:
+                        found[partition].append(_consumed(message))
             # The client's position passes transaction markers (and, read_committed,
             # aborted records), which no message shows: done once it reaches the end.
             reading = [TopicPartition(topic, index) for index in wanted if index not in done]

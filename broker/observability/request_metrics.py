@@ -63,6 +63,7 @@ class RequestMetrics:
 
     def start(self, api_key: int, version: int, body: Any, received: float) -> RequestTiming:
         """A request whose handler runs now; `received`: when its bytes arrived."""
+        names: tuple[str, ...]
         if api_key == ApiKey.FETCH:
             follower = _fetch_replica_id(body) >= 0
             names = (API_NAMES[api_key], "FetchFollower" if follower else "FetchConsumer")

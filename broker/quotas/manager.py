@@ -340,7 +340,7 @@ def _fetched_bytes(response: Any) -> int:
 
 
 def _with_fields(response: Any, **fields: Any) -> Any:
-    if not dataclasses.is_dataclass(response):
+    if not dataclasses.is_dataclass(response) or isinstance(response, type):
         return response  # NO_RESPONSE (acks=0): nothing to tell
     known = response.__dataclass_fields__
     wanted = {name: value for name, value in fields.items() if name in known}
