@@ -21,7 +21,8 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     states = {state.lower() for state in getattr(request, "states_filter", ()) or ()}
     kinds = {kind.lower() for kind in getattr(request, "types_filter", ()) or ()}
     listed = []
-    groups = ctx.services.groups.list_groups()
+    # A list: the ACL check below reads the groups once before they are listed.
+    groups = list(ctx.services.groups.list_groups())
     # Describe on the cluster lists every group; else those the principal may describe.
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_denial=False):
         hidden = denied(

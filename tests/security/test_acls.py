@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import TopicAuthorizationFailedError as AioTopicAuthorizationFailed
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -431,6 +438,22 @@ def test_metadata_lists_only_the_topics_a_principal_may_describe(acl_broker):
     # The super user sees both.
     every = _admin(acl_broker).list_topics(timeout=15).topics
     assert {visible, hidden} <= set(every)
+
+
+def test_list_groups_shows_the_groups_a_principal_may_describe(acl_broker):
+    topic, visible, hidden = _unique("listed"), _unique("visible"), _unique("hidden")
+    _create_topic(acl_broker, topic)
+    admin = _admin(acl_broker)
+    for group in (visible, hidden):
+        offsets = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 0)])
+        admin.alter_consumer_group_offsets([offsets])[group].result(15)
+    _allow(acl_broker, ALICE, ResourceType.GROUP, visible, AclOperation.DESCRIBE)
+    alice = _admin(acl_broker, "alice")
+    listed = alice.list_consumer_groups().result(15)
+    assert listed.errors == []
+    names = {group.group_id for group in listed.valid}
+    assert visible in names
+    assert hidden not in names
 
 
 def test_transactions_need_write_on_the_transactional_id(acl_broker):
