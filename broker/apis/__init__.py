@@ -13,6 +13,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
+from types import ModuleType
 from typing import Any, TypeVar
 
 from brook.protocol.api_table import SERVED, ApiKey
@@ -121,7 +122,7 @@ def build(entity_type: type, **fields: Any) -> Any:
     return entity_type(**{name: value for name, value in fields.items() if name in known})
 
 
-def schema_module(entity_type: type) -> Any:
+def schema_module(entity_type: type) -> ModuleType:
     """The kio module of an entity, which holds the nested types of the same version."""
     return sys.modules[entity_type.__module__]
 
@@ -132,6 +133,12 @@ def respond(answer: T | Awaitable[T], build_response: Callable[[T], Any]) -> Any
     if inspect.isawaitable(answer):
         return _respond_later(answer, build_response)
     return build_response(answer)
+
+
+def respond_later(answer: Awaitable[T], build_response: Callable[[T], Any]) -> Awaitable[Any]:
+    """respond() for an answer that is always awaited (mypy infers T from an Awaitable[T]
+    alone, where `T | Awaitable[T]` leaves a lambda's argument unknown)."""
+    return _respond_later(answer, build_response)
 
 
 def answer_or_error(answer: Awaitable[T], on_error: Callable[[ErrorCode], U]) -> Awaitable[T | U]:

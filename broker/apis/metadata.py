@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import ApiKey
@@ -191,7 +192,7 @@ def _maybe_create(
     return topic, ErrorCode.none
 
 
-def _error_topic(types: object, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> object:
+def _error_topic(types: ModuleType, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> object:
     return build(
         types.MetadataResponseTopic,
         error_code=error,
@@ -238,7 +239,7 @@ class _Leaders:
 
 def _describe(
     services: BrokerServices,
-    types: object,
+    types: ModuleType,
     topic: TopicMetadata,
     leaders: _Leaders,
 ) -> object:
@@ -260,7 +261,7 @@ def _describe(
 
 
 def _describe_partition(
-    types: object,
+    types: ModuleType,
     index: int,
     registration: PartitionRegistration,
     local: Partition | None,

@@ -35,12 +35,12 @@ def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
 
 def _response(ctx: RequestContext, group_id: str, error: ErrorCode, assignment: bytes) -> Any:
     group = ctx.services.groups.group(group_id)
-    known = group is not None and error is ErrorCode.none
+    known = group if error is ErrorCode.none else None
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
         error_code=error,
-        protocol_type=group.protocol_type if known else None,
-        protocol_name=group.protocol_name if known else None,
+        protocol_type=known.protocol_type if known is not None else None,
+        protocol_name=known.protocol_name if known is not None else None,
         assignment=assignment,
     )
