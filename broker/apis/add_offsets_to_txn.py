@@ -19,7 +19,7 @@ from ..authorizer.checks import authorize
 from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
-from . import NO_THROTTLE, answer_or_error, build, handles, respond
+from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
 
 log = logging.getLogger("brook.apis.add_offsets_to_txn")
 
@@ -49,7 +49,7 @@ def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
             exc.message,
         )
         return _response(ctx, exc.error_code)
-    return respond(
+    return respond_later(
         answer_or_error(answer, lambda error: error),
         lambda error: _response(ctx, error or ErrorCode.none),
     )

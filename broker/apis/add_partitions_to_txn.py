@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -124,7 +125,7 @@ def _add(
     producer: ProducerIdAndEpoch,
     partitions: Partitions,
     verify_only: bool,
-) -> Errors | asyncio.Future[Errors]:
+) -> Errors | Coroutine[Any, Any, Errors]:
     services = ctx.services
     unauthorized = _unauthorized(ctx, transactional_id, partitions)
     if unauthorized is not None:
@@ -194,9 +195,13 @@ def _exists(services: BrokerServices, tp: tuple[str, int]) -> bool:
     return topic is not None and 0 <= tp[1] < len(topic.partitions)
 
 
-def _when_done(answers: list[Any], build_response: Any) -> Any:
-    if not any(asyncio.isfuture(answer) or asyncio.iscoroutine(answer) for answer in answers):
-        return build_response(answers)
+def _when_done(
+    answers: list[Errors | Coroutine[Any, Any, Errors]],
+    build_response: Callable[[list[Errors]], Any],
+) -> Any:
+    ready = [answer for answer in answers if isinstance(answer, dict)]
+    if len(ready) == len(answers):
+        return build_response(ready)
 
     async def later() -> Any:
         return build_response([await a if not isinstance(a, dict) else a for a in answers])

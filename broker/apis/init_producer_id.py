@@ -22,7 +22,7 @@ from ..request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import MAX_PRODUCER_EPOCH
 from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch
-from . import NO_THROTTLE, answer_or_error, build, handles, respond
+from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
 
 log = logging.getLogger("brook.apis.init_producer_id")
 
@@ -78,7 +78,7 @@ def _init_transactional(ctx: RequestContext, request: Any) -> Any:
     except KafkaError as exc:
         log.info("InitProducerId %r from %s: %s", transactional_id, ctx.who, exc.message)
         return _response(ctx, exc.error_code, -1, -1)
-    return respond(
+    return respond_later(
         answer_or_error(answer, lambda error: InitProducerIdResult(error)),
         lambda result: _response(ctx, result.error, result.producer_id, result.producer_epoch),
     )
