@@ -192,7 +192,9 @@ def _maybe_create(
     return topic, ErrorCode.none
 
 
-def _error_topic(types: ModuleType, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> object:
+def _error_topic(
+    types: ModuleType, name: str | None, topic_id: uuid.UUID, error: ErrorCode
+) -> object:
     return build(
         types.MetadataResponseTopic,
         error_code=error,
