@@ -3,7 +3,7 @@ the wire (DescribeAcls' request and DeleteAcls' filters have the same fields).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import ErrorCode
 
@@ -12,11 +12,23 @@ from ..authorizer.acl import AclBindingFilter, PatternType, PermissionType, Reso
 from ..authorizer.authorizer import Authorizer
 from ..request_context import RequestContext
 
+if TYPE_CHECKING:
+    from ..authorizer.store import AclStore
+
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"
 
 
 def authorizer_of(ctx: RequestContext) -> Authorizer | None:
     return ctx.services.authorizer
+
+
+def acl_store_of(ctx: RequestContext) -> AclStore:
+    """Where the ACLs are kept, for the APIs that change them once they found an
+    authorizer: the broker starts the two together (Broker._start_authorizer)."""
+    store = ctx.services.acl_store
+    if store is None:
+        raise RuntimeError("An authorizer without an ACL store")
+    return store
 
 
 def filter_from(request: Any) -> AclBindingFilter | ErrorCode:

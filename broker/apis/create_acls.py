@@ -21,10 +21,11 @@ from ..authorizer.acl import (
     ResourceType,
     invalid_binding_reason,
 )
+from ..authorizer.authorizer import Entries
 from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
-from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of
+from .acl_requests import SECURITY_DISABLED_MESSAGE, acl_store_of, authorizer_of
 
 log = logging.getLogger("brook.apis.create_acls")
 
@@ -57,11 +58,15 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
             results[index] = result(ErrorCode.invalid_request, reason)
             continue
         by_pattern[binding.pattern].append((index, binding))
-    store = ctx.services.acl_store
+    store = acl_store_of(ctx)
     for pattern, bindings in by_pattern.items():
-        added = frozenset(binding.entry for _, binding in bindings)
+        added: Entries = frozenset(binding.entry for _, binding in bindings)
+
+        def with_added(current: Entries, added: Entries = added) -> Entries:
+            return current | added
+
         try:
-            await store.update(pattern, lambda current, added=added: current | added)
+            await store.update(pattern, with_added)
         except Exception as exc:  # the store's failure is this creation's error
             log.error(
                 "CreateAcls from %s: storing the ACLs of %s failed: %s", ctx.peer, pattern, exc

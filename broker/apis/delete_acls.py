@@ -5,17 +5,21 @@ without an authorizer; a filter with an UNKNOWN element gets INVALID_REQUEST."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
 from ..authorized_operations import AclOperation
-from ..authorizer.acl import AclBinding, AclBindingFilter
+from ..authorizer.acl import AclBinding, AclBindingFilter, ResourcePattern
+from ..authorizer.authorizer import Authorizer, Entries
 from ..authorizer.checks import authorize_cluster
 from ..request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
-from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of, filter_from
+from .acl_requests import SECURITY_DISABLED_MESSAGE, acl_store_of, authorizer_of, filter_from
+
+if TYPE_CHECKING:
+    from ..authorizer.store import AclStore
 
 log = logging.getLogger("brook.apis.delete_acls")
 
@@ -69,7 +73,7 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
             results.append(filter_result(ErrorCode.invalid_request, reason, []))
             continue
         try:
-            removed = await _delete(ctx, selected)
+            removed = await _delete(authorizer, acl_store_of(ctx), selected)
         except Exception as exc:
             log.error("DeleteAcls from %s failed: %s", ctx.peer, exc)
             results.append(filter_result(ErrorCode.unknown_server_error, str(exc), []))
@@ -81,17 +85,19 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
     return respond(results)
 
 
-async def _delete(ctx: RequestContext, selected: AclBindingFilter) -> list[AclBinding]:
+async def _delete(
+    authorizer: Authorizer, store: AclStore, selected: AclBindingFilter
+) -> list[AclBinding]:
     """Remove what the filter selects, resource by resource (as Kafka's deleteAcls)."""
-    removed: dict[Any, list[AclBinding]] = {}
-    patterns = {binding.pattern for binding in ctx.services.authorizer.acls(selected)}
+    removed: dict[ResourcePattern, list[AclBinding]] = {}
+    patterns = {binding.pattern for binding in authorizer.acls(selected)}
     for pattern in sorted(patterns):
 
-        def without(current: frozenset[Any], pattern: Any = pattern) -> frozenset[Any]:
+        def without(current: Entries, pattern: ResourcePattern = pattern) -> Entries:
             # A store may apply the change more than once (a lost conditional write).
             gone = {entry for entry in current if selected.matches(AclBinding(pattern, entry))}
             removed[pattern] = [AclBinding(pattern, entry) for entry in sorted(gone)]
             return current - gone
 
-        await ctx.services.acl_store.update(pattern, without)
+        await store.update(pattern, without)
     return [binding for pattern in sorted(removed) for binding in removed[pattern]]
