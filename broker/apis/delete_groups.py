@@ -7,6 +7,7 @@ writes tombstones to __consumer_offsets, so it survives a restart.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
@@ -29,12 +30,15 @@ def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
         else ctx.services.groups.delete_group(group_id)
         for group_id in request.groups_names
     ]
-    if any(inspect.isawaitable(answer) for answer in answers):
+    errors = [answer for answer in answers if not inspect.isawaitable(answer)]
+    if len(errors) < len(answers):
         return _await_all(ctx, request.groups_names, answers)
-    return _response(ctx, request.groups_names, answers)
+    return _response(ctx, request.groups_names, errors)
 
 
-async def _await_all(ctx: RequestContext, group_ids: Any, answers: list[Any]) -> Any:
+async def _await_all(
+    ctx: RequestContext, group_ids: Any, answers: list[ErrorCode | Awaitable[ErrorCode]]
+) -> Any:
     errors = [await a if inspect.isawaitable(a) else a for a in answers]
     return _response(ctx, group_ids, errors)
 

@@ -54,9 +54,9 @@ def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             lag = max(current.high_watermark - current.log_end_offset, 0)
             found[current.dir.parent][topic].append((index, current.size_in_bytes, lag, False))
     for (topic, index), future in manager.future_logs.items():
-        current = manager.get_log(topic, index)
-        if _wanted(wanted, topic, index) and current is not None and not future.is_offline:
-            lag = max(current.log_end_offset - future.log_end_offset, 0)
+        replaced = manager.get_log(topic, index)
+        if _wanted(wanted, topic, index) and replaced is not None and not future.is_offline:
+            lag = max(replaced.log_end_offset - future.log_end_offset, 0)
             found[future.dir.parent][topic].append((index, future.size_in_bytes, lag, True))
     results = []
     for log_dir in manager.log_dirs:

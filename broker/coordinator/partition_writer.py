@@ -42,7 +42,7 @@ class AlreadyCommitted:
     """The commit of an append that was committed as it was written."""
 
     def __await__(self) -> Generator[Any, None, None]:
-        return iter(())
+        yield from ()
 
 
 class PartitionWriter(Protocol):
