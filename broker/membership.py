@@ -60,7 +60,9 @@ class Membership(Protocol):
         ...
 
     # Where a leader's ISR changes go (None: a single broker, the whole ISR for ever).
-    alter_partition: AlterPartition | None
+    # Read-only here, so that a membership may hold a narrower AlterPartition.
+    @property
+    def alter_partition(self) -> AlterPartition | None: ...
 
     async def metadata_store(self, log_dir: Path) -> MetadataStore:
         """Where the topics are kept: the log dirs, or ZooKeeper."""

@@ -81,9 +81,9 @@ async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any)
         if error is not None:
             errors.setdefault(upsertion.name, error)
         pairs.append((upsertion.name, upsertion.mechanism))
-    for name, count in Counter(pairs).items():
-        if count > 1 and name[0] not in errors:
-            errors[name[0]] = (ErrorCode.duplicate_resource, _TWICE)
+    for (user, _), count in Counter(pairs).items():
+        if count > 1 and user not in errors:
+            errors[user] = (ErrorCode.duplicate_resource, _TWICE)
     for deletion in request.deletions:
         mechanism = MECHANISM_BY_TYPE.get(deletion.mechanism, "")
         if deletion.name not in errors and mechanism not in stored.get(deletion.name, {}):

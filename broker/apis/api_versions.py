@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -23,7 +24,7 @@ from ..request_context import RequestContext
 from . import NO_THROTTLE, handles
 
 
-def _api_list(entry_type: type, table: Mapping[ApiKey, VersionRange]) -> tuple:
+def _api_list(entry_type: type, table: Mapping[ApiKey, VersionRange]) -> tuple[Any, ...]:
     entries = []
     for key in sorted(table):
         low, high = table[key].advertised

@@ -58,12 +58,17 @@ async def _shut_down(ctx: RequestContext, request: Any) -> tuple[ErrorCode, list
     membership = ctx.services.membership
     if not membership.is_controller:
         return ErrorCode.not_controller, []
-    duties = getattr(membership, "duties", None)
-    if duties is None:
+    if getattr(membership, "duties", None) is None:
         # One broker without ZooKeeper: only itself, and nothing replicated to move.
         if request.broker_id != ctx.services.broker_id:
             return ErrorCode.broker_not_available, []
         return ErrorCode.none, []
+    # Only ZooKeeper's membership has controller duties (its module is loaded by now).
+    from ..zookeeper.membership import ZkMembership
+
+    assert isinstance(membership, ZkMembership)
+    duties = membership.duties
+    assert duties is not None
     registered = await membership.broker_epoch_of(request.broker_id)
     if registered is None:
         return ErrorCode.broker_not_available, []
