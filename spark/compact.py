@@ -467,12 +467,14 @@ def compact_log_dir(
     line (done_line()); a command that stops Spark afterwards says it itself then."""
     say = progress or _print_progress
     source, target = Path(log_dir).absolute(), Path(out_dir).absolute()
+    config_of: Callable[[str], LogConfig]
     if isinstance(log_config, Mapping):
         mapping = log_config
 
-        def config_of(topic: str) -> LogConfig:
+        def config_of_topic(topic: str) -> LogConfig:
             return mapping.get(topic, LogConfig())
 
+        config_of = config_of_topic
     else:
         config_of = log_config
     started = time.monotonic() if started is None else started

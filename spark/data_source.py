@@ -31,7 +31,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -54,7 +54,7 @@ from .transactions import (
 NAME = "kafka-segments"
 
 
-class SegmentSplit(InputPartition):  # type: ignore[misc]
+class SegmentSplit(InputPartition):
     """One byte range of one segment to read: what a task needs, planned on the driver
     (the bounds of its batches, and its share of the partition's transactions)."""
 
@@ -144,7 +144,7 @@ def find_partitions(path: str) -> list[PartitionFiles]:
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, str(p.path)))
 
 
-class KafkaSegmentsDataSource(DataSource):  # type: ignore[misc]
+class KafkaSegmentsDataSource(DataSource):
     """Options: `topics` and `partitions` (comma-separated), `mode` (records or batches),
     `maxPartitionBytes` (the largest byte range of a segment one task reads, 128m by
     default), `isolation.level` (Kafka's consumer setting: read_uncommitted, the
@@ -205,7 +205,7 @@ def spark_schema(mode: str) -> StructType:
     return from_arrow_schema(schema.MODES[mode], prefer_timestamp_ntz=False)
 
 
-class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
+class KafkaSegmentsReader(DataSourceReader):
     def __init__(
         self,
         path: str,

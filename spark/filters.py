@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql.datasource import (
     EqualNullSafe,
     EqualTo,
@@ -72,12 +72,12 @@ _STRING_MATCHES: dict[type[Filter], Callable[[str, str], bool]] = {
     StringEndsWith: str.endswith,
     StringContains: str.__contains__,
 }
-_VALUE_FILTERS = (*_COMPARISONS, EqualNullSafe, In)
+_VALUE_FILTERS: tuple[type[Filter], ...] = (*_COMPARISONS, EqualNullSafe, In)
 
 
 def _column(spark_filter: Filter) -> str | None:
     """The top-level column a filter is on (None for a nested field)."""
-    attribute = getattr(spark_filter, "attribute", ())
+    attribute: tuple[str, ...] = getattr(spark_filter, "attribute", ())
     return attribute[0] if len(attribute) == 1 else None
 
 

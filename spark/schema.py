@@ -14,7 +14,7 @@ Kafka's NO_TIMESTAMP (-1) is a null timestamp.
 
 from __future__ import annotations
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")  # Spark's TimestampType
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])

@@ -24,8 +24,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow ships no type information
 
 from brook.protocol.compression import Codec
 from brook.protocol.errors import CorruptRecordError, InvalidRecordError

@@ -66,7 +66,7 @@ def nice_ceiling(value: float) -> float:
     """The axis maximum: 1, 2, 2.5 or 5 times a power of ten, at or above `value`."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
+    power: float = 10 ** math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
         if value <= step * power:
             return step * power
@@ -194,7 +194,9 @@ def column_chart(
     return _svg(name, height, body, label)
 
 
-def _grid(left: int, top: int, width: int, height: int, top_value: float, y_label: str):
+def _grid(
+    left: int, top: int, width: int, height: int, top_value: float, y_label: str
+) -> list[str]:
     body = []
     for n in range(5):
         y = top + height * n / 4

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
 from . import charts
 from .findings import ERROR, INFO, WARNING

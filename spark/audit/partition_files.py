@@ -45,11 +45,8 @@ from brook.storage.index_check import (
     check_offset_index,
     check_time_index,
 )
-from brook.storage.producer_state import (
-    ProducerStateEntry,
-    ProducerStateManager,
-    ProducerStateManagerConfig,
-)
+from brook.storage.producer_state import ProducerStateEntry, ProducerStateManager
+from brook.storage.producer_state_config import ProducerStateManagerConfig
 from brook.storage.reader import (
     AbortedTxn,
     Batch,
@@ -157,7 +154,9 @@ class _PartitionWalk:
         if self.coordinator is not None:
             self.coordinator.batch(batch, segment.base_offset)
 
-    def _check_indexes(self, reader: SegmentReader, segment: SegmentFiles, scan: SegmentScan):
+    def _check_indexes(
+        self, reader: SegmentReader, segment: SegmentFiles, scan: SegmentScan
+    ) -> None:
         if segment.has_offset_index:
             name = _file_name(segment, ".index")
             entries = self._entries(name, segment, lambda: reader.offset_index())

@@ -17,7 +17,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from pyspark import StatusTracker
 
 PREFIX = "audit:"
 
@@ -30,7 +33,9 @@ class Progress:
         self.number = 0
         self.stream = stream or sys.stderr
         self.interval = interval
-        self._tracker = spark.sparkContext.statusTracker() if spark is not None else None
+        self._tracker: StatusTracker | None = (
+            spark.sparkContext.statusTracker() if spark is not None else None
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -50,7 +55,9 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self._tracker is not None:
-            self._thread = threading.Thread(target=self._watch, name="audit-progress", daemon=True)
+            self._thread = threading.Thread(
+                target=self._watch, args=(self._tracker,), name="audit-progress", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -59,12 +66,12 @@ class Progress:
         if self._thread is not None:
             self._thread.join(timeout=self.interval + 1)
 
-    def _watch(self) -> None:
+    def _watch(self, tracker: StatusTracker) -> None:
         shown: dict[int, tuple[int, int]] = {}
         while not self._stop.wait(self.interval):
             try:
-                stage_ids = self._tracker.getActiveStageIds()
-                infos = [self._tracker.getStageInfo(stage_id) for stage_id in stage_ids]
+                stage_ids = tracker.getActiveStageIds()
+                infos = [tracker.getStageInfo(stage_id) for stage_id in stage_ids]
             except Exception:  # the context is stopping: nothing more to show
                 return
             for info in infos:
