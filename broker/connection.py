@@ -23,14 +23,13 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.serial.errors import SerialError
 
 from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import InvalidRequestError, UnsupportedVersionError
 from brook.protocol.wire import (
-    InvalidRequestError,
-    UnsupportedVersionError,
     decode_request,
     encode_response,
     encode_response_chunks,
@@ -102,23 +101,26 @@ class KafkaConnection(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        peer = transport.get_extra_info("peername")
+        # asyncio declares a BaseTransport for every protocol; a stream server's is a
+        # Transport. A cast, not isinstance: uvloop's TCPTransport is no subclass of it.
+        stream = cast(asyncio.Transport, transport)
+        self.transport = stream
+        peer = stream.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if self.services.faults.refuse_connection(self.peer):
             # The broker is "down": the connection is dropped before a byte is read.
             self.closed = True
-            transport.abort()
+            stream.abort()
             return
-        if self.services.quotas.connections.enabled and self._over_connection_rate(peer):
+        if self.services.quotas.connections.enabled and self._over_connection_rate(stream, peer):
             return
-        if peer is not None and not self._admitted(peer[0]):
+        if peer is not None and not self._admitted(stream, peer[0]):
             return
         self.connections.add(self)
         self.security = self.services.config.listener_security.get(self.listener_name)
-        self._ready(transport)  # type: ignore[arg-type]
+        self._ready(stream)
 
-    def _admitted(self, address: str) -> bool:
+    def _admitted(self, transport: asyncio.Transport, address: str) -> bool:
         """Kafka's max.connections.per.ip: a connection over its address's limit is closed
         at once; one admitted is counted until it closes."""
         limits = self.services.listeners.connection_limits
@@ -131,12 +133,14 @@ class KafkaConnection(asyncio.Protocol):
                 limit,
             )
             self.closed = True
-            self.transport.close()
+            transport.close()
             return False
         self.counted_address = address
         return True
 
-    def _over_connection_rate(self, peer: tuple[str, int] | None) -> bool:
+    def _over_connection_rate(
+        self, transport: asyncio.Transport, peer: tuple[str, int] | None
+    ) -> bool:
         """KIP-612: a connection over its address's connection_creation_rate is held,
         unread, for the throttle time and then closed, as Kafka's acceptor does. (The
         inter-broker listener is exempt when there are others.)"""
@@ -154,8 +158,8 @@ class KafkaConnection(asyncio.Protocol):
             throttle_ms,
         )
         self.closed = True
-        self.transport.pause_reading()
-        asyncio.get_running_loop().call_later(throttle_ms / 1000, self.transport.close)
+        transport.pause_reading()
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, transport.close)
         return True
 
     def _ready(self, transport: asyncio.Transport) -> None:

@@ -38,7 +38,9 @@ from .testing import AsyncBroker, BrokerThread
 try:  # the async fixture needs pytest-asyncio; the others do not
     import pytest_asyncio
 except ImportError:  # pragma: no cover - depends on the user's environment
-    pytest_asyncio = None
+    _HAS_PYTEST_ASYNCIO = False
+else:
+    _HAS_PYTEST_ASYNCIO = True
 
 # Kafka's legal topic characters, and a length that leaves room for the suffix.
 _TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
@@ -105,7 +107,7 @@ def brook_topic(request: pytest.FixtureRequest) -> str:
     return f"{prefix or 'topic'}-{uuid.uuid4().hex[:10]}"
 
 
-if pytest_asyncio is not None:
+if _HAS_PYTEST_ASYNCIO:
 
     @pytest_asyncio.fixture
     async def brook_async_broker(

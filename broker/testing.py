@@ -92,7 +92,10 @@ def broker_overrides(
 class RecordHelpers:
     """Seed and read back topics of the broker at `self.bootstrap` with a real client."""
 
-    bootstrap: str
+    @property
+    def bootstrap(self) -> str:
+        """host:port of the broker (each kind of broker says where it listens)."""
+        raise NotImplementedError
 
     def produce(
         self,
