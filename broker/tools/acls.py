@@ -146,9 +146,10 @@ def _settle(future: Any, timeout: float, what: str) -> Any:
         raise ToolError(f"{what} failed: {describe_error(exc)}") from None
 
 
-def _resources(args: argparse.Namespace, kadmin: Any) -> list[tuple[Any, str]]:
+def _resources(args: argparse.Namespace, kadmin: Any) -> list[tuple[Any, str | None]]:
+    """(resource type, name) of each resource named (a name of None, for a filter: any)."""
     types = kadmin.ResourceType
-    found = [(types.TOPIC, name) for name in args.topic]
+    found: list[tuple[Any, str | None]] = [(types.TOPIC, name) for name in args.topic]
     found += [(types.GROUP, name) for name in args.group]
     found += [(types.TRANSACTIONAL_ID, name) for name in args.transactional_id]
     if args.delegation_token or args.user_principal:

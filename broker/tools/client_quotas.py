@@ -16,9 +16,12 @@ client to the first bootstrap server, over TLS and SASL as --command-config says
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from .common import ToolError, wire_security
+
+if TYPE_CHECKING:
+    from brook.broker.client import BlockingClient
 
 # kafka-configs.sh's entity types and the quota entity types they stand for.
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
@@ -29,7 +32,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 Entity = list[tuple[str, str | None]]
 
 
-def _client(args: argparse.Namespace) -> Any:
+def _client(args: argparse.Namespace) -> BlockingClient:
     """The wire client the quota requests go over (librdkafka has no client-quota admin
     calls), secured as --command-config says."""
     from brook.broker.client import BlockingClient
@@ -64,6 +67,7 @@ def alter(
         EntryData,
         OpData,
     )
+    from kio.static.primitive import f64
 
     ops = []
     for key, text in sets.items():
@@ -71,8 +75,10 @@ def alter(
             value = float(text)
         except ValueError:
             raise ToolError(f"{key}={text}: a quota is a number", 2) from None
-        ops.append(OpData(key=key, value=value, remove=False))
-    ops += [OpData(key=key, value=0.0, remove=True) for key in deletes]
+        # kio's f64 is a finite float; a NaN or infinity is sent all the same, as
+        # kafka-configs.sh sends it, for the broker to judge (f64() would raise here).
+        ops.append(OpData(key=key, value=cast(f64, value), remove=False))
+    ops += [OpData(key=key, value=f64(0.0), remove=True) for key in deletes]
     request = AlterClientQuotasRequest(
         entries=(
             EntryData(

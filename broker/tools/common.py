@@ -61,7 +61,7 @@ def chosen_action(args: argparse.Namespace) -> str:
     """The one action given as a word or a flag; a usage error otherwise."""
     if args.action_word and args.action_flag and args.action_word != args.action_flag:
         raise ToolError(f"give one action, not {args.action_word} and --{args.action_flag}", 2)
-    action = args.action_flag or args.action_word
+    action: str | None = args.action_flag or args.action_word
     if action is None:
         flags = [f"--{name}" for name in args.actions]
         raise ToolError(f"give one action: {', '.join(flags[:-1])} or {flags[-1]}", 2)
@@ -268,7 +268,7 @@ def split_config_list(text: str) -> list[str]:
     """Split on commas outside square brackets: `a=1,b=[x,y]` -> ['a=1', 'b=[x,y]']."""
     parts: list[str] = []
     depth = 0
-    current = []
+    current: list[str] = []
     for char in text:
         if char == "[":
             depth += 1

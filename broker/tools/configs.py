@@ -33,7 +33,10 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient, ConfigEntry
+    from confluent_kafka.admin import AdminClient
+
+    from .client_quotas import Entity as QuotaEntity
+    from .kafka_admin import ConfigEntry, ConfigResource
 
 ENTITY_TYPES = ("topics", "brokers", "users", "clients", "ips")
 
@@ -185,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _quota_entity(args: argparse.Namespace, types: list[str]) -> tuple[list, list[str]]:
+def _quota_entity(args: argparse.Namespace, types: list[str]) -> tuple[QuotaEntity, list[str]]:
     """The quota entity named, as (type, name or None for the default) pairs in the
     order of --entity-type, and the types given without a name (--describe: all)."""
     from .client_quotas import QUOTA_ENTITY_TYPES
@@ -201,7 +204,7 @@ def _quota_entity(args: argparse.Namespace, types: list[str]) -> tuple[list, lis
     defaults = len(args.entity_default or [])
     if len(names) + defaults > len(types):
         raise ToolError("more --entity-name/--entity-default than --entity-type", 2)
-    entity = []
+    entity: QuotaEntity = []
     unnamed = []
     for kind in types:
         if names:
@@ -248,7 +251,7 @@ def _run_quota_entities(args: argparse.Namespace, action: str, types: list[str])
     return 0
 
 
-def _quota_title(entity: list) -> str:
+def _quota_title(entity: QuotaEntity) -> str:
     """How kafka-configs.sh names what it altered."""
     parts = [f"{kind} {name}" if name is not None else f"default {kind}" for kind, name in entity]
     return ", ".join(parts)
@@ -301,8 +304,8 @@ def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
     return sets, deletes
 
 
-def _resource(entity: Entity) -> Any:
-    from confluent_kafka.admin import ConfigResource, ResourceType
+def _resource(entity: Entity) -> ConfigResource:
+    from .kafka_admin import ConfigResource, ResourceType
 
     kind = ResourceType.TOPIC if entity.kind == "topic" else ResourceType.BROKER
     return ConfigResource(kind, entity.name)
@@ -331,7 +334,7 @@ def _fetch(admin: AdminClient, entity: Entity, timeout: float) -> dict[str, Conf
 
 
 def _describe(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> None:
-    from confluent_kafka.admin import ConfigSource
+    from .kafka_admin import ConfigSource
 
     if entity.kind == "broker" and not entity.name:
         _describe_broker_defaults(admin, args)
@@ -362,7 +365,7 @@ def _describe_broker_defaults(admin: AdminClient, args: argparse.Namespace) -> N
     so the cluster default of a key that the broker also sets itself is hidden behind
     the broker's own value and is not listed.
     """
-    from confluent_kafka.admin import ConfigSource
+    from .kafka_admin import ConfigSource
 
     brokers = _all_entities(admin, "broker", args)
     wanted = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
@@ -378,12 +381,16 @@ def _describe_broker_defaults(admin: AdminClient, args: argparse.Namespace) -> N
 
 
 def _source(entry: ConfigEntry) -> int:
-    source = entry.source
-    return source.value if hasattr(source, "value") else int(source)
+    from .kafka_admin import ConfigSource
+
+    # Declared a ConfigSource, but confluent-kafka's C layer gives the entries it reads
+    # the plain int.
+    source: ConfigSource | int = entry.source
+    return int(source.value) if isinstance(source, ConfigSource) else int(source)
 
 
 def _source_name(entry: ConfigEntry) -> str:
-    from confluent_kafka.admin import ConfigSource
+    from .kafka_admin import ConfigSource
 
     try:
         return ConfigSource(_source(entry)).name
@@ -410,7 +417,7 @@ def _entry_line(entry: ConfigEntry) -> str:
 def _alter(
     admin: AdminClient, entity: Entity, sets: dict[str, str], deletes: list[str], timeout: float
 ) -> int:
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from .kafka_admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     changes = [
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)

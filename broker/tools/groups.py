@@ -641,7 +641,7 @@ def _assignment(partitions: list[TopicPartition]) -> str | None:
 def _describe_offsets(admin: AdminClient, info: GroupInfo, args: argparse.Namespace) -> None:
     """One row per partition the group owns or has committed: committed offset, log end
     offset, lag (their difference) and the member the partition is assigned to."""
-    from confluent_kafka.admin import OffsetSpec
+    from .kafka_admin import latest_offset
 
     _announce_state(info)
     committed = _committed(admin, info.group_id, args.timeout)
@@ -651,7 +651,7 @@ def _describe_offsets(admin: AdminClient, info: GroupInfo, args: argparse.Namesp
         if info.state not in ("Empty", *REBALANCING_STATES):
             print(f"\nConsumer group '{info.group_id}' has no offsets.", file=sys.stderr)
         return
-    log_end = _log_offsets(admin, partitions, OffsetSpec.latest(), args.timeout)
+    log_end = _log_offsets(admin, partitions, latest_offset(), args.timeout)
     header = ["GROUP", "TOPIC", "PARTITION", *(["LEADER-EPOCH"] if args.verbose else [])]
     header += ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
     rows = []
@@ -732,7 +732,7 @@ def _plan(
     admin: AdminClient, args: argparse.Namespace, group_id: str, exists: bool
 ) -> dict[TopicPartition, int]:
     """The new committed offset of each partition to reset, kept within the log."""
-    from confluent_kafka.admin import OffsetSpec
+    from .kafka_admin import OffsetSpec, earliest_offset, latest_offset
 
     spec = _reset_spec(args)
     needs_committed = args.all_topics or spec in ("shift_by", "to_current")
@@ -745,8 +745,8 @@ def _plan(
         partitions = _topic_partitions(admin, args.topic, args.timeout)
     if not partitions:
         return {}
-    earliest = _known(_log_offsets(admin, partitions, OffsetSpec.earliest(), args.timeout))
-    latest = _known(_log_offsets(admin, partitions, OffsetSpec.latest(), args.timeout))
+    earliest = _known(_log_offsets(admin, partitions, earliest_offset(), args.timeout))
+    latest = _known(_log_offsets(admin, partitions, latest_offset(), args.timeout))
 
     if spec == "to_earliest":
         return {tp: earliest[tp] for tp in partitions}
@@ -763,7 +763,7 @@ def _plan(
         found = _log_offsets(admin, partitions, OffsetSpec.for_timestamp(timestamp), args.timeout)
         # No record at or after the time: the log end, where the next record will be.
         return {
-            tp: found[tp] if found.get(tp) is not None and found[tp] >= 0 else latest[tp]
+            tp: offset if (offset := found.get(tp)) is not None and offset >= 0 else latest[tp]
             for tp in partitions
         }
     requested: dict[TopicPartition, int] = {}

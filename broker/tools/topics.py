@@ -277,7 +277,7 @@ def _describe_topics(admin: AdminClient, names: list[str], timeout: float) -> li
 
 def _add_configs(admin: AdminClient, topics: list[TopicInfo], timeout: float) -> None:
     """Each topic's non-default configs, as kafka-topics.sh shows them."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
+    from .kafka_admin import ConfigResource, ResourceType
 
     if not topics:
         return
@@ -393,7 +393,7 @@ def _check_topic_name(name: str) -> None:
 
 
 def _create(admin: AdminClient, args: argparse.Namespace) -> int:
-    from confluent_kafka.admin import NewTopic
+    from .kafka_admin import NewTopic
 
     name = args.topic
     _check_topic_name(name)
@@ -447,7 +447,7 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
-    from confluent_kafka.admin import NewPartitions
+    from .kafka_admin import NewPartitions
 
     names = _matching(admin, args)
     if not names:

@@ -485,7 +485,7 @@ def _open_transactions(
     cluster: KafkaCluster, partitions_by_node: dict[Node, list[TopicPartition]], broker: int | None
 ) -> list[tuple[TopicPartition, ProducerState]]:
     """Every producer with an open transaction in the partitions searched."""
-    found = []
+    found: list[tuple[TopicPartition, ProducerState]] = []
     for node, partitions in partitions_by_node.items():
         for start in range(0, len(partitions), MAX_BATCH_SIZE):
             batch = partitions[start : start + MAX_BATCH_SIZE]

@@ -14,23 +14,26 @@ default 4096 iterations when none is given).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import ToolError, admin_client, describe_error, wait
+
+if TYPE_CHECKING:
+    from .kafka_admin import ScramMechanism, UserScramCredentialAlteration
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096  # kafka-configs.sh's default
 
 
-def _mechanism(name: str) -> Any:
-    from confluent_kafka.admin import ScramMechanism
+def _mechanism(name: str) -> ScramMechanism:
+    from .kafka_admin import ScramMechanism
 
     if name not in MECHANISMS:
         raise ToolError(
             f"{name} is not a user config brook configs can set: {', '.join(MECHANISMS)}",
             2,
         )
-    return getattr(ScramMechanism, name.replace("-", "_"))
+    return ScramMechanism[name.replace("-", "_")]
 
 
 def _credential(mechanism: str, text: str) -> tuple[int, str]:
@@ -53,13 +56,13 @@ def _credential(mechanism: str, text: str) -> tuple[int, str]:
 
 
 def alter(args: argparse.Namespace, user: str, sets: dict[str, str], deletes: list[str]) -> int:
-    from confluent_kafka.admin import (
+    from .kafka_admin import (
         ScramCredentialInfo,
         UserScramCredentialDeletion,
         UserScramCredentialUpsertion,
     )
 
-    changes: list[Any] = []
+    changes: list[UserScramCredentialAlteration] = []
     for mechanism, text in sets.items():
         iterations, password = _credential(mechanism, text)
         changes.append(

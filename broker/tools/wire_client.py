@@ -15,13 +15,15 @@ import dataclasses
 import datetime
 import ssl
 import time
+import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i16, i32, i64
+from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i64
 
 from brook.broker.client import BlockingClient, ConnectionClosedError, InvalidResponseError
 from brook.broker.security.sasl_client import SaslAuthenticationError
@@ -183,12 +185,12 @@ def delete_offsets(
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     request = OffsetDeleteRequest(
-        group_id=group,
+        group_id=GroupId(group),
         topics=tuple(
             OffsetDeleteRequestTopic(
-                name=topic,
+                name=TopicName(topic),
                 partitions=tuple(
-                    OffsetDeleteRequestPartition(partition_index=p) for p in sorted(indexes)
+                    OffsetDeleteRequestPartition(partition_index=i32(p)) for p in sorted(indexes)
                 ),
             )
             for topic, indexes in sorted(by_topic.items())
@@ -234,9 +236,8 @@ def describe_transactions_response() -> type:
         kio_response.TransactionState,
         {"transaction_start_time": (i64, {"kafka_type": "int64"})},
     )
-    return _variant(
-        kio_response.DescribeTransactionsResponse, {"transaction_states": (tuple[state, ...], {})}
-    )
+    states = types.GenericAlias(tuple, (state, ...))  # tuple[state, ...]
+    return _variant(kio_response.DescribeTransactionsResponse, {"transaction_states": (states, {})})
 
 
 def _variant(entity: type, changed: dict[str, tuple[Any, dict[str, str]]]) -> type:
@@ -369,7 +370,7 @@ class KafkaCluster:
             metadata8.MetadataRequest(
                 topics=None
                 if topics is None
-                else tuple(metadata8.MetadataRequestTopic(name=name) for name in topics),
+                else tuple(metadata8.MetadataRequestTopic(name=TopicName(name)) for name in topics),
                 allow_auto_topic_creation=False,
                 include_cluster_authorized_operations=False,
                 include_topic_authorized_operations=False,
@@ -412,7 +413,7 @@ class KafkaCluster:
 
         def attempt() -> Node:
             response = self._bootstrap_request(
-                FindCoordinatorRequest(key=transactional_id, key_type=i16(TRANSACTION_KEY_TYPE))
+                FindCoordinatorRequest(key=transactional_id, key_type=i8(TRANSACTION_KEY_TYPE))
             )
             if response.error_code != ErrorCode.none:
                 raise CoordinatorError(response.error_code)
@@ -430,7 +431,7 @@ class KafkaCluster:
             node = self.find_transaction_coordinator(transactional_id)
             response = self.request(
                 node,
-                DescribeTransactionsRequest(transactional_ids=(transactional_id,)),
+                DescribeTransactionsRequest(transactional_ids=(TransactionalId(transactional_id),)),
                 describe_transactions_response(),
             )
             [state] = response.transaction_states
@@ -465,7 +466,7 @@ class KafkaCluster:
             response = self.request(
                 node,
                 ListTransactionsRequest(
-                    state_filters=(), producer_id_filters=tuple(i64(p) for p in producer_ids)
+                    state_filters=(), producer_id_filters=tuple(ProducerId(p) for p in producer_ids)
                 ),
             )
             if response.error_code != ErrorCode.none:
@@ -491,7 +492,9 @@ class KafkaCluster:
             node,
             DescribeProducersRequest(
                 topics=tuple(
-                    TopicRequest(name=topic, partition_indexes=tuple(i32(p) for p in indexes))
+                    TopicRequest(
+                        name=TopicName(topic), partition_indexes=tuple(i32(p) for p in indexes)
+                    )
                     for topic, indexes in _by_topic(partitions).items()
                 )
             ),
@@ -536,11 +539,13 @@ class KafkaCluster:
             WriteTxnMarkersRequest(
                 markers=(
                     WritableTxnMarker(
-                        producer_id=i64(producer_id),
+                        producer_id=ProducerId(producer_id),
                         producer_epoch=i16(producer_epoch),
                         transaction_result=False,  # abort
                         topics=(
-                            WritableTxnMarkerTopic(name=topic, partition_indexes=(i32(index),)),
+                            WritableTxnMarkerTopic(
+                                name=TopicName(topic), partition_indexes=(i32(index),)
+                            ),
                         ),
                         coordinator_epoch=i32(coordinator_epoch),
                     ),
@@ -598,12 +603,12 @@ def alter_partition_reassignments(
     """AlterPartitionReassignments v0: each partition's error and message (None: cancel)."""
     from kio.schema.alter_partition_reassignments.v0 import request as alter0
 
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[alter0.ReassignablePartition]] = {}
     for (topic, index), replicas in sorted(moves.items()):
         by_topic.setdefault(topic, []).append(
             alter0.ReassignablePartition(
                 partition_index=i32(index),
-                replicas=None if replicas is None else tuple(i32(r) for r in replicas),
+                replicas=None if replicas is None else tuple(BrokerId(r) for r in replicas),
             )
         )
     response = _to_controller(
@@ -611,7 +616,7 @@ def alter_partition_reassignments(
         timeout,
         alter0.AlterPartitionReassignmentsRequest(
             topics=tuple(
-                alter0.ReassignableTopic(name=topic, partitions=tuple(partitions))
+                alter0.ReassignableTopic(name=TopicName(topic), partitions=tuple(partitions))
                 for topic, partitions in by_topic.items()
             ),
         ),
@@ -638,7 +643,7 @@ def list_partition_reassignments(
     if partitions is not None:
         topics = tuple(
             list0.ListPartitionReassignmentsTopics(
-                name=topic, partition_indexes=tuple(i32(p) for p in indexes)
+                name=TopicName(topic), partition_indexes=tuple(i32(p) for p in indexes)
             )
             for topic, indexes in _by_topic(partitions).items()
         )
