@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import crc32c
 
@@ -88,7 +89,7 @@ def build(data: Path, records: int, partitions: int, value_size: int) -> None:
         )
 
 
-def audit(data: Path, out: Path) -> tuple[float, list[tuple[str, float]], dict]:
+def audit(data: Path, out: Path) -> tuple[float, list[tuple[str, float]], dict[str, Any]]:
     command = [sys.executable, "-m", "brook.broker.cli", "audit", str(data), "--out", str(out)]
     started = time.monotonic()
     ran = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))

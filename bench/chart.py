@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+# matplotlib (typed) comes with the bench extra, absent where the tests' mypy runs.
+import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
 # Agg renders to files only: no display is needed, which CI machines and containers lack.
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # after use(): the backend is fixed when pyplot loads
-from matplotlib.ticker import FuncFormatter
+# After use(): the backend is fixed when pyplot loads.
+import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
+from matplotlib.ticker import FuncFormatter  # type: ignore[import-not-found, unused-ignore]
 
 from bench.brokers import BROOK, REFERENCE
 from bench.metrics import METRICS, BrokerResult, Metric
@@ -58,7 +60,8 @@ def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Pat
         for bar, value, metric in zip(bars, values[name], METRICS, strict=True):
             x = bar.get_x() + bar.get_width() / 2
             if value:
-                text, xy, coords = format_ratio(value).rstrip("x"), (x, value), "data"
+                coords: str | tuple[str, str] = "data"
+                text, xy = format_ratio(value).rstrip("x"), (x, value)
             else:
                 # No bar to sit on: write the reason from the bottom of the axes up.
                 text, xy = _missing(metric, results.get(name)), (x, 0.01)

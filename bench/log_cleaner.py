@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from brook.protocol.record_batch import Codec, Record, build_batch
+# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from brook.protocol.compression import Codec
+from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 from brook.storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT_FILE, clean, plan_cleaning
 
@@ -253,16 +256,16 @@ def main() -> None:
             )
         ]
         base = runs[0]
-        for run in runs:
+        for serving in runs:
             print(
-                f"cleaner {run.name:9s} produce {run.produce_msgs_per_s:9.0f} msgs/s"
-                f" ({run.produce_msgs_per_s / base.produce_msgs_per_s:4.2f}x)"
-                f"  consume {run.consume_msgs_per_s:9.0f} msgs/s"
-                f" ({run.consume_msgs_per_s / base.consume_msgs_per_s:4.2f}x)"
-                + ("" if run is base else f"  cleaning under way: {run.cleaning_under_way}")
+                f"cleaner {serving.name:9s} produce {serving.produce_msgs_per_s:9.0f} msgs/s"
+                f" ({serving.produce_msgs_per_s / base.produce_msgs_per_s:4.2f}x)"
+                f"  consume {serving.consume_msgs_per_s:9.0f} msgs/s"
+                f" ({serving.consume_msgs_per_s / base.consume_msgs_per_s:4.2f}x)"
+                + ("" if serving is base else f"  cleaning under way: {serving.cleaning_under_way}")
             )
-            if run.cleaner_line:
-                print(f"    {run.cleaner_line}")
+            if serving.cleaner_line:
+                print(f"    {serving.cleaner_line}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import confluent_kafka
-import psutil
+import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
 
 
 def cpu_model() -> str:
@@ -23,9 +23,8 @@ def cpu_model() -> str:
 
 def describe_machine() -> dict[str, object]:
     # version() returns a bare string in recent confluent-kafka and a (str, int) pair in old ones.
-    client_version = confluent_kafka.version()
-    if isinstance(client_version, tuple):
-        client_version = client_version[0]
+    version = confluent_kafka.version()
+    client_version = version[0] if isinstance(version, tuple) else version
     librdkafka_version = confluent_kafka.libversion()[0]
     return {
         "hostname": platform.node(),

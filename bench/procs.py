@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
 
 # How often a starting broker is probed, and how long it may take before we give up on it.
 POLL_INTERVAL_S = 0.005

@@ -27,11 +27,14 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Message, Producer
+
+# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from brook.broker.zookeeper.server import ZooKeeperServer
 
@@ -95,15 +98,16 @@ class Cluster:
         self.zookeeper.stop()
 
 
-def _metadata(bootstrap: str, topic: str | None = None) -> object:
+def _metadata(bootstrap: str, topic: str | None = None) -> Any:
+    # confluent-kafka types list_topics' ClusterMetadata as Any.
     return AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=15)
 
 
-def _wait(condition: object, what: str, timeout_s: float = 60.0) -> None:
+def _wait(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         with contextlib.suppress(Exception):
-            if condition():  # type: ignore[operator]
+            if condition():
                 return
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
@@ -128,7 +132,7 @@ def _create(bootstrap: str, topic: str, replication_factor: int, min_insync: int
 
 def _partition(bootstrap: str, topic: str) -> tuple[int, list[int], list[int]]:
     """(leader, replicas, isr) of partition 0."""
-    found = _metadata(bootstrap, topic).topics[topic].partitions[0]  # type: ignore[attr-defined]
+    found = _metadata(bootstrap, topic).topics[topic].partitions[0]
     return found.leader, list(found.replicas), list(found.isrs)
 
 
@@ -199,7 +203,7 @@ class _AckClock:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _delivered(self, produced_at: float, error: object) -> None:
+    def _delivered(self, produced_at: float, error: KafkaError | None) -> None:
         if error is None:
             self.acks.append((produced_at, time.monotonic()))
         else:
@@ -209,11 +213,12 @@ class _AckClock:
         sequence = 0
         while not self._stop.is_set():
             produced_at = time.monotonic()
+
+            def delivered(error: KafkaError | None, _: Message, at: float = produced_at) -> None:
+                self._delivered(at, error)
+
             self._producer.produce(
-                self._topic,
-                value=b"%d" % sequence,
-                partition=0,
-                on_delivery=lambda error, _, at=produced_at: self._delivered(at, error),
+                self._topic, value=b"%d" % sequence, partition=0, on_delivery=delivered
             )
             sequence += 1
             self._producer.poll(self._interval)

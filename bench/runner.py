@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import tempfile
@@ -354,11 +355,11 @@ def run_broker(spec: BrokerSpec, plan: Plan, log_path: Path) -> BrokerResult:
                 for acks in ACKS:
                     run.phase(
                         produce_phase(size, acks),
-                        lambda s=size, a=acks: run.produce(proc, s, a),
+                        functools.partial(run.produce, proc, size, acks),
                         proc,
                     )
             for size in SIZES:
-                run.phase(consume_phase(size), lambda s=size: run.consume(proc, s), proc)
+                run.phase(consume_phase(size), functools.partial(run.consume, proc, size), proc)
             run.phase(TXN_PRODUCE_PHASE, lambda: run.produce_transactional(proc), proc)
             run.phase(TXN_CONSUME_PHASE, lambda: run.consume_transactional(proc), proc)
             run.phase(LATENCY_PHASE, lambda: run.latency(proc), proc)

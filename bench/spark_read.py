@@ -23,6 +23,7 @@ JVM and the Python workers and is not counted. Needs the spark and bench extras 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
 
 from bench.record_decoding import build_segment
 from brook.storage import Log, LogConfig
@@ -142,7 +143,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         results: list[tuple[str, str, float, float, float | None]] = []
         for mode in ("records", "batches"):
-            wall, cpu, records = best_of(args.repeat, lambda m=mode: read_without_spark(root, m))
+            wall, cpu, records = best_of(
+                args.repeat, functools.partial(read_without_spark, root, mode)
+            )
             assert records == args.records, (mode, records)
             results.append((mode, "without Spark", wall, cpu["this process"], None))
         if not args.no_spark:
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
                 ):
                     wall, cpu, _ = best_of(
                         args.repeat,
-                        lambda m=mode, c=condition: read_with_spark(spark, root, m, c),
+                        functools.partial(read_with_spark, spark, root, mode, condition),
                     )
                     results.append((mode, label, wall, cpu["python workers"], cpu["jvm"]))
             finally:

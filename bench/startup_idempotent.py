@@ -32,10 +32,14 @@ import time
 from pathlib import Path
 
 import crc32c
-from confluent_kafka.admin import AdminClient, NewTopic
+
+# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.init_producer_id.v4 import request as init4
 from kio.schema.produce.v9 import request as produce9
+from kio.schema.types import ProducerId, TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from brook.broker.client import BlockingClient
 from brook.broker.testing import broker_overrides, free_port
@@ -51,7 +55,7 @@ CRC_AT, CRC_FROM = 17, 21
 
 def serve(
     data: Path, port: int, brook_path: str | None, log_file: Path, segment_bytes: int
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "brook.broker.cli", "serve"]
     overrides = broker_overrides(port, data, {"log.segment.bytes": segment_bytes})
     for key, value in overrides.items():
@@ -63,7 +67,7 @@ def serve(
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def answers(port: int, process: subprocess.Popen) -> None:
+def answers(port: int, process: subprocess.Popen[bytes]) -> None:
     """Wait until the broker answers ApiVersions."""
     while True:
         if process.poll() is not None:
@@ -85,9 +89,9 @@ def produce_everywhere(port: int, partitions: int) -> None:
         init = client.request(
             init4.InitProducerIdRequest(
                 transactional_id=None,
-                transaction_timeout=datetime.timedelta(seconds=60),
-                producer_id=-1,
-                producer_epoch=-1,
+                transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
+                producer_id=ProducerId(-1),
+                producer_epoch=i16(-1),
             )
         )
         batch = build_batch(
@@ -99,13 +103,13 @@ def produce_everywhere(port: int, partitions: int) -> None:
         response = client.request(
             produce9.ProduceRequest(
                 transactional_id=None,
-                acks=1,
-                timeout=datetime.timedelta(seconds=600),
+                acks=i16(1),
+                timeout=i32Timedelta.parse(datetime.timedelta(seconds=600)),
                 topic_data=(
                     produce9.TopicProduceData(
-                        name=TOPIC,
+                        name=TopicName(TOPIC),
                         partition_data=tuple(
-                            produce9.PartitionProduceData(index=i, records=batch)
+                            produce9.PartitionProduceData(index=i32(i), records=Records(batch))
                             for i in range(partitions)
                         ),
                     ),
