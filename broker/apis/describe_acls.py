@@ -23,7 +23,9 @@ log = logging.getLogger("brook.apis.describe_acls")
 def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
     types = schema_module(ctx.response_type)
 
-    def respond(error: ErrorCode, message: str | None = None, resources: tuple = ()) -> Any:  # type: ignore[type-arg]
+    def respond(
+        error: ErrorCode, message: str | None = None, resources: tuple[Any, ...] = ()
+    ) -> Any:
         return build(
             ctx.response_type,
             throttle_time=NO_THROTTLE,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -41,11 +42,11 @@ FIRST_LISTENER_NOT_FOUND_VERSION = 6
 
 
 @handles(ApiKey.METADATA)
-def handle_metadata(ctx: RequestContext, request: object) -> object:
+def handle_metadata(ctx: RequestContext, request: Any) -> object:
     services = ctx.services
     types = schema_module(ctx.response_type)
     version = ctx.api_version
-    requested = request.topics  # type: ignore[attr-defined]
+    requested = request.topics
     metadata = services.metadata
     # Kafka's rule: every endpoint handed out is that of the listener the request came
     # in on; a leader without one leaves its partitions leaderless.
@@ -157,12 +158,12 @@ def _with_operations(ctx: RequestContext, request: object, topics: list[Any]) ->
     ]
 
 
-def _unsupported_lookup(requested: object, version: int) -> str | None:
+def _unsupported_lookup(requested: Iterable[Any], version: int) -> str | None:
     """Why a request names topics as its version cannot: v10 and v11 carry topic ids in
     the schema, but only v12 may look a topic up by id (or leave its name null)."""
     if version >= 12:
         return None
-    for entry in requested:  # type: ignore[attr-defined]
+    for entry in requested:
         if entry.name is None:
             return f"Topic name can not be null for version {version}"
         if getattr(entry, "topic_id", None) not in (None, ZERO_UUID):
