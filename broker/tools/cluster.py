@@ -181,7 +181,7 @@ class DevCluster:
         overrides: list[str],
         stop_asked: list[int],
     ) -> None:
-        from kazoo.client import KazooClient
+        from ..zookeeper.kazoo_api import KazooClient
 
         self.data_dir = data_dir
         self.ports = ports

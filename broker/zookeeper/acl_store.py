@@ -20,13 +20,18 @@ import logging
 import time
 from collections.abc import Callable
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import EventType, WatchedEvent
-
 from ..authorizer.acl import PatternType, ResourcePattern, ResourceType, parse_name
 from ..authorizer.authorizer import AclCache, Entries
 from ..authorizer.store import Change, decode_entries, encode_entries
 from .client import ZooKeeperClient
+from .kazoo_api import (
+    BadVersionError,
+    EventType,
+    NodeExistsError,
+    NoNodeError,
+    TransactionRequest,
+    WatchedEvent,
+)
 from .serial_job import SerialJob
 
 log = logging.getLogger("brook.zookeeper.acls")
@@ -204,7 +209,11 @@ class ZkAclStore:
                 elif wanted:
                     await self._client.set(path, data, version)
                 else:
-                    await self._client.multi(lambda tx, v=version: tx.delete(path, v))
+
+                    def delete(transaction: TransactionRequest, version: int = version) -> None:
+                        transaction.delete(path, version)
+
+                    await self._client.multi(delete)
                     # multi reports a lost race as a result, not an exception.
                     if await self._client.exists(path) is not None:
                         continue
@@ -227,4 +236,8 @@ class ZkAclStore:
             path = f"{directory}/{child}"
             stat = await self._client.exists(path)
             if stat is not None and stat.ctime < cutoff_ms:
-                await self._client.multi(lambda tx, p=path: tx.delete(p))
+
+                def delete(transaction: TransactionRequest, path: str = path) -> None:
+                    transaction.delete(path)
+
+                await self._client.multi(delete)

@@ -20,10 +20,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
-
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from brook.protocol.errors import (
     LeaderNotAvailableError,
@@ -51,6 +49,7 @@ from ..topic_config import validate_topic_configs
 from ..topics import validate_manual_assignment
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger("brook.controller")
 
@@ -137,7 +136,7 @@ class ZkController(Controller):
     ) -> uuid.UUID:
         """Configs first, then the assignment (AdminZkClient.createTopicWithAssignment):
         a broker that sees the topic finds its configs already there."""
-        raw = {key: config_to_string(value) for key, value in configs.items()}
+        raw = _config_strings(configs)
         await self._set_or_create(
             znodes.config_entity_path("topics", name), znodes.encode_entity_config(raw)
         )
@@ -338,7 +337,7 @@ class ZkController(Controller):
         topic = self._cache.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
-        raw = {key: config_to_string(value) for key, value in configs.items()}
+        raw = _config_strings(configs)
         # What the watch will make of the strings written (the cache holds parsed values).
         expected = validate_topic_configs(raw)
         await self._set_or_create(
@@ -356,3 +355,11 @@ class ZkController(Controller):
 
         # The watch brings it within a round trip; a request must not wait for ever.
         await self._wait_for(applied, CONFIG_APPLIED_WAIT_MS)
+
+
+def _config_strings(configs: Mapping[str, Any]) -> dict[str, str]:
+    """Parsed topic configs as their config znode holds them. No parsed value is None
+    (validate_topic_configs refuses a null), so each has its string."""
+    return {
+        key: text for key, value in configs.items() if (text := config_to_string(value)) is not None
+    }

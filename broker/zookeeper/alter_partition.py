@@ -11,11 +11,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import BadVersionError, NoNodeError
-
 from ..metadata.cache import PartitionRegistration
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import BadVersionError, NoNodeError
 from .topic_watcher import TopicWatcher
 
 if TYPE_CHECKING:

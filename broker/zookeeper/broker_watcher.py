@@ -12,13 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import EventType, WatchedEvent
-
 from ..metadata.publisher import MetadataPublisher
-from ..metadata.records import MetadataRecord, RegisterBrokerRecord, UnregisterBrokerRecord
+from ..metadata.records import RegisterBrokerRecord, UnregisterBrokerRecord
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import EventType, NoNodeError, WatchedEvent
 from .serial_job import SerialJob
 
 log = logging.getLogger("brook.zookeeper.brokers")
@@ -67,7 +65,7 @@ class BrokerWatcher:
         to_read = sorted((ids - self._known.keys()) | (self._stale & ids))
         self._stale.difference_update(to_read)
         read = await asyncio.gather(*(self._read(broker_id) for broker_id in to_read))
-        records: list[MetadataRecord] = [
+        records: list[RegisterBrokerRecord | UnregisterBrokerRecord] = [
             record
             for broker_id, record in zip(to_read, read, strict=True)
             if record is not None and record != self._known.get(broker_id)

@@ -18,13 +18,19 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, KazooState, TransactionRequest
-from kazoo.exceptions import ConnectionLoss, SessionExpiredError
-from kazoo.protocol.states import WatchedEvent, ZnodeStat
-from kazoo.retry import KazooRetry
-
 from .connect_string import ConnectString
 from .errors import ZooKeeperClientTimeoutError
+from .kazoo_api import (
+    ConnectionLoss,
+    IAsyncResult,
+    KazooClient,
+    KazooRetry,
+    KazooState,
+    SessionExpiredError,
+    TransactionRequest,
+    WatchedEvent,
+    ZnodeStat,
+)
 
 log = logging.getLogger("brook.zookeeper")
 _NEGOTIATED = re.compile(r"negotiated session timeout: (\d+)")
@@ -193,7 +199,7 @@ class ZooKeeperClient:
             self._watches[callback] = hop
         return hop
 
-    async def _call(self, start: Callable[[], Any]) -> Any:
+    async def _call(self, start: Callable[[], IAsyncResult[T]]) -> T:
         """Await a kazoo async call; after a lost connection or session, again once
         connected (the callers' writes are conditional or checked, so a second try of
         one that had taken effect is told apart)."""
@@ -205,38 +211,38 @@ class ZooKeeperClient:
                     raise
                 await self._connected.wait()
 
-    def _bridge(self, result: Any) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = self._loop.create_future()
+    def _bridge(self, result: IAsyncResult[T]) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = self._loop.create_future()
 
-        def settle(value: Any, error: BaseException | None) -> None:
-            if future.done():
-                return
-            if error is not None:
-                future.set_exception(error)
-            else:
+        def resolve(value: T) -> None:
+            if not future.done():
                 future.set_result(value)
 
-        def completed(done: Any) -> None:  # on a kazoo thread
+        def fail(error: BaseException) -> None:
+            if not future.done():
+                future.set_exception(error)
+
+        def completed(done: IAsyncResult[T]) -> None:  # on a kazoo thread
             try:
                 value = done.get_nowait()
             except Exception as exc:
-                self._hop(settle, None, exc)
+                self._hop(fail, exc)
             else:
-                self._hop(settle, value, None)
+                self._hop(resolve, value)
 
         result.rawlink(completed)
         return future
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
-        return await self._call(lambda: self._kazoo.get_async(path, self._kazoo_watch(watch)))  # type: ignore[no-any-return]
+        return await self._call(lambda: self._kazoo.get_async(path, self._kazoo_watch(watch)))
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             lambda: self._kazoo.get_children_async(path, self._kazoo_watch(watch))
         )
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
-        return await self._call(lambda: self._kazoo.exists_async(path, self._kazoo_watch(watch)))  # type: ignore[no-any-return]
+        return await self._call(lambda: self._kazoo.exists_async(path, self._kazoo_watch(watch)))
 
     async def create(
         self,
@@ -246,22 +252,22 @@ class ZooKeeperClient:
         makepath: bool = False,
         sequence: bool = False,
     ) -> str:
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             lambda: self._kazoo.create_async(
                 path, value, ephemeral=ephemeral, sequence=sequence, makepath=makepath
             )
         )
 
     async def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
-        return await self._call(lambda: self._kazoo.set_async(path, value, version))  # type: ignore[no-any-return]
+        return await self._call(lambda: self._kazoo.set_async(path, value, version))
 
     async def multi(self, build: Callable[[TransactionRequest], None]) -> list[Any]:
         """One ZooKeeper transaction (multi): all its operations or none. The result
         has one entry per operation, an exception where one failed."""
 
-        def start() -> Any:
+        def start() -> IAsyncResult[list[Any]]:
             transaction = self._kazoo.transaction()
             build(transaction)
             return transaction.commit_async()
 
-        return await self._call(start)  # type: ignore[no-any-return]
+        return await self._call(start)

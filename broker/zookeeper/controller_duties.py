@@ -39,16 +39,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kazoo.client import TransactionRequest
-from kazoo.exceptions import (
-    BadVersionError,
-    NodeExistsError,
-    NoNodeError,
-    RolledBackError,
-    RuntimeInconsistency,
-)
-from kazoo.protocol.states import WatchedEvent
-
 from brook.protocol.errors import ErrorCode
 from brook.storage.checkpoints import topic_id_to_string
 
@@ -65,6 +55,15 @@ from ..metadata.records import MetadataRecord
 from . import znodes
 from .client import ZooKeeperClient
 from .controller_election import ControllerElection, ControllerState
+from .kazoo_api import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+    TransactionRequest,
+    WatchedEvent,
+)
 from .reassignment import PartitionReassignments, ReassignmentResult
 from .serial_job import SerialJob
 from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher

@@ -16,14 +16,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kazoo.client import TransactionRequest
-from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.protocol.states import WatchedEvent
-
 from brook.storage.clock import Clock
 
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import NodeExistsError, NoNodeError, TransactionRequest, WatchedEvent
 from .serial_job import SerialJob
 
 log = logging.getLogger("brook.controller.election")

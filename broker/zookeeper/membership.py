@@ -20,9 +20,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
-from kazoo.protocol.states import WatchedEvent
-
 from brook.storage.clock import Clock
 from brook.storage.log_manager import generate_cluster_id
 
@@ -41,6 +38,13 @@ from .connect_string import parse_connect_string
 from .controller_duties import ControllerDuties
 from .controller_election import ControllerElection, ControllerState
 from .errors import BrokerIdRegisteredError, ClusterIdError
+from .kazoo_api import (
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    WatchedEvent,
+)
 from .leadership_lease import LeadershipLease
 from .producer_ids import ZkProducerIdManager
 from .serial_job import SerialJob

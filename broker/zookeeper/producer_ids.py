@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
 from ..coordinator.errors import CoordinatorLoadInProgressError
 from ..producer_ids import BLOCK_SIZE
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger("brook.zookeeper.producer_ids")
 

@@ -17,14 +17,12 @@ import json
 import logging
 from collections.abc import Mapping
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import WatchedEvent
-
 from ..quotas.entities import QuotaEntity, entity_from_path, parse_configs
 from ..quotas.manager import ClientQuotas
 from ..quotas.store import QuotaChanges, apply_changes
 from . import znodes
 from .client import SessionState, ZooKeeperClient
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError, WatchedEvent
 from .serial_job import SerialJob
 
 log = logging.getLogger("brook.zookeeper.quotas")

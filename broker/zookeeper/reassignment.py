@@ -34,9 +34,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from kazoo.client import TransactionRequest
-from kazoo.exceptions import BadVersionError, NoNodeError
-
 from brook.protocol.errors import ErrorCode
 
 from ..cluster.leader_election import reassign_partition_leader_election
@@ -48,6 +45,7 @@ from ..cluster.reassignment import (
 from . import znodes
 from .client import ZooKeeperClient
 from .controller_election import ControllerState
+from .kazoo_api import BadVersionError, NoNodeError, TransactionRequest
 from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher
 
 log = logging.getLogger("brook.controller")

@@ -14,10 +14,9 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
 from ..security.scram import SCRAM_MECHANISMS, ScramCredential
 from .client import ZooKeeperClient
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
 
 if TYPE_CHECKING:
     from ..security.scram_credentials import CredentialChanges

@@ -77,7 +77,7 @@ class ZooKeeperServer:
 
     def _wait_serving(self) -> None:
         """Until a client gets a session (a port that listens is not yet a server)."""
-        from kazoo.client import KazooClient
+        from .kazoo_api import KazooClient
 
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

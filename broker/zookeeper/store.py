@@ -16,13 +16,12 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kazoo.exceptions import NoNodeError
-
 from ..config import ConfigError
 from ..metadata.records import MetadataRecord
 from ..topic_config import validate_topic_configs
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import NoNodeError
 
 if TYPE_CHECKING:
     from brook.storage.log import Log

@@ -23,9 +23,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import EventType, WatchedEvent
-
 from ..config import ConfigError
 from ..metadata.cache import MetadataCache, PartitionRegistration
 from ..metadata.publisher import MetadataPublisher
@@ -39,6 +36,7 @@ from ..metadata.records import (
 from ..topic_config import validate_topic_configs
 from . import znodes
 from .client import ZooKeeperClient
+from .kazoo_api import EventType, NoNodeError, WatchedEvent
 from .serial_job import SerialJob
 
 log = logging.getLogger("brook.zookeeper.topics")
@@ -251,10 +249,10 @@ class TopicWatcher:
         """The records that take the cache to what ZooKeeper holds."""
         records: list[MetadataRecord] = []
         cached = {topic.name: topic for topic in self._cache.topics()}
-        for name, topic in cached.items():
+        for name, known in cached.items():
             held = self.assignments.get(name)
-            if held is None or held[0] != topic.topic_id:
-                records.append(RemoveTopicRecord(topic.topic_id))
+            if held is None or held[0] != known.topic_id:
+                records.append(RemoveTopicRecord(known.topic_id))
         for name, (topic_id, assignment) in sorted(self.assignments.items()):
             if topic_id is None:
                 continue  # an old Kafka's topic: the controller gives it an id first

@@ -154,6 +154,7 @@ def decode_broker(broker_id: int, data: bytes | None) -> RegisterBrokerRecord:
     value = _decode(data, what)
     try:
         version = int(value["version"])
+        endpoints: tuple[BrokerEndpoint, ...]
         if version < 1:
             raise ValueError(f"Unsupported version of broker registration: {data!r}")
         if version == 1:
