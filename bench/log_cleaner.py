@@ -34,10 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
-# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
+from brook.broker.tools.kafka_admin import NewTopic
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig

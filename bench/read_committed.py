@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
-# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from brook.broker.tools.kafka_admin import NewTopic
 
 from .brokers import brook_spec
 from .procs import BrokerProcess, free_port

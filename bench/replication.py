@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient
 
-# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
+from brook.broker.tools.kafka_admin import NewTopic
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .brokers import brook_command, compile_brook_bytecode

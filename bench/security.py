@@ -26,21 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-
-# confluent_kafka.admin re-exports these without __all__: mypy --strict refuses them.
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    NewTopic,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
-)
+from confluent_kafka.admin import AdminClient
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from brook.broker.client import BlockingClient
 from brook.broker.security.scram import ScramClient
+from brook.broker.tools.kafka_admin import (
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from .brokers import brook_spec
 from .procs import BrokerProcess, free_port

@@ -32,9 +32,7 @@ import time
 from pathlib import Path
 
 import crc32c
-
-# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient
 from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.init_producer_id.v4 import request as init4
 from kio.schema.produce.v9 import request as produce9
@@ -43,6 +41,7 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from brook.broker.client import BlockingClient
 from brook.broker.testing import broker_overrides, free_port
+from brook.broker.tools.kafka_admin import NewTopic
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 

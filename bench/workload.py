@@ -23,9 +23,9 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+from confluent_kafka.admin import AdminClient
 
-# confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from brook.broker.tools.kafka_admin import NewTopic
 
 # librdkafka logs every refused connection at error level; a failing broker would flood the
 # terminal, so logs are silenced and errors reach us through error_cb and delivery reports instead.

@@ -211,8 +211,9 @@ def create_topic(
     """Create a topic; `partitions` -1 takes the broker's num.partitions, as Kafka's
     CreateTopics does. Raises KafkaException as the admin client does, e.g.
     TOPIC_ALREADY_EXISTS."""
-    # confluent_kafka.admin re-exports NewTopic without __all__: mypy --strict refuses it.
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient
+
+    from .tools.kafka_admin import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(name, partitions, -1, config=dict(config or {}))
