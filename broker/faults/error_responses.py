@@ -89,7 +89,7 @@ def _offset_fetch(entity: type, version: int, request: Any, error: ErrorCode) ->
                 _nothing(group, group_id=item.group_id, error_code=error) for item in request.groups
             ),
         )
-    if "error_code" in entity.__dataclass_fields__:  # type: ignore[attr-defined]
+    if any(item.name == "error_code" for item in dataclasses.fields(entity)):
         return _nothing(entity, error_code=error)
     # v1: the error sits on each requested partition.
     topic = _element_type(entity, "topics")

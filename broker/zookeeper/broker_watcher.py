@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import RegisterBrokerRecord, UnregisterBrokerRecord
@@ -105,6 +106,6 @@ def _broker_id(name: str) -> int | None:
     return int(name) if name.isdigit() else None
 
 
-def _ids(ids: object) -> str:
-    listed = ", ".join(str(i) for i in sorted(ids))  # type: ignore[call-overload]
+def _ids(ids: Iterable[int]) -> str:
+    listed = ", ".join(str(i) for i in sorted(ids))
     return listed or "none"
