@@ -58,7 +58,7 @@ ln -sfn ../../../storage build/mypy-path/brook/storage
 "$venv/bin/mypy"
 # Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
-# the suite in this process. The Spark tests share one JVM: they are one xdist group
-# (tests/spark/conftest.py), which --dist loadgroup keeps on one worker; so are the image
-# tests, which share one built image (tests/image/conftest.py).
+# the suite in this process. The Spark tests share a JVM per group: they are two xdist
+# groups (tests/spark/conftest.py), each of which --dist loadgroup keeps on one worker; so
+# are the image tests, one group, which share one built image (tests/image/conftest.py).
 exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-4}" --dist loadgroup "$@"

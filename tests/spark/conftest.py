@@ -1,9 +1,12 @@
-"""One local SparkSession for every Spark test, and the data source registered in it.
+"""One local SparkSession per xdist group of Spark tests, and the data source registered in it.
 
-Spark starts a JVM (a few seconds), so the session is shared: the tests are put in one
-xdist group (test.sh runs pytest with `--dist loadgroup`), which gives one worker, and so
-one JVM, all of them. Spark's Python workers run this interpreter (PYSPARK_PYTHON), the one
-where brook.spark is installed.
+Spark starts a JVM (a few seconds), so a session is shared: the tests are put in two xdist
+groups (test.sh runs pytest with `--dist loadgroup`), each of which gets one worker, and so
+one JVM, for all of its tests. Two, not one, because the Spark tests run one after another
+within a group and were the suite's longest chain: the audit's tests over the shared audit
+log dir in one, the data source, compaction and the standalone cluster's in the other.
+Spark's Python workers run this interpreter (PYSPARK_PYTHON), the one where brook.spark is
+installed.
 """
 
 from __future__ import annotations
@@ -27,8 +30,23 @@ SPARK_TESTS = Path(__file__).parent
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SPARK_TESTS in Path(item.path).parents:
-            item.add_marker(pytest.mark.xdist_group("spark"))
+        path = Path(item.path)
+        if SPARK_TESTS in path.parents:
+            item.add_marker(pytest.mark.xdist_group(_group_of(path.name)))
+
+
+# The modules over the audit's shared log dirs and reports (built once per group's worker).
+AUDIT_GROUP = {
+    "test_audit.py",
+    "test_audit_files.py",
+    "test_audit_lost_data.py",
+    "test_audit_report.py",
+    "test_read_committed.py",
+}
+
+
+def _group_of(module: str) -> str:
+    return "spark-audit" if module in AUDIT_GROUP else "spark"
 
 
 @pytest.fixture(scope="session")
