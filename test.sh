@@ -49,12 +49,14 @@ venv="${BROOK_VENV:-.venv}"
 scripts/make-venv.sh "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$venv/bin/ruff" check .
-# Type check protocol/ and storage/ (strict; settings in pyproject.toml). They install as
-# brook.protocol and brook.storage, a mapping mypy cannot follow, so it reads them through
-# links under build/mypy-path/brook/. The cache (.mypy_cache) keeps a rerun under a second.
+# Type check every product package (strict; settings and why the links, in pyproject.toml).
+# They install as brook.protocol, brook.storage, brook.broker and brook.spark, a mapping mypy
+# cannot follow, so it reads them through links under build/mypy-path/brook/. The cache
+# (.mypy_cache) keeps a rerun to seconds.
 mkdir -p build/mypy-path/brook
-ln -sfn ../../../protocol build/mypy-path/brook/protocol
-ln -sfn ../../../storage build/mypy-path/brook/storage
+for package in protocol storage broker spark; do
+    ln -sfn "../../../$package" "build/mypy-path/brook/$package"
+done
 "$venv/bin/mypy"
 # Four workers: most tests wait on brokers and sockets, so even two cores keep four busy.
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
