@@ -11,8 +11,11 @@ from __future__ import annotations
 import datetime
 import importlib
 import inspect
+import pkgutil
+import re
 import sys
 from collections.abc import Awaitable, Callable
+from functools import cache
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -116,10 +119,52 @@ def build(entity_type: type, **fields: Any) -> Any:
     """Make a kio entity from the fields its version has, ignoring the others.
 
     One handler serves every version of its API; fields that a version lacks are
-    simply not part of that version's entity.
+    simply not part of that version's entity. A field that no version of the message
+    has is a misspelling in Brook: TypeError, rather than an answer without it.
     """
-    known = entity_type.__dataclass_fields__  # type: ignore[attr-defined]
+    known: dict[str, Any] = entity_type.__dataclass_fields__  # type: ignore[attr-defined]
+    if not known.keys() >= fields.keys():
+        misspelt = fields.keys() - fields_of_any_version(entity_type)
+        if misspelt:
+            raise TypeError(
+                f"{entity_type.__module__}.{entity_type.__name__} has no field"
+                f" {', '.join(sorted(misspelt))} in any version"
+            )
     return entity_type(**{name: value for name, value in fields.items() if name in known})
+
+
+_KIO_VERSIONED = re.compile(r"^(?P<api>.+)\.v\d+\.(?P<kind>\w+)$")
+_VERSION_SUFFIX = re.compile(r"V\d+$")
+
+
+@cache
+def fields_of_any_version(entity_type: type) -> frozenset[str]:
+    """The fields of the message `entity_type` is one version of, over all its versions:
+    kio keeps each version in a module of its own (kio.schema.<api>.v<N>.<kind>), Brook's
+    own schemas one class per version in one module (<Name>V<N>)."""
+    found = _KIO_VERSIONED.match(entity_type.__module__)
+    if found is not None:
+        package = importlib.import_module(found["api"])
+        versions = [
+            importlib.import_module(f"{found['api']}.{info.name}.{found['kind']}")
+            for info in pkgutil.iter_modules(package.__path__)
+            if re.fullmatch(r"v\d+", info.name)
+        ]
+        classes = [getattr(module, entity_type.__name__, None) for module in versions]
+    else:
+        base = _VERSION_SUFFIX.sub("", entity_type.__name__)
+        module = sys.modules[entity_type.__module__]
+        classes = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and _VERSION_SUFFIX.sub("", value.__name__) == base
+        ]
+    return frozenset(
+        name
+        for cls in classes
+        if cls is not None
+        for name in getattr(cls, "__dataclass_fields__", {})
+    )
 
 
 def schema_module(entity_type: type) -> ModuleType:
