@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -181,29 +182,28 @@ class _TransactionalWriter(threading.Thread):
                     self._commit_again(values)
 
     def _abort(self, values: list[bytes]) -> None:
-        while True:
-            try:
-                self.producer.abort_transaction(60)
-                self.aborted.extend(values)
-                return
-            except KafkaException as exc:
-                if exc.args[0].fatal() or not exc.args[0].retriable():
-                    self.fatal.append(f"abort: {exc.args[0]}")
-                    self.stopping.set()
-                    return
+        self._until_done("abort", self.producer.abort_transaction, self.aborted, values)
 
     def _commit_again(self, values: list[bytes]) -> None:
+        self._until_done("commit again", self.producer.commit_transaction, self.committed, values)
+
+    def _until_done(
+        self, what: str, end: Callable[[float], None], into: list[bytes], values: list[bytes]
+    ) -> None:
+        """End the transaction as librdkafka asks: again while it is retriable, by an abort
+        when a commit turns out to need one; anything else is fatal for the test."""
         while True:
             try:
-                self.producer.commit_transaction(60)
-                self.committed.extend(values)
+                end(60)
+                into.extend(values)
                 return
             except KafkaException as exc:
-                if exc.args[0].txn_requires_abort():
+                error = exc.args[0]
+                if what != "abort" and error.txn_requires_abort():
                     self._abort(values)
                     return
-                if exc.args[0].fatal() or not exc.args[0].retriable():
-                    self.fatal.append(f"commit again: {exc.args[0]}")
+                if error.fatal() or not error.retriable():
+                    self.fatal.append(f"{what}: {error}")
                     self.stopping.set()
                     return
 

@@ -137,14 +137,10 @@ def test_confluent_kafka_produces_and_consumes_in_a_group_through_a_host_port(
         consumer.close()
 
 
-def network_metadata(podman: Podman, image: str, network: str, bootstrap: str) -> list[str]:
-    """The brokers that a client in a container on `network` is told of by `bootstrap`."""
-    code = (
-        "import json, sys; from confluent_kafka.admin import AdminClient;"
-        " metadata = AdminClient({'bootstrap.servers': sys.argv[1]}).list_topics(timeout=60);"
-        " print(json.dumps(sorted(f'{b.host}:{b.port}' for b in metadata.brokers.values())))"
-    )
-    result = podman(
+def _python_client(network: str, *options: str) -> tuple[str, ...]:
+    """`podman run` of a throw-away client container (Python, the image's) on `network`,
+    labelled as this test run's: its arguments up to the image."""
+    return (
         "run",
         "--rm",
         "--name",
@@ -154,14 +150,20 @@ def network_metadata(podman: Podman, image: str, network: str, bootstrap: str) -
         *ULIMITS,
         "--network",
         network,
+        *options,
         "--entrypoint",
         "python",
-        image,
-        "-c",
-        code,
-        bootstrap,
-        timeout=300,
     )
+
+
+def network_metadata(podman: Podman, image: str, network: str, bootstrap: str) -> list[str]:
+    """The brokers that a client in a container on `network` is told of by `bootstrap`."""
+    code = (
+        "import json, sys; from confluent_kafka.admin import AdminClient;"
+        " metadata = AdminClient({'bootstrap.servers': sys.argv[1]}).list_topics(timeout=60);"
+        " print(json.dumps(sorted(f'{b.host}:{b.port}' for b in metadata.brokers.values())))"
+    )
+    result = podman(*_python_client(network), image, "-c", code, bootstrap, timeout=300)
     brokers: list[str] = json.loads(result.stdout)
     return brokers
 
@@ -173,19 +175,7 @@ def run_network_client(
     what it saw, as JSON."""
     script = "/run/brook-tests/network_client.py"
     result = podman(
-        "run",
-        "--rm",
-        "--name",
-        unique_name("client"),
-        "--label",
-        f"{OWNER_LABEL}={os.getpid()}",
-        *ULIMITS,
-        "--network",
-        network,
-        "--volume",
-        f"{NETWORK_CLIENT}:{script}:ro",
-        "--entrypoint",
-        "python",
+        *_python_client(network, "--volume", f"{NETWORK_CLIENT}:{script}:ro"),
         image,
         script,
         bootstrap,
