@@ -1147,24 +1147,10 @@ def _check_advertised(advertised: list[Listener], listeners: list[Listener]) -> 
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Read a Java .properties file: key=value or key: value, # and ! comments,
-    backslash line continuations."""
-    values: dict[str, str] = {}
-    pending = ""
-    for raw_line in path.read_text().splitlines():
-        line = pending + raw_line.strip() if pending else raw_line.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        if not match:
-            values[line] = ""
-            continue
-        values[match[1]] = match[2]
-    return values
+    """A Java .properties file, as Kafka reads server.properties (storage's one parser)."""
+    from brook.storage.checkpoints import parse_java_properties
+
+    return parse_java_properties(path.read_text("utf-8"))
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:

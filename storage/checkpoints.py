@@ -16,7 +16,7 @@ import base64
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -193,22 +193,76 @@ class MetaProperties(NamedTuple):
 
 
 def parse_java_properties(text: str) -> dict[str, str]:
-    """The subset of java.util.Properties that Kafka's own files use.
-
-    Comment lines start with `#` or `!`; keys and values are separated by `=` or `:`.
-    Kafka never writes escapes or continuation lines into these files.
-    """
+    """A .properties file as java.util.Properties.load reads it (Kafka's server.properties,
+    a client's --command-config, meta.properties): `#` and `!` comment lines; a line that
+    ends in an odd number of backslashes goes on in the next (its leading whitespace
+    dropped), as a `sasl.jaas.config` split over lines; the key ends at the first
+    unescaped `=`, `:` or whitespace; `\\t`, `\\n`, `\\uXXXX` and `\\<char>` escapes.
+    Values are trimmed, as Kafka's ConfigDef trims what it parses."""
     props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            props[line] = ""
-        else:
-            props[line[:cut].strip()] = line[cut + 1 :].strip()
+    for line in _logical_lines(text):
+        key, value = _key_and_value(line)
+        props[_unescape(key)] = _unescape(value).strip()
     return props
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    pending: str | None = None
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending = (pending or "") + line[:-1]
+            continue
+        yield (pending or "") + line
+        pending = None
+    if pending is not None:
+        yield pending
+
+
+def _key_and_value(line: str) -> tuple[str, str]:
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "=:" or char.isspace():
+            break
+        index += 1
+    key, rest = line[:index], line[index:].lstrip()
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip()
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\" or index + 1 >= len(text):
+            out.append(char)
+            index += 1
+            continue
+        escaped = text[index + 1]
+        if escaped == "u" and len(text) >= index + 6:
+            try:
+                out.append(chr(int(text[index + 2 : index + 6], 16)))
+                index += 6
+                continue
+            except ValueError:
+                pass
+        out.append(_ESCAPES.get(escaped, escaped))
+        index += 2
+    return "".join(out)
 
 
 def read_meta_properties(log_dir: Path) -> MetaProperties | None:

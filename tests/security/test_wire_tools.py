@@ -116,6 +116,32 @@ def test_kafkas_client_property_names_serve_as_well(prepared, pki, tmp_path, mod
     assert "producer_byte_rate=4096" in shown.stdout
 
 
+def test_a_jaas_config_split_over_lines_is_read_as_java_reads_it(prepared, pki, tmp_path):
+    """Kafka's documentation writes sasl.jaas.config over several lines, each ending in a
+    backslash: the properties file goes on in the next line, as java.util.Properties
+    reads it."""
+    mode = next(m for m in MODES if m.name == "sasl_ssl-scram-sha-512")
+    settings = _kafka_names(pki, mode)
+    jaas = settings.pop("sasl.jaas.config")
+    module, _, credentials = jaas.partition(" required ")
+    username, password = credentials.rstrip(";").split(" ")
+    config = _properties(tmp_path / "client.properties", settings)
+    with config.open("a") as file:
+        file.write(f"sasl.jaas.config={module} required \\\n    {username} \\\n    {password};\n")
+    ran = brook(
+        "transactions",
+        "--bootstrap-server",
+        prepared.bootstrap(mode.listener),
+        "--command-config",
+        str(config),
+        "describe",
+        "--transactional-id",
+        TRANSACTIONAL_ID,
+    )
+    assert (ran.returncode, ran.stderr) == (0, ""), ran
+    assert "CompleteCommit" in ran.stdout
+
+
 def test_delete_offsets_over_sasl(prepared, pki, tmp_path):
     mode = next(m for m in MODES if m.name == "sasl_plaintext-scram-sha-256")
     config = _properties(tmp_path / "client.properties", librdkafka_config(pki, mode))

@@ -65,6 +65,19 @@ def test_meta_properties_written_by_kafka_kraft(tmp_path: Path) -> None:
 
 def test_java_properties_parsing() -> None:
     assert parse_java_properties("! c\n a = 1 \nb:2\nc\n") == {"a": "1", "b": "2", "c": ""}
+    # java.util.Properties' rules: continuation lines (an odd number of backslashes),
+    # escapes in keys and values, a whitespace separator.
+    text = (
+        'j=Module required \\\n    user="a" \\\n  pw="b";\n'
+        "x\\=y = 1\nk\\ v w\nu=\\u0041\\tB\nd=c:\\\\\n"
+    )
+    assert parse_java_properties(text) == {
+        "j": 'Module required user="a" pw="b";',
+        "x=y": "1",
+        "k v": "w",
+        "u": "A\tB",
+        "d": "c:\\",
+    }
 
 
 def test_topic_id_string_matches_kafka_uuid_to_string() -> None:
