@@ -5,18 +5,15 @@ from __future__ import annotations
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-# The partitions' producer state raises the same Kafka error.
+# The partitions' producer state raises the same Kafka errors: one class each.
 from brook.storage.producer_state import InvalidProducerEpochError as InvalidProducerEpochError
+from brook.storage.producer_state import InvalidTxnStateError as InvalidTxnStateError
 
 
 class ConcurrentTransactionsError(KafkaError):
     """The transaction is completing (or a fence is under way): retry shortly."""
 
     error_code = ErrorCode.concurrent_transactions
-
-
-class InvalidTxnStateError(KafkaError):
-    error_code = ErrorCode.invalid_txn_state
 
 
 class ProducerFencedError(KafkaError):
