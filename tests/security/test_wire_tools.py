@@ -7,6 +7,7 @@ the login or the TLS handshake fails."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -68,17 +69,19 @@ def _kafka_names(pki: TestPki, mode: Mode) -> dict[str, str]:
     return settings
 
 
+def _transactions(prepared: Any, mode: Mode, config: Path, *args: str) -> Any:
+    """`brook transactions ARGS` against the mode's listener with `config` as its
+    --command-config."""
+    bootstrap = prepared.bootstrap(mode.listener)
+    return brook(
+        "transactions", "--bootstrap-server", bootstrap, "--command-config", str(config), *args
+    )
+
+
 @pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.name)
 def test_brook_transactions_over_each_listener(prepared, pki, tmp_path, mode):
     config = _properties(tmp_path / "client.properties", librdkafka_config(pki, mode))
-    ran = brook(
-        "transactions",
-        "--bootstrap-server",
-        prepared.bootstrap(mode.listener),
-        "--command-config",
-        str(config),
-        "list",
-    )
+    ran = _transactions(prepared, mode, config, "list")
     assert (ran.returncode, ran.stderr) == (0, ""), ran
     assert TRANSACTIONAL_ID in ran.stdout
 
@@ -128,16 +131,7 @@ def test_a_jaas_config_split_over_lines_is_read_as_java_reads_it(prepared, pki, 
     config = _properties(tmp_path / "client.properties", settings)
     with config.open("a") as file:
         file.write(f"sasl.jaas.config={module} required \\\n    {username} \\\n    {password};\n")
-    ran = brook(
-        "transactions",
-        "--bootstrap-server",
-        prepared.bootstrap(mode.listener),
-        "--command-config",
-        str(config),
-        "describe",
-        "--transactional-id",
-        TRANSACTIONAL_ID,
-    )
+    ran = _transactions(prepared, mode, config, "describe", "--transactional-id", TRANSACTIONAL_ID)
     assert (ran.returncode, ran.stderr) == (0, ""), ran
     assert "CompleteCommit" in ran.stdout
 
