@@ -49,6 +49,15 @@ def _earliest(bootstrap: str, topic: str) -> int:
     return watermarks(bootstrap, topic, 1)[0][0]
 
 
+def _broker_on_a_shifted_clock(tmp_path: Path) -> tuple[ShiftedClock, BrokerThread]:
+    """A broker whose clock the test moves on, checking retention every CHECK_EVERY_MS."""
+    clock = ShiftedClock()
+    broker = BrokerThread(
+        tmp_path / "data", {"log.retention.check.interval.ms": CHECK_EVERY_MS}, clock=clock
+    ).start()
+    return clock, broker
+
+
 def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(tmp_path, topic_name):
     """Two batches a segment, six old and three new; once the broker's clock passes
     retention.ms for the old ones, their three segments go and the new ones stay.
@@ -57,10 +66,7 @@ def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(tmp
     only after: a retention pass amid the writes would delete the partly filled active
     segment of old records (Kafka does too) and shift the segment boundaries, leaving
     the last old record in a segment with a new one, kept for its sake."""
-    clock = ShiftedClock()
-    broker = BrokerThread(
-        tmp_path / "data", {"log.retention.check.interval.ms": CHECK_EVERY_MS}, clock=clock
-    ).start()
+    clock, broker = _broker_on_a_shifted_clock(tmp_path)
     try:
         bootstrap = broker.bootstrap
         create_topic(
@@ -117,10 +123,7 @@ def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
 def test_deleted_segments_wait_for_file_delete_delay(tmp_path, topic_name):
     """Segments past retention are renamed `.deleted` at once and removed only once
     file.delete.delay.ms has passed on the broker's clock, which the test moves on."""
-    clock = ShiftedClock()
-    broker = BrokerThread(
-        tmp_path / "data", {"log.retention.check.interval.ms": CHECK_EVERY_MS}, clock=clock
-    ).start()
+    clock, broker = _broker_on_a_shifted_clock(tmp_path)
     try:
         bootstrap = broker.bootstrap
         create_topic(
