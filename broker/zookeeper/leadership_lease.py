@@ -86,16 +86,13 @@ class LeadershipLease:
 
     async def _renew_forever(self) -> None:
         while True:
-            sent_at = self._monotonic()
             try:
-                await self._ask_zookeeper()
+                await self.renew_now()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 # The lease runs out on its own; the session listener says why.
                 log.debug("Renewing the leadership lease failed: %s", exc)
-            else:
-                self.renewed(sent_at)
             await asyncio.sleep(self._session_timeout_ms() * RENEW_PART_OF_SESSION / 1000)
 
     async def close(self) -> None:

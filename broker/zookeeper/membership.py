@@ -130,8 +130,8 @@ class ZkMembership:
 
     def leadership_lease_held(self) -> bool:
         """Whether ZooKeeper answered lately enough that no other broker can lead what
-        this one leads (checked by every append as leader)."""
-        return not self.fenced and self.lease.held()
+        this one leads (checked by every append as leader, beside the partitions' fence)."""
+        return self.lease.held()
 
     def add_fencing_listener(self, listener: FencingListener) -> None:
         self._fencing_listeners.append(listener)
