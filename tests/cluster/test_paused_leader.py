@@ -16,6 +16,7 @@ from tests.integration.acked import read_all
 from tests.integration.raw_client import RawClient, produce_request
 
 from .harness import Cluster, ZooKeeperView, eventually, wait_ready
+from .topics import topic_of
 
 TOPIC = "paused"
 STATE = f"/brokers/topics/{TOPIC}/partitions/0/state"
@@ -77,6 +78,10 @@ def test_a_paused_leader_refuses_the_writes_queued_while_it_was_replaced(
                 client.close()
         # It comes back as a follower: the ISR holds all three again.
         zk.wait_data(STATE, lambda data, _: data is not None and len(json.loads(data)["isr"]) == 3)
+    # Every broker names the leader ZooKeeper holds before the consumer asks any of them.
+    leader = _state(zk)["leader"]
+    for broker in brokers.values():
+        eventually(lambda b=broker: topic_of(b.port, TOPIC)[1][0].leader, lambda n: n == leader)
     stored = read_all(bootstrap, TOPIC, 1)[0]
     values = [value for _, value in stored]
     assert values == acknowledged
