@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.protocol.record_batch import Record, build_batch
 from tests.integration.acked import read_all
+from tests.integration.processes import watermarks
 from tests.integration.raw_client import RawClient, produce_request
 
 from .harness import Cluster, ZooKeeperView, eventually, wait_ready
@@ -82,6 +83,12 @@ def test_a_paused_leader_refuses_the_writes_queued_while_it_was_replaced(
     leader = _state(zk)["leader"]
     for broker in brokers.values():
         eventually(lambda b=broker: topic_of(b.port, TOPIC)[1][0].leader, lambda n: n == leader)
+    # A new leader's high watermark passes the records it took over once every follower in
+    # the ISR has fetched from it (one that asked before the leader knew its new epoch
+    # waits replica.fetch.backoff.ms), as in Kafka: wait for it rather than read short.
+    eventually(
+        lambda: watermarks(bootstrap, TOPIC, 1)[0][1], lambda high: high >= len(acknowledged)
+    )
     stored = read_all(bootstrap, TOPIC, 1)[0]
     values = [value for _, value in stored]
     assert values == acknowledged
