@@ -326,7 +326,11 @@ def test_a_move_survives_the_controllers_failover(cluster: Cluster, zk: ZooKeepe
     brokers[controller].kill()
     successor = zk.wait_controller(lambda c: c not in (None, controller))
     assert zk.controller_epoch() > epoch
-    assert ongoing(brokers[successor].port)[1] == {(TOPIC, 0): ([2, 3, 4, 1], [4], [1])}
+    # Until the successor has taken its win in (NOT_CONTROLLER before: a client retries).
+    error, moves = eventually(
+        lambda: ongoing(brokers[successor].port), lambda answer: answer[0] == ErrorCode.none
+    )
+    assert moves == {(TOPIC, 0): ([2, 3, 4, 1], [4], [1])}
     # Broker 3 back (and the killed one: it may be a target replica too).
     brokers[3] = cluster.restart(brokers[3], 3, extra=REPLICATION)
     brokers[controller] = cluster.restart(brokers[controller], controller, extra=REPLICATION)
