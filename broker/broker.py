@@ -373,6 +373,7 @@ class Broker:
             self._log_config,
             self.clock,
             lambda broker_id: self.metadata.broker(broker_id) is not None,
+            self.faults,
         )
         # Fetchers start only for partitions another broker leads (never on a single
         # broker, which leads them all).
@@ -622,14 +623,14 @@ class Broker:
         groups = GroupCoordinator(
             config,
             offsets_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas.partition),
+            LogPartitionWriter(self.replicas),
             timer,
             self.clock,
         )
         transactions = TransactionCoordinator(
             config,
             transaction_state_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas.partition),
+            LogPartitionWriter(self.replicas),
             timer,
             self.clock,
             groups,

@@ -3,8 +3,9 @@ ReplicaManager): a partition assigned here gets its log and a Partition; a delet
 loses both, and so does a partition a reassignment moved off this broker (Kafka's
 StopReplica with delete); a topic's new configs reach its logs.
 
-Handlers find partitions here; what the cluster knows about them (leaders, ISR, configs)
-is in the MetadataCache.
+Records are appended as leader through here too (append_records.py). Handlers find
+partitions here; what the cluster knows about them (leaders, ISR, configs) is in the
+MetadataCache.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log_manager import LogManager
 
+from .append_records import RecordAppender
 from .metadata.cache import MetadataCache
 from .metadata.records import (
     MetadataRecord,
@@ -30,6 +32,7 @@ from .metadata.records import (
 if TYPE_CHECKING:
     from brook.storage.log_config import LogConfig
 
+    from .faults.registry import FaultRegistry
     from .partition import AlterPartition, Partition
     from .replication.fetcher_manager import ReplicaFetcherManager
 
@@ -45,6 +48,7 @@ class ReplicaManager:
         log_config_of: Callable[[dict[str, Any]], LogConfig],
         now_ms: Callable[[], int] = system_clock,
         broker_alive: Callable[[int], bool] = lambda broker_id: True,
+        faults: FaultRegistry | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
@@ -64,6 +68,9 @@ class ReplicaManager:
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}
+        # The one way records are appended as leader, for Produce and the coordinators
+        # (Kafka's appendRecords): see append_records.py.
+        self.append_records = RecordAppender(self.hosted, now_ms, faults).append_records
 
     # --- lookups ------------------------------------------------------------------------
 

@@ -1,19 +1,22 @@
 """The PartitionWriter over the broker's own partitions.
 
-Appends go through Partition.append_records_as_leader as the coordinator's own writes
-(AppendOrigin.COORDINATOR, acks=all as Kafka's coordinators write); they are committed when
-the partition's high watermark passes them (at once on a single broker, once every in-sync
-replica has them with replication). Replay reads only what is committed.
+Appends go through the ReplicaManager's append entry point as the coordinator's own
+writes (AppendOrigin.COORDINATOR, acks=all as Kafka's coordinators write), made when they
+are asked for; they are committed when the partition's high watermark passes them (at
+once on a single broker, once every in-sync replica has them with replication). Replay
+reads only what is committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from brook.protocol.coordinator_records import ControlRecordType
 from brook.storage.log_validator import AppendOrigin
 
-from ..partition import ACKS_ALL, FetchIsolation, Partition
+from ..append_records import AppendResults
+from ..partition import ACKS_ALL, FetchIsolation
 from .partition_writer import Appended, TopicPartition
 from .records import (
     CoordinatorRecord,
@@ -24,14 +27,15 @@ from .records import (
     stored_batches,
 )
 
+if TYPE_CHECKING:
+    from ..replica_manager import ReplicaManager
+
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 class LogPartitionWriter:
-    def __init__(self, partition_of: Callable[[str, int], Partition]) -> None:
-        # The broker's lookup (ReplicaManager.partition): it raises UNKNOWN_TOPIC_OR_PARTITION
-        # for a partition it does not host and KAFKA_STORAGE_ERROR for an offline one.
-        self._partition_of = partition_of
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
 
     def append(
         self,
@@ -40,12 +44,7 @@ class LogPartitionWriter:
         now_ms: int,
         producer: TransactionalProducer | None = None,
     ) -> Appended:
-        partition = self._partition_of(tp.topic, tp.partition)
-        info = partition.append_records_as_leader(
-            encode_write(records, now_ms, producer), AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
-        )
-        next_offset = info.last_offset + 1
-        return Appended(info.first_offset, next_offset, self._committed(partition, next_offset))
+        return self._append(tp, encode_write(records, now_ms, producer), now_ms)
 
     def append_end_transaction_marker(
         self,
@@ -56,23 +55,26 @@ class LogPartitionWriter:
         result: ControlRecordType,
         now_ms: int,
     ) -> Appended:
-        partition = self._partition_of(tp.topic, tp.partition)
         marker = encode_end_transaction_marker(
             producer_id, producer_epoch, coordinator_epoch, result, now_ms
         )
-        info = partition.append_records_as_leader(
-            marker, AppendOrigin.COORDINATOR, ACKS_ALL, now_ms
-        )
-        next_offset = info.last_offset + 1
-        return Appended(info.first_offset, next_offset, self._committed(partition, next_offset))
+        return self._append(tp, marker, now_ms)
 
-    async def _committed(self, partition: Partition, offset: int) -> None:
-        waiter = partition.wait_for_commit(offset)
-        if waiter is not None:
-            await waiter
+    def _append(self, tp: TopicPartition, records: bytearray, now_ms: int) -> Appended:
+        """Append now (raising the partition's error when it refuses), committed later."""
+        results = self._replicas.append_records(
+            [((tp.topic, tp.partition), records)],
+            required_acks=ACKS_ALL,
+            origin=AppendOrigin.COORDINATOR,
+            timeout_s=None,
+            now_ms=now_ms,
+        )
+        response = results.responses[0]
+        response.raise_error()
+        return Appended(response.base_offset, response.next_offset, _committed(results))
 
     def read(self, tp: TopicPartition) -> Iterator[StoredBatch]:
-        partition = self._partition_of(tp.topic, tp.partition)
+        partition = self._replicas.partition(tp.topic, tp.partition)
         offset = partition.log_start_offset
         # To the log end, as Kafka's coordinator loader reads: a new leader's high
         # watermark may lag what it has, and everything it has stays (a leader never
@@ -88,3 +90,10 @@ class LogPartitionWriter:
                 read_any = True
             if not read_any:
                 break
+
+
+async def _committed(results: AppendResults) -> None:
+    """Once the append is committed; its error when the partition's leadership goes first."""
+    if results.completion is not None:
+        await results.completion
+    results.responses[0].raise_error()

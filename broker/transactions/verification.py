@@ -256,3 +256,35 @@ def _failure(exc: KafkaError, transaction_version_2: bool = False) -> Verificati
             f" error: {code.name.upper()}",
         )
     return VerificationFailed(code, exc.message)
+
+
+class TransactionVerification:
+    """KIP-890 for the transactional writes of one request: its transactional id and what
+    its version lets the broker do. The coordinator is looked up at the first
+    transactional batch (a request without one never needs it)."""
+
+    def __init__(
+        self, services: BrokerServices, transactional_id: str, operation: SupportedOperation
+    ) -> None:
+        self._services = services
+        self.transactional_id = transactional_id
+        self.operation = operation
+        self._coordinator: AnyCoordinator | None = None
+
+    @property
+    def coordinator(self) -> AnyCoordinator:
+        if self._coordinator is None:
+            self._coordinator = coordinator_of(self._services, self.transactional_id)
+        return self._coordinator
+
+    def verified(self, producer: ProducerIdAndEpoch, partition: TopicPartitionKey) -> bool:
+        """`verify` for this request (raises VerificationFailed when refused)."""
+        return verify(self.coordinator, self.transactional_id, producer, partition, self.operation)
+
+    async def add(
+        self, producer: ProducerIdAndEpoch, partition: TopicPartitionKey, timeout_s: float
+    ) -> None:
+        """`add` for this request (raises VerificationFailed when it cannot be added)."""
+        await add(
+            self.coordinator, self.transactional_id, producer, partition, timeout_s, self.operation
+        )
