@@ -4,7 +4,7 @@ while the leader of a partition is SIGKILLed at a random moment and brought back
 after round; then every acknowledged record is read back at its offset, none twice, each
 partition in the order it was sent.
 
-30 rounds in the suite; BROOK_LOSS_ROUNDS=300 (say) for a longer run on demand.
+12 rounds in the suite; BROOK_LOSS_ROUNDS=300 (say) for a longer run on demand.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .harness import Cluster, ZooKeeperView, eventually, metadata_of, wait_ready
 
 log = logging.getLogger("tests.cluster.loss")
 
-ROUNDS = int(os.environ.get("BROOK_LOSS_ROUNDS", "30"))
+ROUNDS = int(os.environ.get("BROOK_LOSS_ROUNDS", "12"))
 PARTITIONS = 3
 TOPIC = "ledger"
 

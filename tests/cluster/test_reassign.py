@@ -327,7 +327,7 @@ def test_a_move_survives_the_controllers_failover(cluster: Cluster, zk: ZooKeepe
     successor = zk.wait_controller(lambda c: c not in (None, controller))
     assert zk.controller_epoch() > epoch
     # Until the successor has taken its win in (NOT_CONTROLLER before: a client retries).
-    error, moves = eventually(
+    _, moves = eventually(
         lambda: ongoing(brokers[successor].port), lambda answer: answer[0] == ErrorCode.none
     )
     assert moves == {(TOPIC, 0): ([2, 3, 4, 1], [4], [1])}

@@ -1,5 +1,5 @@
 """Exactly-once consume-transform-produce: an application SIGKILLed at random points and
-restarted, 20 times, still turns every input record into exactly one committed output
+restarted, 10 times, still turns every input record into exactly one committed output
 record, as read by a read_committed consumer."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .clients import create_topic, produce
 from .processes import clean_env
 
 RECORDS = 10_000
-ROUNDS = 20
+ROUNDS = 10
 APP = Path(__file__).with_name("eos_app.py")
 
 

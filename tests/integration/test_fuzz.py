@@ -34,7 +34,7 @@ from .fuzz_requests import POOL, PROTECTED, PROTECTED_CONFIGS, FuzzFrame, fuzz_f
 from .processes import Brokers
 from .raw_client import RawClient
 
-EXAMPLES = int(os.environ.get("BROOK_FUZZ_EXAMPLES", "5000"))
+EXAMPLES = int(os.environ.get("BROOK_FUZZ_EXAMPLES", "2000"))
 SEED = os.environ.get("BROOK_FUZZ_SEED")
 STRICT = os.environ.get("BROOK_FUZZ_STRICT") == "1"
 BATCH = 100

@@ -30,7 +30,7 @@ from tests.integration.test_fuzz import ADDRESS_SPACE, OPEN_FILES, Harness
 
 from .conftest import plain_jaas
 
-EXAMPLES = int(os.environ.get("BROOK_FUZZ_SASL_EXAMPLES", "2000"))
+EXAMPLES = int(os.environ.get("BROOK_FUZZ_SASL_EXAMPLES", "1000"))
 ANSWER_WAIT_S = 0.05
 
 
