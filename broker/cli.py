@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Before any module that imports kio: the process loads kio's types without registering
 # hypothesis strategies for them, whatever else is installed (kio_loading says why).
-from . import kio_loading  # noqa: F401
+from .server import kio_loading  # noqa: F401
 
 # isort: split
 
@@ -21,8 +21,14 @@ from brook.protocol.releases import KNOWN_RELEASES
 from brook.storage.errors import StorageError
 
 from .command_parser import CommandParser, VersionAction
-from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, read_properties, warn_unknown_keys
-from .config_values import config_to_string
+from .config.broker_config import (
+    BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    read_properties,
+    warn_unknown_keys,
+)
+from .config.values import config_to_string
 from .observability.log_format import configure_logging
 from .zookeeper.errors import ZooKeeperStartupError
 
@@ -231,7 +237,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 async def _run(config: BrokerConfig) -> int:
-    from .broker import Broker
+    from .server.broker import Broker
 
     broker = Broker(config)
     # What the imports made stays for the process's life: frozen out of the collector's

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from brook.broker.config import BrokerConfig
-from brook.broker.config_describe import ConfigDescriber, ConfigSource
-from brook.broker.dynamic_config import DYNAMIC_CONFIGS_FILE, DynamicBrokerConfig
-from brook.broker.topic_config import effective_topic_config
+from brook.broker.config.broker_config import BrokerConfig
+from brook.broker.config.describe import ConfigDescriber, ConfigSource
+from brook.broker.config.dynamic import DYNAMIC_CONFIGS_FILE, DynamicBrokerConfig
+from brook.broker.config.topic_config import effective_topic_config
 from brook.protocol.errors import InvalidRequestError
 
 

@@ -121,7 +121,7 @@ def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
         for line in log.splitlines()
         if line.startswith("import time:") and line.count("|") == 2
     }
-    assert "brook.broker.broker" in imported and "uvloop" in imported
+    assert "brook.broker.server.broker" in imported and "uvloop" in imported
     assert sorted(m for m in imported if m.split(".")[0] in CLIENT_LIBRARIES) == []
     # Nor ZooKeeper's client: a broker without zookeeper.connect runs alone.
     assert sorted(m for m in imported if m.split(".")[0] == "kazoo") == []
@@ -130,7 +130,7 @@ def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
     assert sorted(m for m in imported if m.startswith("brook.broker.tools")) == []
     # Nor Prometheus' client: /metrics is served only with admin.listener set.
     assert sorted(m for m in imported if m.split(".")[0] == "prometheus_client") == []
-    assert "brook.broker.admin_server" not in imported
+    assert "brook.broker.server.admin_server" not in imported
 
 
 def test_serving_imports_no_hypothesis_where_it_is_installed(tmp_path: Path, monkeypatch):

@@ -95,4 +95,6 @@ def test_the_install_lines_work_as_written(tmp_path):
         assert f"brook/{package}/__init__.py" in names, package
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "brook = brook.broker.pytest_plugin" in text and "brook.broker.entry:main" in text
+    assert (
+        "brook = brook.broker.testing.pytest_plugin" in text and "brook.broker.entry:main" in text
+    )

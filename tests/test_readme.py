@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from brook.broker.config import BROKER_CONFIGS, BrokerConfig
-from brook.broker.topic_config import TOPIC_CONFIGS
+from brook.broker.config.broker_config import BROKER_CONFIGS, BrokerConfig
+from brook.broker.config.topic_config import TOPIC_CONFIGS
 from brook.protocol.api_table import SERVED
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import AclBindingFilter, PatternType, PermissionType, ResourceType
 from ..authorizer.authorizer import Authorizer
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 
 if TYPE_CHECKING:
     from ..authorizer.store import AclStore

@@ -13,10 +13,10 @@ from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond_later

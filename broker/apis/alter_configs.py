@@ -11,8 +11,8 @@ from typing import Any
 
 from brook.protocol.api_table import ApiKey
 
-from ..config_changes import ConfigChange
-from ..request_context import RequestContext
+from ..config.changes import ConfigChange
+from ..server.request_context import RequestContext
 from . import handles
 from .incremental_alter_configs import alter_all
 

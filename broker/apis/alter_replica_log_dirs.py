@@ -1,6 +1,6 @@
 """AlterReplicaLogDirs (key 34), v1-v2: move partitions to another of the broker's log dirs.
 
-Answered at once, as Kafka does: the copy runs in the background (broker/log_dir_mover.py)
+Answered at once, as Kafka does: the copy runs in the background (broker/replica/log_dir_mover.py)
 and DescribeLogDirs shows its progress. Per partition: LOG_DIR_NOT_FOUND for a path
 that is not one of log.dirs, KAFKA_STORAGE_ERROR when the target dir or the partition
 is offline, REPLICA_NOT_AVAILABLE for a partition this broker does not host (Kafka keeps
@@ -16,9 +16,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.alter_replica_log_dirs")

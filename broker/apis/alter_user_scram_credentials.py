@@ -20,9 +20,8 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
 from ..security.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_TYPE,
@@ -30,6 +29,7 @@ from ..security.scram import (
     ScramCredential,
     credential_from_salted_password,
 )
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, handles, schema_module
 
 log = logging.getLogger("brook.security")

@@ -1,6 +1,6 @@
 """ApiVersions (key 18), v0-v4: the served table, generated from protocol.api_table (or
-from the emulated release's cut of it, broker/api_version_manager.py), and from v3 the
-feature flags (broker/features.py).
+from the emulated release's cut of it, broker/server/api_version_manager.py), and from v3 the
+feature flags (broker/server/features.py).
 
 An ApiVersions request of a version Brook does not know gets UNSUPPORTED_VERSION with
 the supported list in a v0 body (see connection.py), so that the client can retry
@@ -19,8 +19,8 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from brook.protocol.api_table import ApiKey, VersionRange
 from brook.protocol.errors import ErrorCode
 
-from ..features import FIRST_VERSION_LISTING_LEVEL_0
-from ..request_context import RequestContext
+from ..server.features import FIRST_VERSION_LISTING_LEVEL_0
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, handles
 
 

@@ -22,9 +22,9 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.controlled_shutdown_schema import REMAINING_PARTITIONS
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import build, handles
 
 log = logging.getLogger("brook.apis.controlled_shutdown")

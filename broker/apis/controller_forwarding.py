@@ -9,11 +9,11 @@ from typing import Any
 
 from brook.protocol.errors import KafkaError
 
-from ..request_context import RequestContext
+from ..server.request_context import RequestContext
 
 log = logging.getLogger("brook.apis.forwarding")
 
-# The client id of requests between brokers (broker/inter_broker.py).
+# The client id of requests between brokers (broker/server/inter_broker.py).
 INTER_BROKER_CLIENT_PREFIX = "broker-"
 
 

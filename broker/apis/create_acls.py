@@ -11,7 +11,6 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import (
     AccessControlEntry,
     AclBinding,
@@ -23,7 +22,8 @@ from ..authorizer.acl import (
 )
 from ..authorizer.authorizer import Entries
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 from .acl_requests import SECURITY_DISABLED_MESSAGE, acl_store_of, authorizer_of
 

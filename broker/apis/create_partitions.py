@@ -20,11 +20,11 @@ from brook.protocol.errors import (
     TopicAuthorizationFailedError,
 )
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import denied
-from ..request_context import RequestContext
-from ..topics import check_partitions_per_request
+from ..authorizer.operations import AclOperation
+from ..metadata.topics import check_partitions_per_request
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.create_partitions")

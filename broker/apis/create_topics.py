@@ -26,14 +26,14 @@ from brook.protocol.errors import (
     TopicAuthorizationFailedError,
 )
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize_cluster, denied
-from ..config_describe import ConfigDescriber
-from ..config_values import config_to_string
-from ..request_context import RequestContext
-from ..topic_config import TOPIC_CONFIGS, effective_topic_config
-from ..topics import check_partitions_per_request, validate_manual_assignment
+from ..authorizer.operations import AclOperation
+from ..config.describe import ConfigDescriber
+from ..config.topic_config import TOPIC_CONFIGS, effective_topic_config
+from ..config.values import config_to_string
+from ..metadata.topics import check_partitions_per_request, validate_manual_assignment
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.create_topics")

@@ -10,9 +10,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of, filter_from
 

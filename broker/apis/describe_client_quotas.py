@@ -14,10 +14,10 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
+from ..authorizer.operations import AclOperation
 from ..quotas.entities import CLIENT_ID, IP, USER, QuotaError
-from ..request_context import RequestContext
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, handles, schema_module
 
 log = logging.getLogger("brook.apis.describe_client_quotas")

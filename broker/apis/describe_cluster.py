@@ -15,10 +15,10 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import NOT_PROVIDED
 from ..authorizer.acl import CLUSTER_NAME, ResourceType
 from ..authorizer.checks import authorized_operations
-from ..request_context import RequestContext
+from ..authorizer.operations import NOT_PROVIDED
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.describe_cluster")

@@ -20,12 +20,12 @@ from brook.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import config_refusal
-from ..config_describe import ConfigDescriber, ConfigEntry, only
-from ..request_context import RequestContext
-from ..topic_config import effective_topic_config
-from ..topics import validate_topic_name
+from ..authorizer.operations import AclOperation
+from ..config.describe import ConfigDescriber, ConfigEntry, only
+from ..config.topic_config import effective_topic_config
+from ..metadata.topics import validate_topic_name
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.describe_configs")

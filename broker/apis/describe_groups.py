@@ -10,11 +10,11 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import NOT_PROVIDED, AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorized_operations, denied
+from ..authorizer.operations import NOT_PROVIDED, AclOperation
 from ..groups.group import GroupState
-from ..request_context import RequestContext
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 

@@ -17,11 +17,11 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import denied
-from ..partition import NotLeaderOrFollowerError
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..replica.partition import NotLeaderOrFollowerError
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.describe_producers")

@@ -22,9 +22,9 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import build, handles, schema_module
 from .controller_forwarding import forward_to_controller
 

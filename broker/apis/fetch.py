@@ -23,14 +23,14 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.transaction_index import AbortedTxn
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize_cluster, authorized
-from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
+from ..authorizer.operations import AclOperation
 from ..observability.partition_stats import NOT_FAILED_FETCH
-from ..partition import FetchIsolation, Partition
 from ..quotas.manager import INT32_MAX
-from ..request_context import RequestContext
+from ..replica.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
+from ..replica.partition import FetchIsolation, Partition
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.fetch")

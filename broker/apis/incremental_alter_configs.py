@@ -14,10 +14,10 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import config_refusal
-from ..config_changes import ConfigChange, alter_resource
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..config.changes import ConfigChange, alter_resource
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 log = logging.getLogger("brook.apis.alter_configs")

@@ -15,10 +15,10 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, authorize_any_of_type, authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.metadata import MAX_PRODUCER_EPOCH
 from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch

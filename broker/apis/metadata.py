@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import NOT_PROVIDED, AclOperation
 from ..authorizer.acl import CLUSTER_NAME
 from ..authorizer.acl import ResourceType as AclResource
 from ..authorizer.checks import authorize, authorize_cluster, authorized_operations, denied
+from ..authorizer.operations import NOT_PROVIDED, AclOperation
 from ..metadata.cache import PartitionRegistration, TopicMetadata
-from ..partition import Partition
-from ..request_context import RequestContext
-from ..topics import validate_topic_name
+from ..metadata.topics import validate_topic_name
+from ..replica.partition import Partition
+from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from ..server.services import BrokerServices
 
 log = logging.getLogger("brook.apis.metadata")
 ZERO_UUID = uuid.UUID(int=0)

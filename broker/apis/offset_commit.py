@@ -14,13 +14,13 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, denied
+from ..authorizer.operations import AclOperation
 from ..groups.coordinator import Answer
 from ..groups.group import CommittedOffset
-from ..request_context import RequestContext
-from ..services import BrokerServices
+from ..server.request_context import RequestContext
+from ..server.services import BrokerServices
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
 log = logging.getLogger("brook.apis.offset_commit")

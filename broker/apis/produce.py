@@ -13,12 +13,12 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, RecordError
 from brook.storage.log_validator import AppendOrigin
 
-from ..append_records import AppendResults, PartitionResponse
-from ..authorized_operations import AclOperation
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, authorized
-from ..partition import ACKS_ALL
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..replica.append_records import AppendResults, PartitionResponse
+from ..replica.partition import ACKS_ALL
+from ..server.request_context import RequestContext
 from ..transactions import verification
 from . import NO_RESPONSE, NO_THROTTLE, build, handles, schema_module
 

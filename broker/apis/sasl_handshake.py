@@ -15,7 +15,7 @@ from typing import Any
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..request_context import RequestContext
+from ..server.request_context import RequestContext
 from . import handles
 
 

@@ -22,7 +22,7 @@ from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..coordinator.records import TransactionalProducer
 from ..groups.group import CommittedOffset
-from ..request_context import RequestContext
+from ..server.request_context import RequestContext
 from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch
 from . import handles

@@ -17,9 +17,9 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.coordinator_records import ControlRecordType
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from ..authorized_operations import AclOperation
 from ..authorizer.checks import authorize_cluster
-from ..request_context import RequestContext
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
 from . import build, handles, schema_module
 
 log = logging.getLogger("brook.apis.write_txn_markers")

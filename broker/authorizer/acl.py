@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from ..authorized_operations import AclOperation
+from .operations import AclOperation
 
 WILDCARD = "*"
 CLUSTER_NAME = "kafka-cluster"

@@ -15,7 +15,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from ..authorized_operations import AclOperation
 from .acl import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
@@ -27,6 +26,7 @@ from .acl import (
     ResourcePattern,
     ResourceType,
 )
+from .operations import AclOperation
 
 log = logging.getLogger("brook.authorizer")
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
-from ..authorized_operations import NOT_PROVIDED, SUPPORTED_OPERATIONS, AclOperation
-from ..authorized_operations import ResourceType as SupportedType
 from .acl import CLUSTER_NAME, PatternType, ResourceType, camel_name
+from .operations import NOT_PROVIDED, SUPPORTED_OPERATIONS, AclOperation
+from .operations import ResourceType as SupportedType
 
 if TYPE_CHECKING:
-    from ..request_context import RequestContext
+    from ..server.request_context import RequestContext
 
 log = logging.getLogger("brook.authorizer")
 

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 from brook.storage.checkpoints import read_json, write_json
 
-from ..authorized_operations import AclOperation
 from .acl import (
     AccessControlEntry,
     PatternType,
@@ -27,6 +26,7 @@ from .acl import (
     parse_name,
 )
 from .authorizer import AclCache, Entries
+from .operations import AclOperation
 
 log = logging.getLogger("brook.authorizer")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..controller import Controller
     from ..metadata.cache import MetadataCache
+    from ..metadata.controller import Controller
 
 
 @dataclass(frozen=True)

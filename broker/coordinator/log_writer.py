@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from brook.protocol.coordinator_records import ControlRecordType
 from brook.storage.log_validator import AppendOrigin
 
-from ..append_records import AppendResults
-from ..partition import ACKS_ALL, FetchIsolation
+from ..replica.append_records import AppendResults
+from ..replica.partition import ACKS_ALL, FetchIsolation
 from .partition_writer import Appended, TopicPartition
 from .records import (
     CoordinatorRecord,
@@ -28,7 +28,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from ..replica_manager import ReplicaManager
+    from ..replica.replica_manager import ReplicaManager
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 

@@ -34,8 +34,8 @@ from .group import CommittedOffset, Group, JoinRequest, JoinResult, SyncRequest
 from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
 
 if TYPE_CHECKING:
-    from ..controller import Controller
     from ..metadata.cache import MetadataCache
+    from ..metadata.controller import Controller
 
 log = logging.getLogger("brook.groups")
 

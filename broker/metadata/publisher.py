@@ -20,7 +20,7 @@ from .records import MetadataRecord
 from .store import MetadataStore
 
 if TYPE_CHECKING:
-    from ..replica_manager import ReplicaManager
+    from ..replica.replica_manager import ReplicaManager
 
 
 class MetadataPublisher:

@@ -25,12 +25,12 @@ from prometheus_client.registry import Collector
 from brook.protocol.errors import ErrorCode
 from brook.storage.time_histogram import LOG_FLUSH_TIMES, TimeHistogram
 
-from ..partition import ReplicaRole
+from ..replica.partition import ReplicaRole
 from .partition_stats import PartitionStats
 from .request_metrics import STAGES, RequestMetrics
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from ..server.services import BrokerServices
     from .loop_lag import LoopLagMonitor
 
 __all__ = ["CONTENT_TYPE", "BrokerView", "MetricsEndpoint"]

@@ -16,7 +16,7 @@ import math
 import urllib.parse
 from typing import NamedTuple
 
-from ..config import INT_MAX
+from ..config.broker_config import INT_MAX
 
 # ClientQuotaEntity's entity types on the wire.
 USER = "user"

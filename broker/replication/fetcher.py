@@ -32,11 +32,11 @@ from brook.storage.errors import KafkaStorageError, StorageError
 from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError
-from ..partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
+from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
 
 if TYPE_CHECKING:
-    from ..config import BrokerConfig
-    from ..partition import Partition
+    from ..config.broker_config import BrokerConfig
+    from ..replica.partition import Partition
 
 log = logging.getLogger("brook.replication.fetcher")
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import BrokerConfig
+    from ..config.broker_config import BrokerConfig
     from ..metadata.cache import MetadataCache
-    from ..partition import Partition
+    from ..replica.partition import Partition
     from .fetcher import ReplicaFetcher
 
 FetcherKey = tuple[int, int]  # (source broker id, fetcher id)

@@ -15,11 +15,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..config import SASL_PROTOCOLS, SERVED_SASL_MECHANISMS, TLS_PROTOCOLS, ConfigError
+from ..config.broker_config import (
+    SASL_PROTOCOLS,
+    SERVED_SASL_MECHANISMS,
+    TLS_PROTOCOLS,
+    ConfigError,
+)
 from .jaas import parse_jaas_config
 
 if TYPE_CHECKING:
-    from ..config import BrokerConfig
+    from ..config.broker_config import BrokerConfig
 
 
 @dataclass(frozen=True, slots=True)

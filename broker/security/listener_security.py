@@ -14,12 +14,17 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..config import SASL_PROTOCOLS, SERVED_SASL_MECHANISMS, TLS_PROTOCOLS, ConfigError
+from ..config.broker_config import (
+    SASL_PROTOCOLS,
+    SERVED_SASL_MECHANISMS,
+    TLS_PROTOCOLS,
+    ConfigError,
+)
 from .certificate_names import MappingRule, parse_mapping_rules
 from .jaas import PLAIN_LOGIN_MODULE, parse_jaas_config
 
 if TYPE_CHECKING:
-    from ..config import BrokerConfig
+    from ..config.broker_config import BrokerConfig
 
 log = logging.getLogger("brook.security")
 

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import ConfigError
+from ..config.broker_config import ConfigError
 
 if TYPE_CHECKING:
-    from ..config import BrokerConfig
+    from ..config.broker_config import BrokerConfig
 
 _VERSIONS = {
     "TLSv1": ssl.TLSVersion.TLSv1,

@@ -206,7 +206,7 @@ def wire_security(args: argparse.Namespace) -> ClientSecurity | None:
     properties = command_config(args)
     if not properties:
         return None
-    from brook.broker.config import ConfigError
+    from brook.broker.config.broker_config import ConfigError
     from brook.broker.security.client_security import client_security_from_properties
 
     try:

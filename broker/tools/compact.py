@@ -27,11 +27,16 @@ from pathlib import Path
 from typing import Any
 
 # Absolute imports: spark-submit runs this file as a script.
-from brook.broker.config import BrokerConfig, ConfigError, read_properties, warn_unknown_keys
-from brook.broker.dynamic_config import DynamicBrokerConfig
+from brook.broker.config.broker_config import (
+    BrokerConfig,
+    ConfigError,
+    read_properties,
+    warn_unknown_keys,
+)
+from brook.broker.config.dynamic import DynamicBrokerConfig
+from brook.broker.config.topic_config import log_config_for, validate_topic_configs
 from brook.broker.metadata.store import TOPIC_CONFIGS_FILE
 from brook.broker.tools.common import ToolError, run_tool
-from brook.broker.topic_config import log_config_for, validate_topic_configs
 from brook.storage.checkpoints import read_meta_properties
 from brook.storage.log_config import LogConfig
 

@@ -34,8 +34,8 @@ from .shard import (
 )
 
 if TYPE_CHECKING:
-    from ..controller import Controller
     from ..metadata.cache import MetadataCache
+    from ..metadata.controller import Controller
 
 log = logging.getLogger("brook.transactions")
 T = TypeVar("T")

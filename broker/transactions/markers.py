@@ -28,9 +28,9 @@ from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
-from ..crash_points import TRANSACTION_MARKER_WRITTEN, crash_point
 from ..groups.coordinator import GroupCoordinator
-from ..inter_broker import InterBrokerClients
+from ..server.crash_points import TRANSACTION_MARKER_WRITTEN, crash_point
+from ..server.inter_broker import InterBrokerClients
 from .metadata import TransactionMetadata, TransactionState
 
 log = logging.getLogger("brook.transactions.markers")

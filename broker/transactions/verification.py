@@ -35,8 +35,8 @@ from .metadata import TV_2, TopicPartitionKey
 from .shard import ProducerIdAndEpoch
 
 if TYPE_CHECKING:
-    from ..inter_broker import InterBrokerClients
-    from ..services import BrokerServices
+    from ..server.inter_broker import InterBrokerClients
+    from ..server.services import BrokerServices
     from .coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.transactions")

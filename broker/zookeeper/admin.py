@@ -38,15 +38,15 @@ from ..cluster.assignment import (
     assign_new_partitions,
     assign_replicas_to_brokers,
 )
-from ..config import BrokerConfig
-from ..config_values import config_to_string
-from ..controller import Controller, check_partition_increase, partitions
+from ..config.broker_config import BrokerConfig
+from ..config.topic_config import validate_topic_configs
+from ..config.values import config_to_string
 from ..coordinator.errors import CoordinatorNotAvailableError
 from ..metadata.cache import MetadataCache, TopicMetadata
+from ..metadata.controller import Controller, check_partition_increase, partitions
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import MetadataRecord
-from ..topic_config import validate_topic_configs
-from ..topics import validate_manual_assignment
+from ..metadata.topics import validate_manual_assignment
 from . import znodes
 from .client import ZooKeeperClient
 from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError

@@ -18,7 +18,7 @@ from .kazoo_api import BadVersionError, NoNodeError
 from .topic_watcher import TopicWatcher
 
 if TYPE_CHECKING:
-    from ..partition import Partition
+    from ..replica.partition import Partition
 
 log = logging.getLogger("brook.zookeeper.isr")
 

@@ -49,7 +49,7 @@ from ..cluster.leader_election import (
     offline_partition_leader_election,
     preferred_replica_partition_leader_election,
 )
-from ..config import BrokerConfig
+from ..config.broker_config import BrokerConfig
 from ..metadata.cache import MetadataCache
 from ..metadata.records import MetadataRecord
 from . import znodes

@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from brook.storage.clock import Clock
 from brook.storage.log_manager import generate_cluster_id
 
-from ..config import BrokerConfig
-from ..controller import Controller
-from ..membership import ControllerListener, FencingListener
+from ..config.broker_config import BrokerConfig
 from ..metadata.cache import MetadataCache
+from ..metadata.controller import Controller
+from ..metadata.membership import ControllerListener, FencingListener
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import RegisterBrokerRecord
 from . import znodes

@@ -17,7 +17,7 @@ import asyncio
 import logging
 
 from ..coordinator.errors import CoordinatorLoadInProgressError
-from ..producer_ids import BLOCK_SIZE
+from ..transactions.producer_ids import BLOCK_SIZE
 from . import znodes
 from .client import ZooKeeperClient
 from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config import ConfigError
+from ..config.broker_config import ConfigError
+from ..config.topic_config import validate_topic_configs
 from ..metadata.records import MetadataRecord
-from ..topic_config import validate_topic_configs
 from . import znodes
 from .client import ZooKeeperClient
 from .kazoo_api import NoNodeError

@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..config import ConfigError
+from ..config.broker_config import ConfigError
+from ..config.topic_config import validate_topic_configs
 from ..metadata.cache import MetadataCache, PartitionRegistration
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import (
@@ -33,7 +34,6 @@ from ..metadata.records import (
     TopicConfigsRecord,
     TopicRecord,
 )
-from ..topic_config import validate_topic_configs
 from . import znodes
 from .client import ZooKeeperClient
 from .kazoo_api import EventType, NoNodeError, WatchedEvent

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from brook.broker.config import BrokerConfig
-from brook.broker.controller import Controller
+from brook.broker.config.broker_config import BrokerConfig
+from brook.broker.config.topic_config import log_config_for
 from brook.broker.metadata.cache import MetadataCache
+from brook.broker.metadata.controller import Controller
 from brook.broker.metadata.publisher import MetadataPublisher
 from brook.broker.metadata.records import PartitionRecord
 from brook.broker.metadata.store import TOPIC_CONFIGS_FILE, LocalMetadataStore
-from brook.broker.partition import ReplicaRole
-from brook.broker.replica_manager import ReplicaManager
-from brook.broker.topic_config import log_config_for
+from brook.broker.replica.partition import ReplicaRole
+from brook.broker.replica.replica_manager import ReplicaManager
 from brook.protocol.errors import TopicExistsError, UnknownTopicOrPartitionError
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log_manager import LogManager

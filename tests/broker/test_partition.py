@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from brook.broker.partition import (
+from brook.broker.replica.partition import (
     FencedLeaderEpochError,
     FetchIsolation,
     NotLeaderOrFollowerError,

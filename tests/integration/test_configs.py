@@ -27,8 +27,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from brook.broker.config.topic_config import TOPIC_CONFIGS
 from brook.broker.testing import BrokerThread
-from brook.broker.topic_config import TOPIC_CONFIGS
 
 from .clients import CODECS, consume_all, create_topic, produce, stored_batches
 from .processes import watermarks

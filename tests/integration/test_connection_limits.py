@@ -14,7 +14,7 @@ from kio.schema.incremental_alter_configs.v1 import request as alter1
 from kio.static.primitive import i8
 
 from brook.broker.client import BlockingClient, ConnectionClosedError
-from brook.broker.config import BrokerConfig, ConfigError
+from brook.broker.config.broker_config import BrokerConfig, ConfigError
 from brook.broker.testing import BrokerThread
 from brook.protocol.errors import ErrorCode
 

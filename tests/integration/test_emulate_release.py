@@ -22,7 +22,7 @@ from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.api_versions.v4 import request as api_versions4
 
 from brook.broker.client import ConnectionClosedError
-from brook.broker.config import BrokerConfig, ConfigError
+from brook.broker.config.broker_config import BrokerConfig, ConfigError
 from brook.broker.testing import BrokerThread
 from brook.protocol.api_table import SERVED, ApiKey
 from brook.protocol.client_wire import decode_response, encode_request, frame_size

@@ -25,7 +25,7 @@ from kio.index import load_request_schema
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.metadata.v4.request import MetadataRequest
 
-from brook.broker.config import BrokerConfig, ConfigError
+from brook.broker.config.broker_config import BrokerConfig, ConfigError
 from brook.broker.testing import BrokerThread, free_port
 from brook.protocol.api_table import ApiKey
 

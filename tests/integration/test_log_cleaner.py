@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brook.broker.crash_points import LOG_CLEANER_OLD_DELETED, LOG_CLEANER_SWAP_RENAMED
+from brook.broker.server.crash_points import LOG_CLEANER_OLD_DELETED, LOG_CLEANER_SWAP_RENAMED
 
 from .clients import create_topic, poll_until
 from .processes import watermarks

@@ -1,6 +1,6 @@
 """A broker killed in the middle of completing a transaction finishes it after restart.
 
-The broker dies at a crash point (BROOK_CRASH_POINT, broker/crash_points.py) right after
+The broker dies at a crash point (BROOK_CRASH_POINT, broker/server/crash_points.py) right after
 the first COMMIT marker of a transaction is written: the PrepareCommit is stored, the
 other markers are not. After a restart the coordinator writes the rest, the client's
 commit_transaction (retrying across the outage) succeeds, and the offsets the
@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient
 from kio.index import load_request_schema
 
-from brook.broker.crash_points import TRANSACTION_MARKER_WRITTEN
+from brook.broker.server.crash_points import TRANSACTION_MARKER_WRITTEN
 from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
 

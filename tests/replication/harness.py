@@ -31,9 +31,9 @@ from brook.broker.metadata.records import (
     TopicRecord,
     UnregisterBrokerRecord,
 )
-from brook.broker.partition import Partition
-from brook.broker.producer_ids import STATE_FILE
+from brook.broker.replica.partition import Partition
 from brook.broker.testing import BrokerThread
+from brook.broker.transactions.producer_ids import STATE_FILE
 
 # Quick enough to see the ISR shrink within a test.
 REPLICATION_OVERRIDES = {

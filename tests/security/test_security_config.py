@@ -11,7 +11,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from brook.broker.config import BrokerConfig, ConfigError
+from brook.broker.config.broker_config import BrokerConfig, ConfigError
 from brook.broker.security.certificate_names import (
     NoMatchingRule,
     distinguished_name,

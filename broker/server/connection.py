@@ -37,16 +37,16 @@ from brook.protocol.wire import (
     read_client_id,
 )
 
-from .apis import NO_RESPONSE, handler_for
-from .faults.model import FaultKind
-from .faults.registry import request_label
-from .observability.log_format import current_request
+from ..apis import NO_RESPONSE, handler_for
+from ..faults.model import FaultKind
+from ..faults.registry import request_label
+from ..observability.log_format import current_request
+from ..security.principal import ANONYMOUS, KafkaPrincipal
 from .request_context import RequestContext
-from .security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
-    from .security.listener_security import ListenerSecurity
-    from .security.sasl_authenticator import SaslAuthenticator
+    from ..security.listener_security import ListenerSecurity
+    from ..security.sasl_authenticator import SaslAuthenticator
     from .services import BrokerServices
 
 log = logging.getLogger("brook.connection")
@@ -171,7 +171,7 @@ class KafkaConnection(asyncio.Protocol):
         if security is not None and security.protocol == "SSL":
             # The TLS handshake is done (security/tls_server.py): the client certificate
             # names the principal.
-            from .security.tls_server import certificate_principal
+            from ..security.tls_server import certificate_principal
 
             principal = certificate_principal(transport, security, self.peer)
             counts = self.services.listeners.authentications
@@ -182,7 +182,7 @@ class KafkaConnection(asyncio.Protocol):
             counts.succeeded[self.listener_name] += 1
             self.principal = principal
         if security is not None and security.sasl is not None:
-            from .security.sasl_authenticator import SaslAuthenticator
+            from ..security.sasl_authenticator import SaslAuthenticator
 
             self.sasl = SaslAuthenticator(
                 security.sasl,
@@ -351,7 +351,7 @@ class KafkaConnection(asyncio.Protocol):
         requests of the exchange do (a v0 exchange's raw tokens are handled here); after
         it, a SaslHandshake starts a re-authentication, and any request on an expired
         session closes the connection, as Kafka does."""
-        from .security.sasl_authenticator import SaslState
+        from ..security.sasl_authenticator import SaslState
 
         if sasl.state is SaslState.RAW_TOKENS:
             self._raw_token(sasl, frame)
@@ -389,7 +389,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _raw_token(self, sasl: SaslAuthenticator, token: bytes) -> None:
         """A token after a v0 SaslHandshake: answered with a size-prefixed token."""
-        from .security.sasl_authenticator import AuthenticationError
+        from ..security.sasl_authenticator import AuthenticationError
 
         async def evaluate() -> bytes | None:
             try:
@@ -461,7 +461,7 @@ class KafkaConnection(asyncio.Protocol):
         """A client over its quota: the response goes out at once with throttle_time_ms and
         the connection reads nothing more for that long (KIP-219), or, to a version whose
         client does not wait by itself, the response goes out when the time is up."""
-        from .quotas.manager import client_throttles
+        from ..quotas.manager import client_throttles
 
         if client_throttles(ctx.api_key, ctx.api_version):
             self._finish(ctx, response)
@@ -569,7 +569,7 @@ class KafkaConnection(asyncio.Protocol):
         if api_key == ApiKey.API_VERSIONS and self.transport is not None:
             # Kafka answers an ApiVersions it cannot parse with a v0 body listing what
             # it serves, so the client can pick a version both sides know.
-            from .apis.api_versions import unsupported_version_response  # rare: load then
+            from ..apis.api_versions import unsupported_version_response  # rare: load then
 
             response = unsupported_version_response(self.api_versions.table)
             self.transport.write(encode_response(correlation_id, response))
@@ -624,7 +624,7 @@ def _with_faults(ctx: RequestContext, body: Any) -> Any:
 
     def run() -> Any:
         if faults.error is not None:
-            from .faults.error_responses import error_response  # only once a fault fires
+            from ..faults.error_responses import error_response  # only once a fault fires
 
             return error_response(ctx.api_key, ctx.api_version, body, faults.error)
         return handler_for(ctx.api_key)(ctx, body)

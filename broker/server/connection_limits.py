@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import parse_connection_overrides
+from ..config.broker_config import parse_connection_overrides
 
 
 class ConnectionLimits:

@@ -27,17 +27,17 @@ from brook.protocol.errors import (
 from brook.storage.checkpoints import topic_id_to_string
 from brook.storage.errors import KafkaStorageError
 
-from .config import BrokerConfig, ConfigError
-from .metadata.cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
-from .metadata.publisher import MetadataPublisher
-from .metadata.records import (
+from ..config.broker_config import BrokerConfig, ConfigError
+from ..config.topic_config import validate_topic_configs
+from .cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
+from .publisher import MetadataPublisher
+from .records import (
     MetadataRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicConfigsRecord,
     TopicRecord,
 )
-from .topic_config import validate_topic_configs
 from .topics import validate_manual_assignment, validate_topic_name
 
 log = logging.getLogger("brook.controller")

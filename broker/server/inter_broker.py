@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from brook.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from .client import Client
-    from .config import BrokerConfig
-    from .metadata.cache import MetadataCache
+    from ..client import Client
+    from ..config.broker_config import BrokerConfig
+    from ..metadata.cache import MetadataCache
 
 
 class NetworkError(KafkaError):
@@ -38,7 +38,7 @@ class InterBrokerClients:
     async def request(self, broker_id: int, request: Any, timeout_s: float = 30.0) -> Any:
         """Send `request` to broker `broker_id` and return its response's body."""
         # The wire client loads with the first request to another broker.
-        from .client import ConnectionClosedError, InvalidResponseError
+        from ..client import ConnectionClosedError, InvalidResponseError
 
         try:
             async with asyncio.timeout(timeout_s):
@@ -62,7 +62,7 @@ class InterBrokerClients:
         return await asyncio.shield(connecting)
 
     async def _connect(self, broker_id: int) -> Client:
-        from .client import Client, ConnectionClosedError
+        from ..client import Client, ConnectionClosedError
 
         endpoint = self._metadata.endpoint(broker_id, self._config().inter_broker_listener_name)
         if endpoint is None:
@@ -70,7 +70,7 @@ class InterBrokerClients:
         config = self._config()
         security = None
         if config.security_protocol(config.inter_broker_listener_name) != "PLAINTEXT":
-            from .security.client_security import inter_broker_security
+            from ..security.client_security import inter_broker_security
 
             security = inter_broker_security(config)
         client = await Client.connect(

@@ -17,7 +17,7 @@ from typing import Any
 from brook.protocol.errors import InvalidRequestError
 from brook.storage.checkpoints import read_json, write_json
 
-from .config import BROKER_CONFIGS, BrokerConfig, ConfigError, prefixed_key
+from .broker_config import BROKER_CONFIGS, BrokerConfig, ConfigError, prefixed_key
 
 log = logging.getLogger("brook.dynamic_config")
 

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import BROKER_CONFIGS
-from .config_values import config_to_string
-from .dynamic_config import DYNAMIC_BROKER_CONFIGS, DynamicBrokerConfig
+from .broker_config import BROKER_CONFIGS
+from .dynamic import DYNAMIC_BROKER_CONFIGS, DynamicBrokerConfig
 from .topic_config import BROKER_SYNONYMS, TOPIC_CONFIGS
+from .values import config_to_string
 
 
 class ConfigSource(enum.IntEnum):

@@ -29,12 +29,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from ..authorizer.operations import AclOperation
+from ..faults import FaultRegistry, FaultSpecError
+from ..observability.broker_state import BrokerState
+from ..observability.collector import CONTENT_TYPE, BrokerView, MetricsEndpoint, take_snapshot
+from ..observability.health import LIVE_TIMEOUT_S, readiness
 from .admin_auth import FAULTS_OPERATION, METRICS_OPERATION, AdminAccess, AdminAuthenticator
-from .authorized_operations import AclOperation
-from .faults import FaultRegistry, FaultSpecError
-from .observability.broker_state import BrokerState
-from .observability.collector import CONTENT_TYPE, BrokerView, MetricsEndpoint, take_snapshot
-from .observability.health import LIVE_TIMEOUT_S, readiness
 
 log = logging.getLogger("brook.admin")
 

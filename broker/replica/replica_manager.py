@@ -19,22 +19,22 @@ from brook.storage.clock import system_clock
 from brook.storage.errors import KafkaStorageError
 from brook.storage.log_manager import LogManager
 
-from .append_records import RecordAppender
-from .metadata.cache import MetadataCache
-from .metadata.records import (
+from ..metadata.cache import MetadataCache
+from ..metadata.records import (
     MetadataRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicConfigsRecord,
     TopicRecord,
 )
+from .append_records import RecordAppender
 
 if TYPE_CHECKING:
     from brook.storage.log_config import LogConfig
 
-    from .faults.registry import FaultRegistry
+    from ..faults.registry import FaultRegistry
+    from ..replication.fetcher_manager import ReplicaFetcherManager
     from .partition import AlterPartition, Partition
-    from .replication.fetcher_manager import ReplicaFetcherManager
 
 TopicPartition = tuple[str, int]
 logger = logging.getLogger("brook.replica_manager")

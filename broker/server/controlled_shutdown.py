@@ -24,9 +24,9 @@ from brook.protocol.controlled_shutdown_schema import ControlledShutdownRequestV
 from brook.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from .config import BrokerConfig
+    from ..config.broker_config import BrokerConfig
+    from ..zookeeper.membership import ZkMembership
     from .inter_broker import InterBrokerClients
-    from .zookeeper.membership import ZkMembership
 
 log = logging.getLogger("brook.controlled_shutdown")
 

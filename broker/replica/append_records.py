@@ -38,14 +38,14 @@ from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
 from brook.protocol.record_batch import parse_header
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 
-from .observability.partition_stats import NOT_FAILED_PRODUCE
+from ..observability.partition_stats import NOT_FAILED_PRODUCE
+from ..transactions.shard import ProducerIdAndEpoch
 from .partition import ACKS_ALL
-from .transactions.shard import ProducerIdAndEpoch
 
 if TYPE_CHECKING:
-    from .faults.registry import FaultRegistry
+    from ..faults.registry import FaultRegistry
+    from ..transactions.verification import TransactionVerification
     from .partition import Partition
-    from .transactions.verification import TransactionVerification
 
 log = logging.getLogger("brook.apis.produce")
 

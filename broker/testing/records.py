@@ -213,7 +213,7 @@ def create_topic(
     TOPIC_ALREADY_EXISTS."""
     from confluent_kafka.admin import AdminClient
 
-    from .tools.kafka_admin import NewTopic
+    from ..tools.kafka_admin import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(name, partitions, -1, config=dict(config or {}))

@@ -23,13 +23,13 @@ from brook.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from .config import BROKER_CONFIGS, ConfigError
-from .config_values import config_to_string
+from ..metadata.topics import validate_topic_name
+from .broker_config import BROKER_CONFIGS, ConfigError
 from .topic_config import TOPIC_CONFIGS, validate_topic_configs
-from .topics import validate_topic_name
+from .values import config_to_string
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from ..server.services import BrokerServices
 
 log = logging.getLogger("brook.config_changes")
 

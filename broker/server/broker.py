@@ -14,30 +14,30 @@ from brook.storage.errors import InconsistentClusterIdError
 from brook.storage.log_manager import LogManager, prepare_log_dirs
 from brook.storage.producer_state_config import ProducerStateManagerConfig
 
+from ..config.broker_config import BrokerConfig, Listener
+from ..config.dynamic import DynamicBrokerConfig
+from ..config.topic_config import log_config_for
+from ..coordinator.coordinators import CoordinatorParts, Coordinators
+from ..faults import FaultRegistry
+from ..metadata.cache import INTERNAL_TOPICS, MetadataCache
+from ..metadata.controller import Controller, partitions
+from ..metadata.membership import LocalMembership, Membership, ProducerIds, broker_registration
+from ..metadata.publisher import MetadataPublisher
+from ..metadata.records import RegisterBrokerRecord
+from ..observability.broker_state import BrokerState
+from ..replica.fetch_purgatory import FetchPurgatory
+from ..replica.fetch_sessions import FetchSessionCache
+from ..replica.log_dir_mover import LogDirMover
+from ..replica.replica_manager import ReplicaManager
+from ..replication.fetcher_manager import ReplicaFetcherManager
 from .api_version_manager import ApiVersionManager
-from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
-from .controller import Controller, partitions
-from .coordinators import CoordinatorParts, Coordinators
-from .dynamic_config import DynamicBrokerConfig
-from .faults import FaultRegistry
 from .features import features_of
-from .fetch_purgatory import FetchPurgatory
-from .fetch_sessions import FetchSessionCache
 from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
-from .log_dir_mover import LogDirMover
-from .membership import LocalMembership, Membership, ProducerIds, broker_registration
-from .metadata.cache import INTERNAL_TOPICS, MetadataCache
-from .metadata.publisher import MetadataPublisher
-from .metadata.records import RegisterBrokerRecord
-from .observability.broker_state import BrokerState
 from .open_files import raise_open_file_limit
-from .replica_manager import ReplicaManager
-from .replication.fetcher_manager import ReplicaFetcherManager
 from .services import BrokerServices
-from .topic_config import log_config_for
 
 if TYPE_CHECKING:
     import ssl
@@ -45,21 +45,21 @@ if TYPE_CHECKING:
     from brook.storage.log_cleaner_manager import LogCleanerManager
     from brook.storage.log_config import LogConfig
 
+    from ..authorizer.authorizer import Authorizer
+    from ..authorizer.operations import AclOperation
+    from ..authorizer.store import AclStore
+    from ..groups.coordinator import GroupCoordinator
+    from ..observability.loop_lag import LoopLagMonitor
+    from ..observability.request_metrics import RequestMetrics
+    from ..quotas.manager import ClientQuotas
+    from ..quotas.store import ClientQuotaStore
+    from ..replica.log_cleaner import LogCleaner
+    from ..replica.partition import Partition
+    from ..security.scram import ScramCredential
+    from ..security.scram_credentials import ScramCredentialStore
+    from ..transactions.coordinator import TransactionCoordinator
     from .admin_auth import AdminAuthenticator
     from .admin_server import AdminServer
-    from .authorized_operations import AclOperation
-    from .authorizer.authorizer import Authorizer
-    from .authorizer.store import AclStore
-    from .groups.coordinator import GroupCoordinator
-    from .log_cleaner import LogCleaner
-    from .observability.loop_lag import LoopLagMonitor
-    from .observability.request_metrics import RequestMetrics
-    from .partition import Partition
-    from .quotas.manager import ClientQuotas
-    from .quotas.store import ClientQuotaStore
-    from .security.scram import ScramCredential
-    from .security.scram_credentials import ScramCredentialStore
-    from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("brook.broker")
 
@@ -184,10 +184,10 @@ class Broker:
     def _scram_credential_store(self, config: BrokerConfig) -> ScramCredentialStore:
         """Kafka's place for SCRAM credentials: ZooKeeper when the cluster has one."""
         if config["zookeeper.connect"]:
-            from .zookeeper.scram_znodes import ZkScramCredentialStore
+            from ..zookeeper.scram_znodes import ZkScramCredentialStore
 
             return ZkScramCredentialStore(self.membership.client)  # type: ignore[attr-defined]
-        from .security.scram_credentials import LocalScramCredentialStore
+        from ..security.scram_credentials import LocalScramCredentialStore
 
         return LocalScramCredentialStore(config.log_dirs[0])
 
@@ -195,16 +195,16 @@ class Broker:
         self, config: BrokerConfig
     ) -> tuple[ClientQuotas, ClientQuotaStore]:
         """The client quota managers, fed from where Kafka keeps quota configs."""
-        from .quotas.manager import ClientQuotas
+        from ..quotas.manager import ClientQuotas
 
         quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
         store: ClientQuotaStore
         if config["zookeeper.connect"]:
-            from .zookeeper.quota_znodes import ZkClientQuotaStore
+            from ..zookeeper.quota_znodes import ZkClientQuotaStore
 
             store = ZkClientQuotaStore(self.membership.client, quotas)  # type: ignore[attr-defined]
         else:
-            from .quotas.store import LocalClientQuotaStore
+            from ..quotas.store import LocalClientQuotaStore
 
             store = LocalClientQuotaStore(config.log_dirs[0], quotas)
         await store.start()
@@ -219,14 +219,14 @@ class Broker:
         Kafka keeps them (ZooKeeper in a cluster, else a file of the first log dir)."""
         if not config["authorizer.class.name"]:
             return None, None
-        from .authorizer.authorizer import Authorizer  # only with ACLs on
+        from ..authorizer.authorizer import Authorizer  # only with ACLs on
 
         super_users = [u.strip() for u in config["super.users"].split(";") if u.strip()]
         authorizer = Authorizer(super_users, config["allow.everyone.if.no.acl.found"])
         store: AclStore
         if config["zookeeper.connect"]:
-            from .zookeeper.acl_store import ZkAclStore
-            from .zookeeper.client import SessionState
+            from ..zookeeper.acl_store import ZkAclStore
+            from ..zookeeper.client import SessionState
 
             client = self.membership.client  # type: ignore[attr-defined]
             zk_store = ZkAclStore(client)
@@ -237,7 +237,7 @@ class Broker:
             )
             store = zk_store
         else:
-            from .authorizer.store import LocalAclStore
+            from ..authorizer.store import LocalAclStore
 
             store = LocalAclStore(config.log_dirs[0])
         await store.start(authorizer.cache, authorizer.changed)
@@ -255,10 +255,10 @@ class Broker:
     def _start_admin(self, url: str) -> None:
         """The admin endpoint: faults, /metrics, /v1/health, /v1/ready (imported only
         when asked for: prometheus-client costs start-up time)."""
+        from ..observability.collector import BrokerView
+        from ..observability.loop_lag import LoopLagMonitor
+        from ..observability.request_metrics import RequestMetrics
         from .admin_server import AdminServer
-        from .observability.collector import BrokerView
-        from .observability.loop_lag import LoopLagMonitor
-        from .observability.request_metrics import RequestMetrics
 
         self.request_metrics = RequestMetrics()
         self.loop_lag = LoopLagMonitor()
@@ -285,9 +285,9 @@ class Broker:
     def _admin_authenticator(self) -> AdminAuthenticator:
         """The admin endpoint's checks, against the broker's users and ACLs once it runs
         (while it starts, only a token passes)."""
+        from ..authorizer.acl import CLUSTER_NAME, ResourceType
         from .admin_auth import AdminAuthenticator
         from .admin_server import CALL_TIMEOUT_S as ADMIN_CALL_TIMEOUT_S
-        from .authorizer.acl import CLUSTER_NAME, ResourceType
 
         config = self.dynamic_config.static
         loop = asyncio.get_running_loop()
@@ -321,12 +321,12 @@ class Broker:
 
         if not is_https(url):
             return None
-        from .security.tls import server_context
+        from ..security.tls import server_context
 
         return server_context(self.dynamic_config.static, "ADMIN")
 
     async def _connect_zookeeper(self, config: BrokerConfig) -> None:
-        from .zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
+        from ..zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
 
         zookeeper = ZkMembership(
             config,
@@ -500,7 +500,7 @@ class Broker:
             return
         if not any(log_.config.compact for log_ in self.log_manager.all_logs()):
             return
-        from .log_cleaner import LogCleaner
+        from ..replica.log_cleaner import LogCleaner
 
         self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
         self.cleaner.start()
@@ -572,8 +572,8 @@ class Broker:
             self.membership, "fenced", True
         ):
             return
+        from ..zookeeper.membership import ZkMembership
         from .controlled_shutdown import controlled_shutdown
-        from .zookeeper.membership import ZkMembership
 
         if self.replicas.fetchers is not None:
             # Kafka's controller stops a shutting-down broker's replicas (StopReplica):
@@ -610,11 +610,11 @@ class Broker:
             )
 
     def _make_coordinators(self) -> CoordinatorParts:
-        from .coordinator.log_writer import LogPartitionWriter
-        from .coordinator.loop_timer import LoopTimer
-        from .groups.coordinator import GroupCoordinator, offsets_topic
-        from .transactions.coordinator import TransactionCoordinator, transaction_state_topic
-        from .transactions.markers import MarkerRoute
+        from ..coordinator.log_writer import LogPartitionWriter
+        from ..coordinator.loop_timer import LoopTimer
+        from ..groups.coordinator import GroupCoordinator, offsets_topic
+        from ..transactions.coordinator import TransactionCoordinator, transaction_state_topic
+        from ..transactions.markers import MarkerRoute
 
         config = self.config
         # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the

@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 
 from brook.protocol.releases import KNOWN_RELEASES
 
-from .config_values import config_to_string
+from .values import config_to_string
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 ENV_PREFIX = "BROOK_"
 # Environment variables under the prefix that Brook's own scripts read and that are not
-# broker configs: the log level, a test's crash point (broker/crash_points.py), test.sh's
+# broker configs: the log level, a test's crash point (broker/server/crash_points.py), test.sh's
 # venv and worker count, the fuzz tests' settings. They are passed over in silence; any
 # other BROOK_* that names no config gets one warning at start (BrokerConfig.ignored_env).
 NON_CONFIG_ENV = frozenset(
@@ -147,7 +147,7 @@ class ConfigKey(NamedTuple):
 def _check_zookeeper_connect(value: Any) -> str | None:
     if not value:
         return None  # empty: no ZooKeeper, as unset
-    from .zookeeper.connect_string import parse_connect_string  # only when one is set
+    from ..zookeeper.connect_string import parse_connect_string  # only when one is set
 
     try:
         parse_connect_string(value)
@@ -212,7 +212,7 @@ def _check_tls_versions(value: Any) -> str | None:
 
 
 def _check_mapping_rules(value: Any) -> str | None:
-    from .security.certificate_names import parse_mapping_rules  # only when the key is set
+    from ..security.certificate_names import parse_mapping_rules  # only when the key is set
 
     try:
         parse_mapping_rules(value)
@@ -1284,12 +1284,12 @@ class BrokerConfig:
             item.name for item in self.listeners if self.security_protocol(item.name) != "PLAINTEXT"
         ]
         if secured:
-            from .security.listener_security import build_listener_security
+            from ..security.listener_security import build_listener_security
 
             self.listener_security = {name: build_listener_security(self, name) for name in secured}
         if self.security_protocol(self.inter_broker_listener_name) != "PLAINTEXT":
             # The inter-broker client's login and TLS context, checked as Kafka checks them.
-            from .security.client_security import inter_broker_security
+            from ..security.client_security import inter_broker_security
 
             inter_broker_security(self)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from .testing import AsyncBroker, BrokerThread
+from . import AsyncBroker, BrokerThread
 
 try:  # the async fixture needs pytest-asyncio; the others do not
     import pytest_asyncio

@@ -28,10 +28,10 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .config import BrokerConfig, Listener
+from ..config.broker_config import BrokerConfig, Listener
+from ..config.dynamic import LISTENER_CONFIGS
+from ..security.authentication_counts import AuthenticationCounts
 from .connection_limits import ConnectionLimits
-from .dynamic_config import LISTENER_CONFIGS
-from .security.authentication_counts import AuthenticationCounts
 
 if TYPE_CHECKING:
     from .connection import KafkaConnection
@@ -148,7 +148,7 @@ class ListenerManager:
         security = config.listener_security.get(listener.name)
         if security is not None and security.ssl_context is not None:
             # A TLS listener accepts and shakes hands itself, to log failed handshakes.
-            from .security.tls_server import TlsServer, listening_socket
+            from ..security.tls_server import TlsServer, listening_socket
 
             tls_server = TlsServer(
                 listening_socket(listener.host, listener.port),

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, ConfigKey
+from .broker_config import COMPRESSION_TYPES, LONG_MAX, BrokerConfig, ConfigError, ConfigKey
 
 if TYPE_CHECKING:
     from brook.storage.log_config import LogConfig

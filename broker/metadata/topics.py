@@ -1,7 +1,7 @@
 """Kafka's rules for topics: legal names, partition limits, manual replica assignments.
 
 The topics themselves are in the MetadataCache (broker/metadata/); the controller
-(broker/controller.py) changes them.
+(broker/metadata/controller.py) changes them.
 """
 
 from __future__ import annotations

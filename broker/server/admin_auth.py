@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .authorized_operations import AclOperation
+from ..authorizer.operations import AclOperation
 
 if TYPE_CHECKING:
-    from .config import BrokerConfig
-    from .security.scram import ScramCredential
+    from ..config.broker_config import BrokerConfig
+    from ..security.scram import ScramCredential
 
 log = logging.getLogger("brook.admin")
 
@@ -129,7 +129,7 @@ class AdminAuthenticator:
         known = self._plain_users.get(user)
         if known is not None:
             return hmac.compare_digest(known.encode(), password.encode())
-        from .security.scram import credential_from_salted_password, salted_password
+        from ..security.scram import credential_from_salted_password, salted_password
 
         for mechanism in SCRAM_MECHANISMS:
             stored = self._scram_credential(user, mechanism)

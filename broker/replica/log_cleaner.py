@@ -33,9 +33,9 @@ from brook.storage.log_cleaner_manager import LogCleanerManager
 from brook.storage.log_manager import LogManager
 from brook.storage.throttler import Throttler
 
-from .config import BrokerConfig
-from .crash_points import crash_point
-from .dynamic_config import CLEANER_RECONFIGURABLE
+from ..config.broker_config import BrokerConfig
+from ..config.dynamic import CLEANER_RECONFIGURABLE
+from ..server.crash_points import crash_point
 
 log = logging.getLogger("brook.log_cleaner")
 

@@ -9,30 +9,30 @@ from typing import TYPE_CHECKING, NamedTuple
 from brook.storage.clock import Clock
 from brook.storage.log_manager import LogManager
 
+from ..config.broker_config import BrokerConfig
+from ..config.dynamic import DynamicBrokerConfig
+from ..coordinator.coordinators import Coordinators
+from ..faults import FaultRegistry
+from ..metadata.cache import MetadataCache
+from ..metadata.controller import Controller
+from ..metadata.membership import Membership, ProducerIds
+from ..replica.fetch_purgatory import FetchPurgatory
+from ..replica.fetch_sessions import FetchSessionCache
+from ..replica.log_dir_mover import LogDirMover
+from ..replica.replica_manager import ReplicaManager
 from .api_version_manager import ApiVersionManager
-from .config import BrokerConfig
-from .controller import Controller
-from .coordinators import Coordinators
-from .dynamic_config import DynamicBrokerConfig
-from .faults import FaultRegistry
-from .fetch_purgatory import FetchPurgatory
-from .fetch_sessions import FetchSessionCache
 from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
-from .log_dir_mover import LogDirMover
-from .membership import Membership, ProducerIds
-from .metadata.cache import MetadataCache
-from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
-    from .authorizer.authorizer import Authorizer
-    from .authorizer.store import AclStore
-    from .groups.coordinator import GroupCoordinator
-    from .observability.request_metrics import RequestMetrics
-    from .quotas.manager import ClientQuotas
-    from .quotas.store import ClientQuotaStore
-    from .security.scram_credentials import ScramCredentialStore
-    from .transactions.coordinator import TransactionCoordinator
+    from ..authorizer.authorizer import Authorizer
+    from ..authorizer.store import AclStore
+    from ..groups.coordinator import GroupCoordinator
+    from ..observability.request_metrics import RequestMetrics
+    from ..quotas.manager import ClientQuotas
+    from ..quotas.store import ClientQuotaStore
+    from ..security.scram_credentials import ScramCredentialStore
+    from ..transactions.coordinator import TransactionCoordinator
 
 
 class BrokerServices(NamedTuple):

@@ -38,10 +38,10 @@ from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 from brook.storage.producer_state import ProducerStateEntry
 
-from .observability.partition_stats import PartitionStats
+from ..observability.partition_stats import PartitionStats
 
 if TYPE_CHECKING:
-    from .metadata.cache import PartitionRegistration
+    from ..metadata.cache import PartitionRegistration
 
 logger = logging.getLogger("brook.partition")
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .coordinator.loop_timer import LoopTimer
-    from .groups.coordinator import GroupCoordinator
-    from .transactions.coordinator import TransactionCoordinator
+    from ..groups.coordinator import GroupCoordinator
+    from ..transactions.coordinator import TransactionCoordinator
+    from .loop_timer import LoopTimer
 
 # The two coordinators and the timer their sessions, rebalances and timeouts run on.
 CoordinatorParts = tuple["GroupCoordinator", "TransactionCoordinator", "LoopTimer"]

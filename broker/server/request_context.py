@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import response_type
 
-from .security.principal import ANONYMOUS, KafkaPrincipal
+from ..security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from brook.protocol.errors import ErrorCode
 
-    from .faults import RequestFaults
-    from .observability.request_metrics import RequestTiming
-    from .quotas.manager import QuotaRequest
+    from ..faults import RequestFaults
+    from ..observability.request_metrics import RequestTiming
+    from ..quotas.manager import QuotaRequest
     from .services import BrokerServices
 
 

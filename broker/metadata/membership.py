@@ -15,16 +15,16 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .config import BrokerConfig, Listener
+from ..config.broker_config import BrokerConfig, Listener
+from ..transactions.producer_ids import ProducerIdManager
+from .cache import MetadataCache
 from .controller import Controller
-from .metadata.cache import MetadataCache
-from .metadata.publisher import MetadataPublisher
-from .metadata.records import BrokerEndpoint, RegisterBrokerRecord
-from .metadata.store import LocalMetadataStore, MetadataStore
-from .producer_ids import ProducerIdManager
+from .publisher import MetadataPublisher
+from .records import BrokerEndpoint, RegisterBrokerRecord
+from .store import LocalMetadataStore, MetadataStore
 
 if TYPE_CHECKING:
-    from .partition import AlterPartition
+    from ..replica.partition import AlterPartition
 
 
 class ProducerIds(Protocol):

@@ -2,7 +2,7 @@
 
 Both pick a free port on 127.0.0.1 and a data directory given by the caller, and
 stop exactly what they started. Both seed and read topics through a real client
-(`produce`, `records`, `create_topic`: broker/testing_records.py); `AsyncBroker` is
+(`produce`, `records`, `create_topic`: broker/testing/records.py); `AsyncBroker` is
 the thread broker for asyncio tests, started and stopped off the test's event loop.
 """
 
@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import testing_records
-from .config import BrokerConfig
-from .testing_records import ConsumedRecord, Produced, ProduceError, RecordLike
+from ..config.broker_config import BrokerConfig
+from . import records as testing_records
+from .records import ConsumedRecord, Produced, ProduceError, RecordLike
 
 # What a test imports from here: ProduceError too, which `produce` raises.
 __all__ = [
@@ -186,7 +186,7 @@ class BrokerThread(RecordHelpers):
     def _run(self) -> None:
         import uvloop
 
-        from .broker import Broker
+        from ..server.broker import Broker
 
         async def main() -> None:
             self.loop = asyncio.get_running_loop()
