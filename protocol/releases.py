@@ -2,7 +2,7 @@
 
 A broker configured with `brook.emulate.release` advertises, for each API, the
 intersection of Brook's served range (api_table.SERVED) and the range the release
-advertised (broker/api_version_manager.py), and answers a request of any other version as
+advertised (broker/server/api_version_manager.py), and answers a request of any other version as
 it answers a version it does not serve. Clients then take the fallback paths they take
 against that release.
 

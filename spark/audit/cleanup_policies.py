@@ -11,7 +11,7 @@ is lost data. The policy is found, first match wins, in:
    topics' overrides (broker/metadata/store.py writes it);
 3. for `__consumer_offsets` and `__transaction_state`, compact (Kafka creates them so);
 4. the log dir's `brook-broker-configs.json`, the dynamic broker configs
-   (broker/dynamic_config.py): `log.cleanup.policy`, this broker's over the cluster's;
+   (broker/config/dynamic.py): `log.cleanup.policy`, this broker's over the cluster's;
 5. Kafka's default, delete.
 
 A topic that the log cleaner has cleaned (a partition of it in the log dir's
@@ -34,7 +34,7 @@ from brook.storage.reader import PartitionFiles
 
 from .internal_topics import INTERNAL_TOPICS
 
-# The file names the broker gives them (broker/metadata/store.py, broker/dynamic_config.py).
+# The file names the broker gives them (broker/metadata/store.py, broker/config/dynamic.py).
 TOPIC_CONFIGS_FILE = "brook-topic-configs.json"
 DYNAMIC_BROKER_CONFIGS_FILE = "brook-broker-configs.json"
 DEFAULT_POLICY = ("delete",)  # Kafka's log.cleanup.policy
