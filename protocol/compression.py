@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
+from brook.protocol.errors import UnsupportedCompressionTypeError
 
-from .errors import CorruptRecordError, KafkaError, RecordTooLargeError
+from .errors import CorruptRecordError, RecordTooLargeError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -33,10 +33,6 @@ def _cramjam() -> ModuleType:
     import cramjam
 
     return cramjam
-
-
-class UnsupportedCompressionTypeError(KafkaError):
-    error_code = ErrorCode.unsupported_compression_type
 
 
 class Codec(enum.IntEnum):

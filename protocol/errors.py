@@ -1,8 +1,10 @@
 """Kafka's errors as a class hierarchy, named after Kafka's own exceptions.
 
-Code anywhere below the broker raises these; the API handlers turn them into the
-error code of the response. The numeric codes come from kio's `ErrorCode`, which is
-generated from Kafka's own message definitions.
+Every error a client can be answered with is a class here, whichever layer raises it
+(the storage, the replicas, the coordinators); the API handlers turn them into the error
+code of the response. Errors that never reach a client stay with their layer
+(storage/errors.py, the ZooKeeper client's, the tools'). The numeric codes come from
+kio's `ErrorCode`, which is generated from Kafka's own message definitions.
 """
 
 from __future__ import annotations
@@ -175,3 +177,117 @@ class ThrottlingQuotaExceededError(KafkaError):
     versions that take it as an error; older ones are throttled instead)."""
 
     error_code = ErrorCode.throttling_quota_exceeded
+
+
+class NotCoordinatorError(KafkaError):
+    """NOT_COORDINATOR: this broker does not (or no longer) hold the key's partition."""
+
+    error_code = ErrorCode.not_coordinator
+
+
+class CoordinatorNotAvailableError(KafkaError):
+    """COORDINATOR_NOT_AVAILABLE: the coordinator cannot serve now; the client retries."""
+
+    error_code = ErrorCode.coordinator_not_available
+
+
+class CoordinatorLoadInProgressError(KafkaError):
+    """COORDINATOR_LOAD_IN_PROGRESS: the key's partition is still being replayed."""
+
+    error_code = ErrorCode.coordinator_load_in_progress
+
+
+class ConcurrentTransactionsError(KafkaError):
+    """The transaction is completing (or a fence is under way): retry shortly."""
+
+    error_code = ErrorCode.concurrent_transactions
+
+
+class ProducerFencedError(KafkaError):
+    error_code = ErrorCode.producer_fenced
+
+
+class InvalidProducerIdMappingError(KafkaError):
+    error_code = ErrorCode.invalid_producer_id_mapping
+
+
+class InvalidTransactionTimeoutError(KafkaError):
+    error_code = ErrorCode.invalid_transaction_timeout
+
+
+class TransactionalIdNotFoundError(KafkaError):
+    error_code = ErrorCode.transactional_id_not_found
+
+
+class TransactionAbortableError(KafkaError):
+    """KIP-890: the transaction cannot go on, but aborting it lets the producer carry on."""
+
+    error_code = ErrorCode.transaction_abortable
+
+
+class FencedLeaderEpochError(KafkaError):
+    error_code = ErrorCode.fenced_leader_epoch
+
+
+class UnknownLeaderEpochError(KafkaError):
+    error_code = ErrorCode.unknown_leader_epoch
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    error_code = ErrorCode.not_leader_or_follower
+
+
+class FetchSessionIdNotFoundError(KafkaError):
+    error_code = ErrorCode.fetch_session_id_not_found
+
+
+class InvalidFetchSessionEpochError(KafkaError):
+    error_code = ErrorCode.invalid_fetch_session_epoch
+
+
+class KafkaStorageError(KafkaError):
+    """KAFKA_STORAGE_ERROR: an I/O failure on a log dir."""
+
+    error_code = ErrorCode.kafka_storage_error
+
+
+class RecordBatchTooLargeError(KafkaError):
+    """RECORD_LIST_TOO_LARGE: an append larger than the segment size could never fit."""
+
+    error_code = ErrorCode.record_list_too_large
+
+
+class InconsistentTopicIdError(KafkaError):
+    """INCONSISTENT_TOPIC_ID: partition.metadata holds another topic id than requested."""
+
+    error_code = ErrorCode.inconsistent_topic_id
+
+
+class UnexpectedAppendOffsetError(KafkaError):
+    """A follower append whose first offset is below the log end offset.
+
+    Kafka reports this to the replica fetcher, which truncates and retries; it is
+    never sent to a client, hence the generic code.
+    """
+
+    error_code = ErrorCode.unknown_server_error
+
+
+class OutOfOrderSequenceError(KafkaError):
+    error_code = ErrorCode.out_of_order_sequence_number
+
+
+class InvalidProducerEpochError(KafkaError):
+    error_code = ErrorCode.invalid_producer_epoch
+
+
+class InvalidTxnStateError(KafkaError):
+    error_code = ErrorCode.invalid_txn_state
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    error_code = ErrorCode.transaction_coordinator_fenced
+
+
+class UnsupportedCompressionTypeError(KafkaError):
+    error_code = ErrorCode.unsupported_compression_type

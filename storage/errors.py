@@ -1,14 +1,11 @@
-"""Errors raised by the storage layer, named after Kafka's own exceptions.
+"""The storage layer's own errors: failures of the broker's files, which stop a log or the
+broker from loading and are not reported to clients as such.
 
-Errors a client can see (an append too big for a segment, a follower append at the
-wrong offset, a topic id that does not match) derive from KafkaError so the broker
-turns them into the error code Kafka would send. The others are failures of the
-broker's own files and stop a log or the broker from loading.
+The errors a client can see (KAFKA_STORAGE_ERROR, an append too big for a segment, a
+topic id that does not match) are Kafka's, in protocol/errors.py with all the others.
 """
 
 from __future__ import annotations
-
-from brook.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "CorruptCheckpointError",
@@ -16,15 +13,11 @@ __all__ = [
     "CorruptSnapshotError",
     "InconsistentBrokerIdError",
     "InconsistentClusterIdError",
-    "InconsistentTopicIdError",
     "IndexFullError",
     "IndexOffsetOverflowError",
     "InvalidOffsetError",
-    "KafkaStorageError",
     "LogDirLockedError",
-    "RecordBatchTooLargeError",
     "StorageError",
-    "UnexpectedAppendOffsetError",
 ]
 
 
@@ -70,31 +63,3 @@ class LogDirError(StorageError):
 
 class LogDirLockedError(StorageError):
     """Another process holds the `.lock` file of a log dir."""
-
-
-class KafkaStorageError(KafkaError):
-    """KAFKA_STORAGE_ERROR: an I/O failure on a log dir."""
-
-    error_code = ErrorCode.kafka_storage_error
-
-
-class RecordBatchTooLargeError(KafkaError):
-    """RECORD_LIST_TOO_LARGE: an append larger than the segment size could never fit."""
-
-    error_code = ErrorCode.record_list_too_large
-
-
-class InconsistentTopicIdError(KafkaError):
-    """INCONSISTENT_TOPIC_ID: partition.metadata holds another topic id than requested."""
-
-    error_code = ErrorCode.inconsistent_topic_id
-
-
-class UnexpectedAppendOffsetError(KafkaError):
-    """A follower append whose first offset is below the log end offset.
-
-    Kafka reports this to the replica fetcher, which truncates and retries; it is
-    never sent to a client, hence the generic code.
-    """
-
-    error_code = ErrorCode.unknown_server_error

@@ -30,19 +30,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from brook.protocol.errors import KafkaError, OffsetOutOfRangeError
+from brook.protocol.errors import (
+    InconsistentTopicIdError,
+    KafkaError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    UnexpectedAppendOffsetError,
+)
 from brook.protocol.record_batch import BatchHeader, split_batches, verify_crc
 
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, topic_id_to_string, write_partition_metadata
 from .clock import Clock, system_clock
 from .end_transaction_marker import read_end_txn_marker
-from .errors import (
-    InconsistentTopicIdError,
-    KafkaStorageError,
-    RecordBatchTooLargeError,
-    UnexpectedAppendOffsetError,
-)
 from .leader_epoch_cache import LeaderEpochFileCache
 from .load_progress import LoadProgress
 from .log_config import LogConfig

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from brook.protocol.errors import InconsistentTopicIdError, KafkaStorageError
+
 from . import log_file_utils as files
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -45,8 +47,6 @@ from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
-    InconsistentTopicIdError,
-    KafkaStorageError,
     LogDirError,
     LogDirLockedError,
     StorageError,

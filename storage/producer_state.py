@@ -31,7 +31,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from brook.protocol.record_batch import BatchHeader
 
 from . import log_file_utils as files
@@ -55,22 +60,6 @@ BATCHES_TO_REMEMBER = 5
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 NO_COORDINATOR_EPOCH = -1
-
-
-class OutOfOrderSequenceError(KafkaError):
-    error_code = ErrorCode.out_of_order_sequence_number
-
-
-class InvalidProducerEpochError(KafkaError):
-    error_code = ErrorCode.invalid_producer_epoch
-
-
-class InvalidTxnStateError(KafkaError):
-    error_code = ErrorCode.invalid_txn_state
-
-
-class TransactionCoordinatorFencedError(KafkaError):
-    error_code = ErrorCode.transaction_coordinator_fenced
 
 
 @dataclass(slots=True)

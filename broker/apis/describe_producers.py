@@ -15,12 +15,16 @@ import logging
 from typing import Any
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
+from brook.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
 
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import denied
 from ..authorizer.operations import AclOperation
-from ..replica.partition import NotLeaderOrFollowerError
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, ControlRecordType
-from brook.protocol.errors import KafkaError
+from brook.protocol.errors import CoordinatorLoadInProgressError, KafkaError, NotCoordinatorError
 from brook.protocol.record_batch import NO_PRODUCER_ID
 from brook.storage.clock import Clock
 
 from .coordinator_timer import CoordinatorTimer, TimerOperation
-from .errors import CoordinatorLoadInProgressError, NotCoordinatorError
 from .internal_topic import InternalTopic
 from .loader import CoordinatorLoader
 from .partition_writer import PartitionWriter, TopicPartition

@@ -12,8 +12,7 @@ a producer retries a write lost to a coordinator failover instead of failing for
 
 from __future__ import annotations
 
-from brook.protocol.errors import ErrorCode, KafkaError
-from brook.storage.errors import KafkaStorageError
+from brook.protocol.errors import ErrorCode, KafkaError, KafkaStorageError
 
 _NOT_COORDINATOR = {ErrorCode.kafka_storage_error, ErrorCode.not_leader_or_follower}
 _NOT_AVAILABLE = {

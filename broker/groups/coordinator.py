@@ -18,11 +18,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from brook.protocol import coordinator_records as cr
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
-from ..coordinator.errors import CoordinatorNotAvailableError
 from ..coordinator.internal_topic import InternalTopic, broker_internal_topic
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
 from ..coordinator.records import TransactionalProducer

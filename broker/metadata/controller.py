@@ -20,12 +20,12 @@ from brook.protocol.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    KafkaStorageError,
     TopicDeletionDisabledError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
 from brook.storage.checkpoints import topic_id_to_string
-from brook.storage.errors import KafkaStorageError
 
 from ..config.broker_config import BrokerConfig, ConfigError
 from ..config.topic_config import validate_topic_configs

@@ -13,19 +13,14 @@ import itertools
 import os
 from collections import OrderedDict
 
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import (
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 MAX_SESSIONS = 1000
-
-
-class FetchSessionIdNotFoundError(KafkaError):
-    error_code = ErrorCode.fetch_session_id_not_found
-
-
-class InvalidFetchSessionEpochError(KafkaError):
-    error_code = ErrorCode.invalid_fetch_session_epoch
 
 
 # Plain slotted classes, not dataclasses: each dataclass costs start-up time to create.

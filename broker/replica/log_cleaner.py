@@ -21,8 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from brook.protocol.errors import KafkaStorageError
 from brook.storage.clock import Clock
-from brook.storage.errors import KafkaStorageError
 from brook.storage.log_cleaner import (
     CleaningAborted,
     CleanResult,

@@ -22,17 +22,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from brook.protocol.errors import (
-    ErrorCode,
+    FencedLeaderEpochError,
     InvalidRequestError,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     PolicyViolationError,
+    UnknownLeaderEpochError,
 )
 from brook.protocol.record_batch import split_batches
 from brook.storage.clock import system_clock
-from brook.storage.errors import KafkaStorageError
 from brook.storage.log import AppendInfo, FetchDataInfo, Log
 from brook.storage.log_segment import TimestampAndOffset
 from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
@@ -56,18 +58,6 @@ ACKS_ALL = -1
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 NO_TIMESTAMP = -1
-
-
-class FencedLeaderEpochError(KafkaError):
-    error_code = ErrorCode.fenced_leader_epoch
-
-
-class UnknownLeaderEpochError(KafkaError):
-    error_code = ErrorCode.unknown_leader_epoch
-
-
-class NotLeaderOrFollowerError(KafkaError):
-    error_code = ErrorCode.not_leader_or_follower
 
 
 class FetchIsolation(enum.Enum):

@@ -14,9 +14,8 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from brook.protocol.errors import UnknownTopicOrPartitionError
+from brook.protocol.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from brook.storage.clock import system_clock
-from brook.storage.errors import KafkaStorageError
 from brook.storage.log_manager import LogManager
 
 from ..metadata.cache import MetadataCache
@@ -206,7 +205,7 @@ class ReplicaManager:
     def set_fenced(self, fenced: bool) -> None:
         """The broker lost (or got back) the right to lead: every partition refuses (or
         takes again) writes as leader."""
-        from .partition import NotLeaderOrFollowerError
+        from brook.protocol.errors import NotLeaderOrFollowerError
 
         self.fenced = fenced
         for partition in self._partitions.values():
@@ -242,7 +241,7 @@ class ReplicaManager:
         following it and deletes its log (Kafka's StopReplica with deletePartition).
         Waiters get NOT_LEADER_OR_FOLLOWER, so that clients go to the leader the
         metadata names; the coordinators drop a partition this broker led."""
-        from .partition import NotLeaderOrFollowerError
+        from brook.protocol.errors import NotLeaderOrFollowerError
 
         was_leader = partition.leader_id == self.broker_id
         partition.update_registration(

@@ -27,8 +27,8 @@ from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from brook.protocol.errors import ErrorCode, KafkaError
-from brook.storage.errors import KafkaStorageError, StorageError
+from brook.protocol.errors import ErrorCode, KafkaError, KafkaStorageError
+from brook.storage.errors import StorageError
 from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from brook.protocol import coordinator_records as cr
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode, InvalidTransactionTimeoutError, KafkaError
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
@@ -23,7 +23,6 @@ from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
 from ..coordinator.write_errors import as_coordinator_write_error
 from ..groups.coordinator import GroupCoordinator
-from .errors import InvalidTransactionTimeoutError
 from .markers import RETRY_BACKOFF_S, MarkerRoute, TransactionMarkerWriter
 from .metadata import TV_0, TopicPartitionKey, TransactionMetadata
 from .shard import (

@@ -1,42 +1,9 @@
-"""Kafka's errors of the transaction APIs."""
+"""The error a transaction API's version can answer (its classes are in protocol/errors.py)."""
 
 from __future__ import annotations
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError
-
-# The partitions' producer state raises the same Kafka errors: one class each.
-from brook.storage.producer_state import InvalidProducerEpochError as InvalidProducerEpochError
-from brook.storage.producer_state import InvalidTxnStateError as InvalidTxnStateError
-
-
-class ConcurrentTransactionsError(KafkaError):
-    """The transaction is completing (or a fence is under way): retry shortly."""
-
-    error_code = ErrorCode.concurrent_transactions
-
-
-class ProducerFencedError(KafkaError):
-    error_code = ErrorCode.producer_fenced
-
-
-class InvalidProducerIdMappingError(KafkaError):
-    error_code = ErrorCode.invalid_producer_id_mapping
-
-
-class InvalidTransactionTimeoutError(KafkaError):
-    error_code = ErrorCode.invalid_transaction_timeout
-
-
-class TransactionalIdNotFoundError(KafkaError):
-    error_code = ErrorCode.transactional_id_not_found
-
-
-class TransactionAbortableError(KafkaError):
-    """KIP-890: the transaction cannot go on, but aborting it lets the producer carry on."""
-
-    error_code = ErrorCode.transaction_abortable
-
+from brook.protocol.errors import ErrorCode
 
 # KIP-588 (Kafka 2.7): the versions from which each API answers PRODUCER_FENCED; older
 # clients know only INVALID_PRODUCER_EPOCH for a fenced producer.

@@ -24,7 +24,7 @@ from kio.schema.write_txn_markers.v1 import request as markers_request
 from kio.static.primitive import i16, i32
 
 from brook.protocol.coordinator_records import CONSUMER_OFFSETS_TOPIC, ControlRecordType
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode, KafkaError, LeaderNotAvailableError
 from brook.storage.clock import Clock
 
 from ..coordinator.partition_writer import PartitionWriter, TopicPartition
@@ -41,10 +41,6 @@ NO_ROUTE_COORDINATOR_EPOCH = 0
 
 # Called once every marker is written: the transaction may become Complete.
 OnMarkersWritten = Callable[[TransactionMetadata], Any]
-
-
-class LeaderNotAvailableError(KafkaError):
-    error_code = ErrorCode.leader_not_available
 
 
 @dataclass(frozen=True)

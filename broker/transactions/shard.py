@@ -17,19 +17,20 @@ from dataclasses import dataclass
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import (
+    ConcurrentTransactionsError,
+    ErrorCode,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTxnStateError,
+    KafkaError,
+    ProducerFencedError,
+)
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.partition_writer import TopicPartition
 from ..coordinator.shard import CoordinatorResult
-from .errors import (
-    ConcurrentTransactionsError,
-    InvalidProducerEpochError,
-    InvalidProducerIdMappingError,
-    InvalidTxnStateError,
-    ProducerFencedError,
-)
 from .metadata import (
     COMPLETE,
     COMPLETING,

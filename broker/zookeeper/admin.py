@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from brook.protocol.errors import (
+    CoordinatorNotAvailableError,
     LeaderNotAvailableError,
     ReassignmentInProgressError,
     RequestTimedOutError,
@@ -41,7 +42,6 @@ from ..cluster.assignment import (
 from ..config.broker_config import BrokerConfig
 from ..config.topic_config import validate_topic_configs
 from ..config.values import config_to_string
-from ..coordinator.errors import CoordinatorNotAvailableError
 from ..metadata.cache import MetadataCache, TopicMetadata
 from ..metadata.controller import Controller, check_partition_increase, partitions
 from ..metadata.publisher import MetadataPublisher

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..coordinator.errors import CoordinatorLoadInProgressError
+from brook.protocol.errors import CoordinatorLoadInProgressError
+
 from ..transactions.producer_ids import BLOCK_SIZE
 from . import znodes
 from .client import ZooKeeperClient

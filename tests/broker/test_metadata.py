@@ -18,8 +18,7 @@ from brook.broker.metadata.records import PartitionRecord
 from brook.broker.metadata.store import TOPIC_CONFIGS_FILE, LocalMetadataStore
 from brook.broker.replica.partition import ReplicaRole
 from brook.broker.replica.replica_manager import ReplicaManager
-from brook.protocol.errors import TopicExistsError, UnknownTopicOrPartitionError
-from brook.storage.errors import KafkaStorageError
+from brook.protocol.errors import KafkaStorageError, TopicExistsError, UnknownTopicOrPartitionError
 from brook.storage.log_manager import LogManager
 
 BROKER_ID = 0

@@ -15,17 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from brook.broker.replica.partition import (
-    FencedLeaderEpochError,
-    FetchIsolation,
-    NotLeaderOrFollowerError,
-    Partition,
-    UnknownLeaderEpochError,
-)
+from brook.broker.replica.partition import FetchIsolation, Partition
 from brook.protocol.errors import (
+    FencedLeaderEpochError,
     InvalidRecordError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     PolicyViolationError,
+    UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
 from brook.protocol.record_batch import Record, build_batch, split_batches

@@ -12,11 +12,12 @@ from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import (
     ErrorCode,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasError,
+    RecordBatchTooLargeError,
     RecordTooLargeError,
     UnknownTopicOrPartitionError,
 )
-from brook.storage.errors import KafkaStorageError, RecordBatchTooLargeError
 
 from .harness import Groups, answer, settle
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from storage_helpers import BASE_TS, BatchFactory, append
 
-from brook.protocol.errors import OffsetOutOfRangeError
+from brook.protocol.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
 from brook.protocol.record_batch import iter_records, split_batches
-from brook.storage import Log, LogConfig, RecordBatchTooLargeError
+from brook.storage import Log, LogConfig
 from brook.storage.checkpoints import read_partition_metadata
 
 
@@ -183,7 +183,7 @@ def test_follower_append_checks_offsets(
     assert follower.log_end_offset == 60
     assert follower.leader_epoch_cache.epoch_entries()[0].epoch == 3
     assert bytes(follower.read(0, 10**6).records) == bytes(leader.read(0, 10**6).records)
-    from brook.storage import UnexpectedAppendOffsetError
+    from brook.protocol.errors import UnexpectedAppendOffsetError
 
     with pytest.raises(UnexpectedAppendOffsetError):
         follower.append_as_follower(bytes(leader.read(0, 100).records))
@@ -201,7 +201,7 @@ def test_an_empty_follower_log_starting_inside_a_batch_starts_at_the_batch(
     follower.append_as_follower(bytes(leader.read(3, 10**6).records))
     assert (follower.log_start_offset, follower.log_end_offset) == (0, 5)
     # A log that is not empty refuses an overlapping batch, as before.
-    from brook.storage import UnexpectedAppendOffsetError
+    from brook.protocol.errors import UnexpectedAppendOffsetError
 
     with pytest.raises(UnexpectedAppendOffsetError):
         follower.append_as_follower(bytes(leader.read(0, 10**6).records))

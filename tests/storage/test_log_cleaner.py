@@ -9,6 +9,7 @@ import pytest
 from storage_helpers import BASE_TS
 
 from brook.protocol import coordinator_records as cr
+from brook.protocol.errors import OutOfOrderSequenceError
 from brook.protocol.record_batch import Record, build_batch, iter_records, split_batches
 from brook.storage import Log, LogConfig
 from brook.storage import log_file_utils as files
@@ -20,7 +21,6 @@ from brook.storage.log_cleaner import (
     plan_cleaning,
 )
 from brook.storage.log_validator import AppendOrigin
-from brook.storage.producer_state import OutOfOrderSequenceError
 
 CONFIG = LogConfig(
     segment_bytes=4096,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from storage_helpers import BASE_TS, BatchFactory, append
 
+from brook.protocol.errors import InconsistentTopicIdError
 from brook.storage import (
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
-    InconsistentTopicIdError,
     LogConfig,
     LogManager,
 )

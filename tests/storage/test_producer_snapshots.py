@@ -15,9 +15,9 @@ import crc32c
 import pytest
 from storage_helpers import BASE_TS
 
+from brook.protocol.errors import OutOfOrderSequenceError
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
-from brook.storage.producer_state import OutOfOrderSequenceError
 from brook.storage.producer_state_config import ProducerStateManagerConfig
 
 DAY_MS = 86_400_000

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 from storage_helpers import BASE_TS, append
 
-from brook.protocol.errors import InvalidRecordError
+from brook.protocol.errors import InvalidRecordError, KafkaStorageError, OutOfOrderSequenceError
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
-from brook.storage.errors import KafkaStorageError
-from brook.storage.producer_state import OutOfOrderSequenceError
 
 PRODUCER = 4242
 

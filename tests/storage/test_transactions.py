@@ -16,14 +16,14 @@ import pytest
 from storage_helpers import BASE_TS, make_batch
 
 from brook.protocol import coordinator_records as cr
-from brook.protocol.record_batch import Record, build_batch
-from brook.storage import Log, LogConfig
-from brook.storage.log_validator import AppendOrigin
-from brook.storage.producer_state import (
+from brook.protocol.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     TransactionCoordinatorFencedError,
 )
+from brook.protocol.record_batch import Record, build_batch
+from brook.storage import Log, LogConfig
+from brook.storage.log_validator import AppendOrigin
 from brook.storage.transaction_index import AbortedTxn, TransactionIndex
 
 A, B = 1000, 2000
