@@ -1,5 +1,8 @@
 """Which brokers are alive and which one is the controller: what Metadata answers with,
-and what leader election will hang on.
+and what leader election will hang on. Membership is the seam Kafka calls MetadataSupport:
+everything that differs between a single broker and a ZooKeeper cluster (where metadata,
+producer ids, SCRAM credentials, quotas and ACLs are kept; who the controller is) is
+asked of it, so that the broker is started the same way in both.
 
 One code path for both set-ups: every broker registers itself (RegisterBrokerRecord,
 through the MetadataPublisher) and the cache lists the brokers registered. A single
@@ -24,7 +27,11 @@ from .records import BrokerEndpoint, RegisterBrokerRecord
 from .store import LocalMetadataStore, MetadataStore
 
 if TYPE_CHECKING:
+    from ..authorizer.store import AclStore
+    from ..quotas.manager import ClientQuotas
+    from ..quotas.store import ClientQuotaStore
     from ..replica.partition import AlterPartition
+    from ..security.scram_credentials import ScramCredentialStore
 
 
 class ProducerIds(Protocol):
@@ -98,6 +105,21 @@ class Membership(Protocol):
 
     async def producer_id_manager(self, log_dir: Path) -> ProducerIds:
         """Producer ids unique in the cluster."""
+        ...
+
+    # Where the cluster's own state is kept, as Kafka keeps it: a file of the first log
+    # dir for a single broker, ZooKeeper's znodes in a cluster.
+
+    def scram_credential_store(self, log_dir: Path) -> ScramCredentialStore:
+        """SCRAM credentials (/config/users in ZooKeeper)."""
+        ...
+
+    def client_quota_store(self, log_dir: Path, quotas: ClientQuotas) -> ClientQuotaStore:
+        """Client quota configs, fed into `quotas` (/config/users, /config/clients, /config/ips)."""
+        ...
+
+    def acl_store(self, log_dir: Path) -> AclStore:
+        """ACLs (/kafka-acl and its change notifications)."""
         ...
 
     def add_fencing_listener(self, listener: FencingListener) -> None:
@@ -178,6 +200,21 @@ class LocalMembership:
 
     async def producer_id_manager(self, log_dir: Path) -> ProducerIds:
         return ProducerIdManager(log_dir)
+
+    def scram_credential_store(self, log_dir: Path) -> ScramCredentialStore:
+        from ..security.scram_credentials import LocalScramCredentialStore
+
+        return LocalScramCredentialStore(log_dir)
+
+    def client_quota_store(self, log_dir: Path, quotas: ClientQuotas) -> ClientQuotaStore:
+        from ..quotas.store import LocalClientQuotaStore
+
+        return LocalClientQuotaStore(log_dir, quotas)
+
+    def acl_store(self, log_dir: Path) -> AclStore:
+        from ..authorizer.store import LocalAclStore
+
+        return LocalAclStore(log_dir)
 
     @property
     def controller_id(self) -> int:

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from ..replica.log_cleaner import LogCleaner
     from ..replica.partition import Partition
     from ..security.scram import ScramCredential
-    from ..security.scram_credentials import ScramCredentialStore
     from ..transactions.coordinator import TransactionCoordinator
     from .admin_auth import AdminAuthenticator
     from .admin_server import AdminServer
@@ -181,32 +180,15 @@ class Broker:
                 self.loop_lag.stop()
             raise
 
-    def _scram_credential_store(self, config: BrokerConfig) -> ScramCredentialStore:
-        """Kafka's place for SCRAM credentials: ZooKeeper when the cluster has one."""
-        if config["zookeeper.connect"]:
-            from ..zookeeper.scram_znodes import ZkScramCredentialStore
-
-            return ZkScramCredentialStore(self.membership.client)  # type: ignore[attr-defined]
-        from ..security.scram_credentials import LocalScramCredentialStore
-
-        return LocalScramCredentialStore(config.log_dirs[0])
-
     async def _start_client_quotas(
         self, config: BrokerConfig
     ) -> tuple[ClientQuotas, ClientQuotaStore]:
-        """The client quota managers, fed from where Kafka keeps quota configs."""
+        """The client quota managers, fed from where Kafka keeps quota configs (the
+        membership's store)."""
         from ..quotas.manager import ClientQuotas
 
         quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
-        store: ClientQuotaStore
-        if config["zookeeper.connect"]:
-            from ..zookeeper.quota_znodes import ZkClientQuotaStore
-
-            store = ZkClientQuotaStore(self.membership.client, quotas)  # type: ignore[attr-defined]
-        else:
-            from ..quotas.store import LocalClientQuotaStore
-
-            store = LocalClientQuotaStore(config.log_dirs[0], quotas)
+        store = self.membership.client_quota_store(config.log_dirs[0], quotas)
         await store.start()
         if quotas.enabled:
             log.info("Client quotas: %d entities configured", len(quotas.configs))
@@ -223,23 +205,7 @@ class Broker:
 
         super_users = [u.strip() for u in config["super.users"].split(";") if u.strip()]
         authorizer = Authorizer(super_users, config["allow.everyone.if.no.acl.found"])
-        store: AclStore
-        if config["zookeeper.connect"]:
-            from ..zookeeper.acl_store import ZkAclStore
-            from ..zookeeper.client import SessionState
-
-            client = self.membership.client  # type: ignore[attr-defined]
-            zk_store = ZkAclStore(client)
-            client.add_session_listener(
-                lambda state, new_session: (
-                    zk_store.resync() if state is SessionState.CONNECTED and new_session else None
-                )
-            )
-            store = zk_store
-        else:
-            from ..authorizer.store import LocalAclStore
-
-            store = LocalAclStore(config.log_dirs[0])
+        store = self.membership.acl_store(config.log_dirs[0])
         await store.start(authorizer.cache, authorizer.changed)
         acls = len(authorizer.cache.bindings())
         log.info(
@@ -430,7 +396,7 @@ class Broker:
             inter_broker=self.inter_broker,
             faults=self.faults,
             api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
-            scram_credentials=self._scram_credential_store(config),
+            scram_credentials=self.membership.scram_credential_store(config.log_dirs[0]),
             scram_decoy_key=os.urandom(32),
             authorizer=authorizer,
             acl_store=acl_store,

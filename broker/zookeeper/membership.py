@@ -19,6 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from brook.storage.clock import Clock
 from brook.storage.log_manager import generate_cluster_id
@@ -50,6 +51,12 @@ from .producer_ids import ZkProducerIdManager
 from .serial_job import SerialJob
 from .store import ZkMetadataStore
 from .topic_watcher import TopicWatcher
+
+if TYPE_CHECKING:
+    from ..quotas.manager import ClientQuotas
+    from .acl_store import ZkAclStore
+    from .quota_znodes import ZkClientQuotaStore
+    from .scram_znodes import ZkScramCredentialStore
 
 log = logging.getLogger("brook.zookeeper")
 
@@ -312,6 +319,29 @@ class ZkMembership:
         manager = ZkProducerIdManager(self.client, self._broker_id)
         await manager.start()
         return manager
+
+    def scram_credential_store(self, log_dir: object) -> ZkScramCredentialStore:
+        from .scram_znodes import ZkScramCredentialStore
+
+        return ZkScramCredentialStore(self.client)
+
+    def client_quota_store(self, log_dir: object, quotas: ClientQuotas) -> ZkClientQuotaStore:
+        from .quota_znodes import ZkClientQuotaStore
+
+        return ZkClientQuotaStore(self.client, quotas)
+
+    def acl_store(self, log_dir: object) -> ZkAclStore:
+        """Kafka's /kafka-acl, read again whole in each new session (a change notified
+        while the session was lost would be missed otherwise)."""
+        from .acl_store import ZkAclStore
+
+        store = ZkAclStore(self.client)
+        self.client.add_session_listener(
+            lambda state, new_session: (
+                store.resync() if state is SessionState.CONNECTED and new_session else None
+            )
+        )
+        return store
 
     # --- registration -------------------------------------------------------------------
 
