@@ -108,7 +108,7 @@ def test_protocol_loads_asyncio_only_through_kio():
 
 def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
     """`brook serve` up to listening, with Python's import log: no Kafka client, no tool,
-    no ZooKeeper client (the broker has no zookeeper.connect)."""
+    no ZooKeeper client (the broker has no zookeeper.connect), no log module (no topic)."""
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     broker = BrokerProcess(tmp_path / "data").start()
     try:
@@ -131,6 +131,9 @@ def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):
     # Nor Prometheus' client: /metrics is served only with admin.listener set.
     assert sorted(m for m in imported if m.split(".")[0] == "prometheus_client") == []
     assert "brook.broker.server.admin_server" not in imported
+    # Nor the log's modules (and the codecs they bring) while there is no log to open:
+    # they come with the first partition or the first append.
+    assert sorted(m for m in imported if m in ("brook.storage.log", "cramjam")) == []
 
 
 def test_serving_imports_no_hypothesis_where_it_is_installed(tmp_path: Path, monkeypatch):

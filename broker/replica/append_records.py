@@ -34,16 +34,16 @@ from brook.protocol.errors import (
     RecordValidationError,
     UnknownTopicOrPartitionError,
 )
-from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
-from brook.protocol.record_batch import parse_header
-from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
 
 from ..observability.partition_stats import NOT_FAILED_PRODUCE
-from ..transactions.shard import ProducerIdAndEpoch
-from .partition import ACKS_ALL
 
+# The log's modules load with the first append (`brook serve` loads them only once it has a
+# log): the ReplicaManager that holds this is made at start.
 if TYPE_CHECKING:
+    from brook.storage.log_validator import AppendOrigin
+
     from ..faults.registry import FaultRegistry
+    from ..transactions.shard import ProducerIdAndEpoch
     from ..transactions.verification import TransactionVerification
     from .partition import Partition
 
@@ -105,7 +105,9 @@ class _Append:
     """What every entry of one append_records call shares."""
 
     required_acks: int
+    wait_for_commit: bool  # acks=all
     origin: AppendOrigin
+    client: bool  # a producer's append (AppendOrigin.CLIENT)
     requester: str
     verification: TransactionVerification | None
     injected_error: InjectedError | None
@@ -140,20 +142,26 @@ class RecordAppender:
         requester: str = "",
         verification: TransactionVerification | None = None,
         injected_error: InjectedError | None = None,
-        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_decompressed_bytes: int | None = None,
         now_ms: int | None = None,
     ) -> AppendResults:
         """Append each entry's records to its partition as the leader. Appends that wait
         (acks=all, a partition to add to a transaction, a paused disk) complete with the
         result's `completion`, bounded by `timeout_s` unless acks=0 (which waits for the
         appends only, never for a commit)."""
+        from brook.storage.log_validator import DEFAULT_MAX_DECOMPRESSED_BYTES, AppendOrigin
+
+        from .partition import ACKS_ALL
+
         append = _Append(
             required_acks,
+            required_acks == ACKS_ALL,
             origin,
+            origin is AppendOrigin.CLIENT,
             requester,
             verification,
             injected_error,
-            max_decompressed_bytes,
+            max_decompressed_bytes or DEFAULT_MAX_DECOMPRESSED_BYTES,
             timeout_s if timeout_s is not None else 0.0,
             None if required_acks == 0 else timeout_s,
             (lambda: now_ms) if now_ms is not None else self._now_ms,
@@ -185,7 +193,7 @@ class RecordAppender:
             return PartitionResponse(
                 ErrorCode.none, log_start_offset=partition.log_start_offset
             ), None
-        client = append.origin is AppendOrigin.CLIENT
+        client = append.client
         stalled = self.faults.append_gate(topic, index) if client and self.faults else None
         if stalled is not None:
             response = PartitionResponse(ErrorCode.none)
@@ -228,9 +236,7 @@ class RecordAppender:
             info.log_append_time,
             next_offset=next_offset,
         )
-        waiter = (
-            partition.wait_for_commit(next_offset) if append.required_acks == ACKS_ALL else None
-        )
+        waiter = partition.wait_for_commit(next_offset) if append.wait_for_commit else None
         return response, waiter
 
     async def _append_when_released(
@@ -306,6 +312,11 @@ async def _complete(
 
 def _transactional_producer(records: Records) -> ProducerIdAndEpoch | None:
     """The producer of a transactional data batch (None for any other batch)."""
+    from brook.protocol.record_batch import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
+    from brook.protocol.record_batch import parse_header
+
+    from ..transactions.shard import ProducerIdAndEpoch
+
     if len(records) < RECORD_BATCH_HEADER_SIZE:
         return None  # too short to be a batch: the log validator refuses it
     header = parse_header(records)
@@ -326,7 +337,7 @@ def _fill(response: PartitionResponse, appended: PartitionResponse) -> None:
 def _refused(append: _Append, partition: Partition, exc: KafkaError) -> PartitionResponse:
     """The response of an append its partition refused; a client's refusal is logged and
     counted in the partition's failed produce requests."""
-    if append.origin is AppendOrigin.CLIENT:
+    if append.client:
         if exc.error_code not in NOT_FAILED_PRODUCE:
             partition.stats.failed_produce_requests += 1
         detail = exc.message
