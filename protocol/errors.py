@@ -24,6 +24,13 @@ class KafkaError(Exception):
         super().__init__(message or self.error_code.name)
         self.message = message
 
+    @classmethod
+    def with_code(cls, error_code: ErrorCode, message: str = "") -> KafkaError:
+        """An error whose code is known only at run time (another broker's answer)."""
+        error = cls(message or error_code.name)
+        error.error_code = error_code
+        return error
+
 
 class RecordError(NamedTuple):
     """One refused record of a produced batch: its index in the batch and why."""

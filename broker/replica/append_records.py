@@ -82,9 +82,7 @@ class PartitionResponse:
         if self.exception is not None:
             raise self.exception
         if self.error is not ErrorCode.none:
-            error = KafkaError(self.error.name)
-            error.error_code = self.error
-            raise error
+            raise KafkaError.with_code(self.error)
 
 
 @dataclass(slots=True)

@@ -175,9 +175,7 @@ class TransactionMarkerWriter:
         )
         error = ErrorCode(response.markers[0].topics[0].partitions[0].error_code)
         if error is not ErrorCode.none:
-            failure = KafkaError(f"broker {leader} answered {error.name}")
-            failure.error_code = error
-            raise failure
+            raise KafkaError.with_code(error, f"broker {leader} answered {error.name}")
 
     async def write_marker_locally(
         self,

@@ -227,9 +227,7 @@ async def add(
                     return
                 if verify_only and code in _NOT_IN_TRANSACTION:
                     raise _not_in_transaction(transactional_id, producer, partition, operation)
-                failure = KafkaError(f"the coordinator answered {code.name.upper()}")
-                failure.error_code = code
-                raise failure
+                raise KafkaError.with_code(code, f"the coordinator answered {code.name.upper()}")
             await transactions.add_partitions(transactional_id, producer, [partition], TV_2)
             return
         except VerificationFailed:
