@@ -24,7 +24,7 @@ def authorizer_of(ctx: RequestContext) -> Authorizer | None:
 
 def acl_store_of(ctx: RequestContext) -> AclStore:
     """Where the ACLs are kept, for the APIs that change them once they found an
-    authorizer: the broker starts the two together (Broker._start_authorizer)."""
+    authorizer: the broker starts the two together (broker_parts._authorizer)."""
     store = ctx.services.acl_store
     if store is None:
         raise RuntimeError("An authorizer without an ACL store")

@@ -14,7 +14,7 @@ cache follows that path's children.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,11 +27,14 @@ from .records import BrokerEndpoint, RegisterBrokerRecord
 from .store import LocalMetadataStore, MetadataStore
 
 if TYPE_CHECKING:
+    from brook.storage.clock import Clock
+
     from ..authorizer.store import AclStore
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
     from ..replica.partition import AlterPartition
     from ..security.scram_credentials import ScramCredentialStore
+    from ..server.inter_broker import InterBrokerClients
 
 
 class ProducerIds(Protocol):
@@ -50,6 +53,11 @@ FencingListener = Callable[[bool], None]
 class Membership(Protocol):
     # The cluster id ZooKeeper holds (/cluster/id); None: the log dirs' own.
     cluster_id: str | None
+
+    async def start(self) -> None:
+        """Join the cluster before the log dirs are touched (as Kafka: no ZooKeeper, no
+        start); on failure nothing is left open and the error is raised."""
+        ...
 
     @property
     def controller_id(self) -> int:
@@ -136,9 +144,35 @@ class Membership(Protocol):
         """Its listeners changed (AlterConfigs): announce the new endpoints."""
         ...
 
+    async def controlled_shutdown(
+        self,
+        config: BrokerConfig,
+        inter_broker: InterBrokerClients,
+        stop_fetching: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Hand this broker's leaders to other replicas before it stops, while its
+        listeners still answer (with controlled.shutdown.enable, in a cluster whose
+        controller still knows this broker); `stop_fetching` is awaited first."""
+        ...
+
     async def close(self) -> None:
         """Leave the cluster (the registration goes at once)."""
         ...
+
+
+def membership_for(
+    config: BrokerConfig,
+    clock: Clock,
+    on_fatal: Callable[[int], None],
+    features: Mapping[str, tuple[int, int]],
+) -> Membership:
+    """ZooKeeper's cluster with `zookeeper.connect`, else the broker alone; `on_fatal`
+    asks the broker to stop (with an exit code) when it cannot go on as a member."""
+    if not config["zookeeper.connect"]:
+        return LocalMembership(config.broker_id)
+    from ..zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
+
+    return ZkMembership(config, clock, on_fatal, features)
 
 
 def broker_registration(
@@ -171,6 +205,9 @@ class LocalMembership:
         self.cluster_id: str | None = None
         self._publisher: MetadataPublisher | None = None
         self.alter_partition: AlterPartition | None = None
+
+    async def start(self) -> None:
+        pass  # nothing to join
 
     async def metadata_store(self, log_dir: Path) -> MetadataStore:
         return LocalMetadataStore(log_dir, self._broker_id)
@@ -241,6 +278,14 @@ class LocalMembership:
     def update_registration(self, broker: RegisterBrokerRecord) -> None:
         if self._publisher is not None:
             self._publisher.apply([broker])
+
+    async def controlled_shutdown(
+        self,
+        config: BrokerConfig,
+        inter_broker: InterBrokerClients,
+        stop_fetching: Callable[[], Awaitable[None]],
+    ) -> None:
+        pass  # no other broker to hand anything to
 
     async def close(self) -> None:
         pass

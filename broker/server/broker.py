@@ -4,36 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brook.storage.clock import Clock, system_clock
-from brook.storage.errors import InconsistentClusterIdError
 from brook.storage.log_manager import LogManager, prepare_log_dirs
-from brook.storage.producer_state_config import ProducerStateManagerConfig
 
 from ..config.broker_config import BrokerConfig, Listener
 from ..config.dynamic import DynamicBrokerConfig
-from ..config.topic_config import log_config_for
-from ..coordinator.coordinators import CoordinatorParts, Coordinators
 from ..faults import FaultRegistry
-from ..metadata.cache import INTERNAL_TOPICS, MetadataCache
-from ..metadata.controller import Controller, partitions
-from ..metadata.membership import LocalMembership, Membership, ProducerIds, broker_registration
+from ..metadata.cache import MetadataCache
+from ..metadata.membership import (
+    LocalMembership,
+    Membership,
+    broker_registration,
+    membership_for,
+)
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import RegisterBrokerRecord
 from ..observability.broker_state import BrokerState
-from ..replica.fetch_purgatory import FetchPurgatory
 from ..replica.fetch_sessions import FetchSessionCache
-from ..replica.log_dir_mover import LogDirMover
 from ..replica.replica_manager import ReplicaManager
-from ..replication.fetcher_manager import ReplicaFetcherManager
-from .api_version_manager import ApiVersionManager
+from .broker_parts import build_broker_parts
 from .connection import KafkaConnection
 from .features import features_of
-from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
 from .listeners import describe as describe_listeners
 from .open_files import raise_open_file_limit
@@ -43,18 +38,12 @@ if TYPE_CHECKING:
     import ssl
 
     from brook.storage.log_cleaner_manager import LogCleanerManager
-    from brook.storage.log_config import LogConfig
 
-    from ..authorizer.authorizer import Authorizer
     from ..authorizer.operations import AclOperation
-    from ..authorizer.store import AclStore
     from ..groups.coordinator import GroupCoordinator
     from ..observability.loop_lag import LoopLagMonitor
     from ..observability.request_metrics import RequestMetrics
-    from ..quotas.manager import ClientQuotas
-    from ..quotas.store import ClientQuotaStore
     from ..replica.log_cleaner import LogCleaner
-    from ..replica.partition import Partition
     from ..security.scram import ScramCredential
     from ..transactions.coordinator import TransactionCoordinator
     from .admin_auth import AdminAuthenticator
@@ -69,6 +58,9 @@ FLUSH_CHECK_MS = 1000
 
 
 class Broker:
+    """One broker: its listeners, the parts `build_broker_parts` makes at start (reached
+    as `services`), the log cleaner and the background loops."""
+
     def __init__(self, config: BrokerConfig, clock: Clock = system_clock) -> None:
         # Static, then from start() on with the dynamic configs; `config` is the one in
         # force (AlterConfigs replaces it), so read it where a value is needed.
@@ -94,30 +86,61 @@ class Broker:
         self.retention_checks = 0
         # The log cleaner's threads, when log.cleaner.enable.
         self.cleaner: LogCleaner | None = None
-        self.fetch_sessions = FetchSessionCache()
-        self.log_manager: LogManager
-        self.metadata = MetadataCache()
-        self.replicas: ReplicaManager
-        self.controller: Controller
-        self.metadata_publisher: MetadataPublisher
-        self.services: BrokerServices
-        self.cluster_id = ""
-        # The cluster: ZooKeeper's (zookeeper.connect), or this broker alone.
+        # The cluster: ZooKeeper's (zookeeper.connect), or this broker alone; made at
+        # start (a ZooKeeper session needs the running loop).
         self.membership: Membership = LocalMembership(self.broker_id)
+        # Everything the request handlers use, once start() has built it.
+        self._services: BrokerServices | None = None
         self.started = asyncio.Event()
         self.stopping = False
         # Set by a signal, a test, or the broker itself when it cannot go on (every log
         # dir offline); whoever runs the broker awaits it, then calls stop().
         self.stop_requested = asyncio.Event()
         self.exit_code = 0
-        # Fetches parked in long polls; woken at shutdown so they answer at once.
-        self.fetch_purgatory = FetchPurgatory()
-        # Requests to the other brokers (transaction markers and checks).
-        self.inter_broker = InterBrokerClients(self.broker_id, self.metadata, lambda: self.config)
 
     @property
     def config(self) -> BrokerConfig:
         return self.dynamic_config.current
+
+    @property
+    def services(self) -> BrokerServices:
+        """The broker's parts (built by start())."""
+        assert self._services is not None, "the broker has not started"
+        return self._services
+
+    # What tests and tools read of the parts, by the names Kafka's KafkaServer uses.
+
+    @property
+    def log_manager(self) -> LogManager:
+        return self.services.log_manager
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return self.services.replicas
+
+    @property
+    def metadata(self) -> MetadataCache:
+        return self.services.metadata
+
+    @property
+    def metadata_publisher(self) -> MetadataPublisher:
+        return self.services.metadata_publisher
+
+    @property
+    def fetch_sessions(self) -> FetchSessionCache:
+        return self.services.fetch_sessions
+
+    @property
+    def cluster_id(self) -> str:
+        return self.services.cluster_id
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.services.groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.services.transactions
 
     @property
     def log_cleaner(self) -> LogCleanerManager:
@@ -128,7 +151,7 @@ class Broker:
 
     @property
     def parked_fetches(self) -> set[asyncio.Future[None]]:
-        return self.fetch_purgatory.parked
+        return self.services.fetch_purgatory.parked
 
     @property
     def bound(self) -> list[Listener]:
@@ -167,9 +190,16 @@ class Broker:
             # First, so that /v1/health and /v1/ready answer while the broker starts.
             self._start_admin(static["admin.listener"])
         try:
-            if static["zookeeper.connect"]:
-                # Before the log dirs are touched, as Kafka: no ZooKeeper, no start.
-                await self._connect_zookeeper(static)
+            self.membership = membership_for(
+                static,
+                self.clock,
+                self.request_stop,
+                {
+                    feature.name: (feature.min_version, feature.max_version)
+                    for feature in features_of(static["brook.emulate.release"])
+                },
+            )
+            await self.membership.start()
             await self._start(started)
         except BaseException:
             # Leave ZooKeeper at once: a registration made goes with the session.
@@ -179,44 +209,6 @@ class Broker:
             if self.loop_lag is not None:
                 self.loop_lag.stop()
             raise
-
-    async def _start_client_quotas(
-        self, config: BrokerConfig
-    ) -> tuple[ClientQuotas, ClientQuotaStore]:
-        """The client quota managers, fed from where Kafka keeps quota configs (the
-        membership's store)."""
-        from ..quotas.manager import ClientQuotas
-
-        quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
-        store = self.membership.client_quota_store(config.log_dirs[0], quotas)
-        await store.start()
-        if quotas.enabled:
-            log.info("Client quotas: %d entities configured", len(quotas.configs))
-        return quotas, store
-
-    async def _start_authorizer(
-        self, config: BrokerConfig
-    ) -> tuple[Authorizer | None, AclStore | None]:
-        """The authorizer `authorizer.class.name` asks for, its ACLs loaded from where
-        Kafka keeps them (ZooKeeper in a cluster, else a file of the first log dir)."""
-        if not config["authorizer.class.name"]:
-            return None, None
-        from ..authorizer.authorizer import Authorizer  # only with ACLs on
-
-        super_users = [u.strip() for u in config["super.users"].split(";") if u.strip()]
-        authorizer = Authorizer(super_users, config["allow.everyone.if.no.acl.found"])
-        store = self.membership.acl_store(config.log_dirs[0])
-        await store.start(authorizer.cache, authorizer.changed)
-        acls = len(authorizer.cache.bindings())
-        log.info(
-            "Authorizer %s: %d ACL%s loaded, super users %s, allow.everyone.if.no.acl.found=%s",
-            config["authorizer.class.name"],
-            acls,
-            "" if acls == 1 else "s",
-            ", ".join(super_users) or "none",
-            "true" if authorizer.allow_everyone_if_no_acl_found else "false",
-        )
-        return authorizer, store
 
     def _start_admin(self, url: str) -> None:
         """The admin endpoint: faults, /metrics, /v1/health, /v1/ready (imported only
@@ -291,125 +283,20 @@ class Broker:
 
         return server_context(self.dynamic_config.static, "ADMIN")
 
-    async def _connect_zookeeper(self, config: BrokerConfig) -> None:
-        from ..zookeeper.membership import ZkMembership  # kazoo only with ZooKeeper
-
-        zookeeper = ZkMembership(
-            config,
-            self.clock,
-            self.request_stop,
-            {
-                feature.name: (feature.min_version, feature.max_version)
-                for feature in features_of(config["brook.emulate.release"])
-            },
-        )
-        await zookeeper.connect_and_check()
-        self.membership = zookeeper
-
     async def _start(self, started: float) -> None:
         # Before anything reads a file in them: a log dir that is a file or cannot be
         # made stops the start with an error naming it.
         prepare_log_dirs(self.dynamic_config.static.log_dirs)
-        config = self.dynamic_config.load()
-        store = await self.membership.metadata_store(config.log_dirs[0])
-        stored_configs = store.topic_configs()
-        zookeeper_cluster_id = self.membership.cluster_id
-        self.log_manager = LogManager(
-            config.log_dirs,
-            broker_id=self.broker_id,
-            # With ZooKeeper, /cluster/id: a log dir of another cluster is refused.
-            cluster_id=zookeeper_cluster_id,
-            default_config_factory=lambda topic: self._log_config(stored_configs.get(topic, {})),
-            clock=self.clock,
-            producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
-        )
-        self.log_manager.failure_channel.add_listener(self._on_log_dir_failure)
-        try:
-            self.log_manager.startup()
-        except InconsistentClusterIdError as exc:
-            if zookeeper_cluster_id is None:
-                raise
-            raise InconsistentClusterIdError(
-                f"{exc} Configured zookeeper.connect may be wrong."
-            ) from None
-        self.cluster_id = self.log_manager.cluster_id or ""
-        self.replicas = ReplicaManager(
-            self.broker_id,
-            self.log_manager,
-            self._log_config,
+        self._services = await build_broker_parts(
+            self.dynamic_config,
+            self.membership,
             self.clock,
-            lambda broker_id: self.metadata.broker(broker_id) is not None,
             self.faults,
+            self.listeners,
+            self.request_metrics,
+            self._on_every_log_dir_failed,
         )
-        # Fetchers start only for partitions another broker leads (never on a single
-        # broker, which leads them all).
-        self.replicas.fetchers = ReplicaFetcherManager(
-            self.broker_id, self.metadata, lambda: self.config
-        )
-        self.membership.prepare_metadata(self.metadata)
-        self.replicas.alter_partition = self.membership.alter_partition
-        # Every metadata change from here on goes through this one publisher.
-        self.metadata_publisher = MetadataPublisher(self.metadata, store, self.replicas)
-        self.metadata_publisher.apply(store.load(self.log_manager.all_logs()))
-        await self.membership.load_metadata(
-            self.metadata, self.metadata_publisher, lambda: self.config
-        )
-        if len(self.metadata):
-            topics = len(self.metadata)
-            log.info(
-                "Loaded %d topic%s with %s",
-                topics,
-                "" if topics == 1 else "s",
-                partitions(len(self.replicas.partitions())),
-            )
-        self.controller = self.membership.make_controller(
-            self.broker_id, lambda: self.config, self.metadata, self.metadata_publisher
-        )
-        self.log_dir_mover = LogDirMover(self.log_manager, self.replicas.hosted)
-        self.producer_ids: ProducerIds = await self.membership.producer_id_manager(
-            config.log_dirs[0]
-        )
-        self.coordinators = Coordinators(self._make_coordinators)
-        if any(self.metadata.get(name) for name in INTERNAL_TOPICS):
-            await self.coordinators.start()
-        # From here on, a partition of an internal topic that changes hands here is
-        # loaded or dropped by its coordinator.
-        self.replicas.leadership_listeners.append(self._on_leadership_change)
-        authorizer, acl_store = await self._start_authorizer(config)
-        quotas, quota_store = await self._start_client_quotas(config)
-        self.services = BrokerServices(
-            broker_id=self.broker_id,
-            clock=self.clock,
-            dynamic_config=self.dynamic_config,
-            metadata=self.metadata,
-            replicas=self.replicas,
-            controller=self.controller,
-            coordinators=self.coordinators,
-            producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions,
-            fetch_purgatory=self.fetch_purgatory,
-            log_manager=self.log_manager,
-            log_dir_mover=self.log_dir_mover,
-            cluster_id=self.cluster_id,
-            listeners=self.listeners,
-            membership=self.membership,
-            inter_broker=self.inter_broker,
-            faults=self.faults,
-            api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
-            scram_credentials=self.membership.scram_credential_store(config.log_dirs[0]),
-            scram_decoy_key=os.urandom(32),
-            authorizer=authorizer,
-            acl_store=acl_store,
-            quotas=quotas,
-            quota_store=quota_store,
-            request_metrics=self.request_metrics,
-        )
-        if self.services.api_versions.release is not None:
-            log.info(
-                "Emulating Apache Kafka %s: ApiVersions advertises its version ranges (where"
-                " Brook serves them), and other versions are refused as that release refuses them",
-                self.services.api_versions.release,
-            )
+        config = self.config
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
         # Alive at the endpoints just bound: in ZooKeeper, or in this broker's own cache.
@@ -478,15 +365,13 @@ class Broker:
             self.exit_code = exit_code
             self.stop_requested.set()
 
-    def _on_log_dir_failure(self, log_dir: Path) -> None:
-        if self.log_manager.online_dirs:
-            return
+    def _on_every_log_dir_failed(self, log_dirs: list[Path]) -> None:
         # As Kafka: a broker with no usable log dir cannot serve anything; stop, and
         # let the next start recover the dirs (none of them gets the clean marker).
         log.error(
             "Shutting down broker %d because all log dirs in %s have failed",
             self.broker_id,
-            ", ".join(str(d) for d in self.log_manager.log_dirs),
+            ", ".join(str(d) for d in log_dirs),
         )
         self.request_stop(1)
 
@@ -506,8 +391,8 @@ class Broker:
         self.stopping = True
         if self.replicas.fetchers is not None:
             await self.replicas.fetchers.shutdown()
-        await self.inter_broker.close()
-        self.fetch_purgatory.close()
+        await self.services.inter_broker.close()
+        self.services.fetch_purgatory.close()
         in_flight = [c.in_flight for c in self.connections if c.in_flight is not None]
         if in_flight:
             await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
@@ -517,8 +402,8 @@ class Broker:
         if self.cleaner is not None:
             # A cleaning under way stops at its next segment and leaves no file behind.
             await self.cleaner.stop()
-        self.coordinators.stop()
-        self.log_dir_mover.stop()
+        self.services.coordinators.stop()
+        self.services.log_dir_mover.stop()
         self.log_manager.shutdown()
         if self.services.acl_store is not None:
             self.services.acl_store.close()
@@ -529,99 +414,23 @@ class Broker:
         log.info("Broker %d stopped cleanly", self.broker_id)
 
     async def _controlled_shutdown(self) -> None:
-        """Hand this broker's leaders over while its listeners still answer (a cluster
-        with controlled.shutdown.enable only; skipped after a lost ZooKeeper session,
-        when the controller would not know this broker anyway)."""
-        if not self.config["zookeeper.connect"] or not hasattr(self, "services"):
-            return  # a single broker, or one that never finished starting
-        if not self.config["controlled.shutdown.enable"] or getattr(
-            self.membership, "fenced", True
-        ):
-            return
-        from ..zookeeper.membership import ZkMembership
-        from .controlled_shutdown import controlled_shutdown
+        """Hand this broker's leaders over while its listeners still answer (the
+        membership decides whether there is anyone to hand them to)."""
+        if self._services is None:
+            return  # the broker never finished starting
 
-        if self.replicas.fetchers is not None:
+        async def stop_fetching() -> None:
             # Kafka's controller stops a shutting-down broker's replicas (StopReplica):
             # a follower that went on fetching would be taken back into the ISRs the
             # controller takes it out of, and the controller would take it out again,
             # round after round, never answering its ControlledShutdown.
-            await self.replicas.fetchers.shutdown()
+            fetchers, self.replicas.fetchers = self.replicas.fetchers, None
+            if fetchers is not None:
+                await fetchers.shutdown()
 
-        membership = self.membership
-        assert isinstance(membership, ZkMembership)
-
-        await controlled_shutdown(self.broker_id, self.config, membership, self.inter_broker)
-        # Follow nothing more (Kafka's controller sends StopReplica for it): a follower
-        # still fetching would be taken back into the ISRs the controller took it out of.
-        fetchers, self.replicas.fetchers = self.replicas.fetchers, None
-        if fetchers is not None:
-            await fetchers.shutdown()
-
-    @property
-    def groups(self) -> GroupCoordinator:
-        return self.coordinators.groups
-
-    @property
-    def transactions(self) -> TransactionCoordinator:
-        return self.coordinators.transactions
-
-    def _on_leadership_change(self, partition: Partition) -> None:
-        if partition.topic in INTERNAL_TOPICS:
-            self.coordinators.on_leadership_change(
-                partition.topic,
-                partition.index,
-                leads=partition.leader_id == self.broker_id,
-                empty=partition.log_end_offset == partition.log_start_offset,
-            )
-
-    def _make_coordinators(self) -> CoordinatorParts:
-        from ..coordinator.log_writer import LogPartitionWriter
-        from ..coordinator.loop_timer import LoopTimer
-        from ..groups.coordinator import GroupCoordinator, offsets_topic
-        from ..transactions.coordinator import TransactionCoordinator, transaction_state_topic
-        from ..transactions.markers import MarkerRoute
-
-        config = self.config
-        # Timers of the coordinators (sessions, rebalances, offsets expiry) run on the
-        # broker's clock, so a test that holds it holds them too.
-        timer = LoopTimer(self.clock)
-        groups = GroupCoordinator(
-            config,
-            offsets_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas),
-            timer,
-            self.clock,
+        await self.membership.controlled_shutdown(
+            self.config, self.services.inter_broker, stop_fetching
         )
-        transactions = TransactionCoordinator(
-            config,
-            transaction_state_topic(self.metadata, self.controller, lambda: self.config),
-            LogPartitionWriter(self.replicas),
-            timer,
-            self.clock,
-            groups,
-            self.producer_ids.next_id,
-            MarkerRoute(
-                self._leader_of, self.broker_id, self.inter_broker, self._coordinator_epoch_of
-            ),
-        )
-        return groups, transactions, timer
-
-    def _coordinator_epoch_of(self, transactional_id: str) -> int:
-        """The leader epoch of the transactional id's `__transaction_state` partition."""
-        transactions = self.coordinators.transactions
-        topic = self.metadata.get(transactions.runtime.topic.name)
-        if topic is None or not topic.partitions:
-            return 0
-        index = transactions.runtime.topic.partition_of(transactional_id, len(topic.partitions))
-        return max(topic.partitions[index].leader_epoch, 0)
-
-    def _leader_of(self, topic: str, partition: int) -> int | None:
-        """The partition's leader (-1 while it has none; None: no such partition)."""
-        found = self.metadata.get(topic)
-        if found is None or not 0 <= partition < len(found.partitions):
-            return None
-        return found.partitions[partition].leader
 
     def _registration(self) -> RegisterBrokerRecord:
         config = self.config
@@ -631,10 +440,6 @@ class Broker:
             config.listener_security_protocols,
             config["broker.rack"],
         )
-
-    def _log_config(self, overrides: dict[str, Any]) -> LogConfig:
-        """A topic's log config: its overrides over the broker's defaults in force."""
-        return log_config_for(self.config, overrides)
 
     async def _checkpoint_loop(self) -> None:
         interval_s = max(self.config["log.flush.offset.checkpoint.interval.ms"], 10) / 1000

@@ -16,6 +16,7 @@ from ..faults import FaultRegistry
 from ..metadata.cache import MetadataCache
 from ..metadata.controller import Controller
 from ..metadata.membership import Membership, ProducerIds
+from ..metadata.publisher import MetadataPublisher
 from ..replica.fetch_purgatory import FetchPurgatory
 from ..replica.fetch_sessions import FetchSessionCache
 from ..replica.log_dir_mover import LogDirMover
@@ -40,6 +41,8 @@ class BrokerServices(NamedTuple):
     clock: Clock
     dynamic_config: DynamicBrokerConfig
     metadata: MetadataCache
+    # Every metadata change goes through it (the controller's, ZooKeeper's, registrations).
+    metadata_publisher: MetadataPublisher
     replicas: ReplicaManager
     controller: Controller
     # The group and transaction coordinators, made by the first request that needs one.

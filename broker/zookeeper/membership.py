@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from brook.storage.clock import Clock
@@ -54,6 +54,7 @@ from .topic_watcher import TopicWatcher
 
 if TYPE_CHECKING:
     from ..quotas.manager import ClientQuotas
+    from ..server.inter_broker import InterBrokerClients
     from .acl_store import ZkAclStore
     from .quota_znodes import ZkClientQuotaStore
     from .scram_znodes import ZkScramCredentialStore
@@ -159,7 +160,7 @@ class ZkMembership:
 
     # --- start --------------------------------------------------------------------------
 
-    async def connect_and_check(self) -> None:
+    async def start(self) -> None:
         """Steps 1-3; on failure the session is closed and the error raised."""
         connecting_since = time.monotonic()
         await self.client.start(self._connection_timeout_ms)
@@ -480,6 +481,20 @@ class ZkMembership:
         await self._read_broker_epoch()
 
     # --- stop ---------------------------------------------------------------------------
+
+    async def controlled_shutdown(
+        self,
+        config: BrokerConfig,
+        inter_broker: InterBrokerClients,
+        stop_fetching: Callable[[], Awaitable[None]],
+    ) -> None:
+        # Skipped after a lost session: the controller would not know this broker anyway.
+        if not config["controlled.shutdown.enable"] or self.fenced:
+            return
+        from ..server.controlled_shutdown import controlled_shutdown
+
+        await stop_fetching()
+        await controlled_shutdown(self._broker_id, config, self, inter_broker)
 
     async def close(self) -> None:
         if self._presume_lost is not None:
