@@ -48,22 +48,27 @@ class ReplicaManager:
         now_ms: Callable[[], int] = system_clock,
         broker_alive: Callable[[int], bool] = lambda broker_id: True,
         faults: FaultRegistry | None = None,
+        *,
+        fetchers: ReplicaFetcherManager | None = None,
+        alter_partition: AlterPartition | None = None,
+        leadership_lease: Callable[[], bool] = lambda: True,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
         self._now_ms = now_ms
         self._broker_alive = broker_alive
-        # In a cluster: the fetchers that copy what other brokers lead, and where a
-        # leader's ISR changes go. A single broker has neither.
-        self.fetchers: ReplicaFetcherManager | None = None
-        self.alter_partition: AlterPartition | None = None
+        # In a cluster: the fetchers that copy what other brokers lead (None once a
+        # stopping broker follows nothing more), and where a leader's ISR changes go. A
+        # single broker has neither.
+        self.fetchers = fetchers
+        self.alter_partition = alter_partition
         # Told when a partition's leadership changes here (the coordinators load or
         # drop their partitions).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
         self.fenced = False
         # Asked before every append as leader (a cluster's ZooKeeper lease; a single
         # broker always holds it).
-        self.leadership_lease: Callable[[], bool] = lambda: True
+        self.leadership_lease = leadership_lease
         # A topic's overrides -> its LogConfig under the broker's current defaults.
         self._log_config_of = log_config_of
         self._partitions: dict[TopicPartition, Partition] = {}

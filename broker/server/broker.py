@@ -300,8 +300,6 @@ class Broker:
         await self.listeners.start(config)
         self.dynamic_config.reconfigurables.append(self.listeners.reconfigure)
         # Alive at the endpoints just bound: in ZooKeeper, or in this broker's own cache.
-        self.membership.add_fencing_listener(self.replicas.set_fenced)
-        self.replicas.leadership_lease = self.membership.leadership_lease_held
         await self.membership.register(self.metadata_publisher, self._registration())
         self.listeners.on_reconfigured.append(
             lambda: self.membership.update_registration(self._registration())

@@ -87,6 +87,7 @@ async def build_broker_parts(
         on_every_log_dir_failed,
     )
     metadata = MetadataCache()
+    membership.prepare_metadata(metadata)
     replicas = ReplicaManager(
         broker_id,
         log_manager,
@@ -94,12 +95,14 @@ async def build_broker_parts(
         clock,
         lambda other: metadata.broker(other) is not None,
         faults,
+        # Fetchers start only for partitions another broker leads (never on a single
+        # broker, which leads them all).
+        fetchers=ReplicaFetcherManager(broker_id, metadata, current_config),
+        alter_partition=membership.alter_partition,
+        leadership_lease=membership.leadership_lease_held,
     )
-    # Fetchers start only for partitions another broker leads (never on a single
-    # broker, which leads them all).
-    replicas.fetchers = ReplicaFetcherManager(broker_id, metadata, current_config)
-    membership.prepare_metadata(metadata)
-    replicas.alter_partition = membership.alter_partition
+    # A leader cut off from its cluster stops before another broker is elected.
+    membership.add_fencing_listener(replicas.set_fenced)
     # Every metadata change from here on goes through this one publisher.
     publisher = MetadataPublisher(metadata, store, replicas)
     publisher.apply(store.load(log_manager.all_logs()))
