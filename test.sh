@@ -50,11 +50,11 @@ scripts/make-venv.sh "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$venv/bin/ruff" check .
 # Type check every product package (strict; settings and why the links, in pyproject.toml).
-# They install as brook.protocol, brook.storage, brook.broker and brook.spark, a mapping mypy
-# cannot follow, so it reads them through links under build/mypy-path/brook/. The cache
-# (.mypy_cache) keeps a rerun to seconds.
+# They install as brook.protocol, brook.storage, brook.coordinator_state, brook.broker and
+# brook.spark, a mapping mypy cannot follow, so it reads them through links under
+# build/mypy-path/brook/. The cache (.mypy_cache) keeps a rerun to seconds.
 mkdir -p build/mypy-path/brook
-for package in protocol storage broker spark; do
+for package in protocol storage coordinator_state broker spark; do
     ln -sfn "../../../$package" "build/mypy-path/brook/$package"
 done
 "$venv/bin/mypy"

@@ -1,7 +1,7 @@
 """What the packages import, checked in fresh interpreters.
 
-brook.storage and brook.protocol are what a Spark executor imports: they must load no
-part of the broker, no Kafka client and (for the storage reader's path) no asyncio. The
+brook.storage, brook.protocol and brook.coordinator_state are what a Spark executor
+imports: they must load no part of the broker, no Kafka client and (for the storage reader's path) no asyncio. The
 broker must not load a client library to serve: only the CLI tools that need
 confluent-kafka import it, when they run.
 """
@@ -104,6 +104,22 @@ def test_protocol_loads_asyncio_only_through_kio():
     assert loaded(found["modules"], (*CLIENT_LIBRARIES, "uvloop")) == []
     importer = found["asyncio_importer"]
     assert importer and importer[0].startswith("kio."), importer
+
+
+def test_coordinator_state_loads_only_protocol_and_storage():
+    """The coordinators' state and replay rules are shared by the broker and the offline
+    audit (which runs in Spark's workers): they load no part of the broker, nor asyncio
+    or a client library of their own."""
+    found = probe(["brook.coordinator_state"])
+    assert loaded(found["modules"], (*CLIENT_LIBRARIES, "uvloop")) == []
+    brook = {m.split(".")[1] for m in found["modules"] if m.startswith("brook.")}
+    assert brook == {"coordinator_state", "protocol", "storage"} or brook == {
+        "coordinator_state",
+        "protocol",
+    }, brook
+    # asyncio, where it is loaded, comes with kio's codecs (see the test above).
+    importer = found["asyncio_importer"]
+    assert not importer or (importer[0] or "").startswith("kio."), importer
 
 
 def test_serving_loads_no_client_library(tmp_path: Path, monkeypatch):

@@ -91,7 +91,8 @@ def test_the_install_lines_work_as_written(tmp_path):
     _sh(wheel_line, checkout)
     (wheel,) = (checkout / "dist").glob("brook_broker-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for package in ("protocol", "storage", "broker", "broker/faults", "broker/apis", "spark"):
+    packages = ("protocol", "storage", "coordinator_state", "broker", "broker/apis", "spark")
+    for package in packages:
         assert f"brook/{package}/__init__.py" in names, package
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

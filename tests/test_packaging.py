@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
-SOURCE_ROOTS = ("protocol", "storage", "broker", "spark")
+SOURCE_ROOTS = ("protocol", "storage", "coordinator_state", "broker", "spark")
 
 
 def test_every_source_package_is_listed_in_pyproject():

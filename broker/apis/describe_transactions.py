@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from brook.coordinator_state.transaction_metadata import STATE_NAMES, TransactionMetadata
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
@@ -18,7 +19,6 @@ from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorized, denied
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
-from ..transactions.metadata import STATE_NAMES, TransactionMetadata
 from . import NO_THROTTLE, build, handles, schema_module
 
 # -1 on the wire (no transaction under way), which this field's type writes as a time.

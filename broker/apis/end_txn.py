@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from brook.coordinator_state.transaction_metadata import TV_0, TV_2
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
@@ -25,7 +26,6 @@ from ..authorizer.checks import authorize
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
-from ..transactions.metadata import TV_0, TV_2
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, build, handles
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from brook.coordinator_state.transaction_metadata import MAX_PRODUCER_EPOCH
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
@@ -20,7 +21,6 @@ from ..authorizer.checks import authorize, authorize_any_of_type, authorize_clus
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
-from ..transactions.metadata import MAX_PRODUCER_EPOCH
 from ..transactions.shard import InitProducerIdResult, ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.coordinator_state.transaction_metadata import STATE_NAMES, TransactionState
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
@@ -15,7 +16,6 @@ from ..authorizer.acl import ResourceType
 from ..authorizer.checks import denied
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
-from ..transactions.metadata import STATE_NAMES, TransactionState
 from . import NO_THROTTLE, build, handles, schema_module
 
 STATES_BY_NAME = {name: state for state, name in STATE_NAMES.items()}

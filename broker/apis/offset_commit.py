@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
@@ -18,7 +19,6 @@ from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, denied
 from ..authorizer.operations import AclOperation
 from ..groups.coordinator import Answer
-from ..groups.group import CommittedOffset
 from ..server.request_context import RequestContext
 from ..server.services import BrokerServices
 from . import NO_THROTTLE, build, handles, respond, schema_module

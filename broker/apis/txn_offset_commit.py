@@ -16,12 +16,12 @@ import inspect
 import logging
 from typing import Any
 
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..coordinator.records import TransactionalProducer
-from ..groups.group import CommittedOffset
 from ..server.request_context import RequestContext
 from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError
 from brook.storage.clock import Clock
@@ -29,7 +30,7 @@ from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
 from ..coordinator.write_errors import coordinator_error
-from .group import CommittedOffset, Group, JoinRequest, JoinResult, SyncRequest
+from .group import Group, JoinRequest, JoinResult, SyncRequest
 from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
 
 if TYPE_CHECKING:

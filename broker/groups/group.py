@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol.errors import ErrorCode
 
 
@@ -115,15 +116,6 @@ class SyncRequest:
     protocol_type: str | None  # v5+
     protocol_name: str | None  # v5+
     assignments: dict[str, bytes]
-
-
-@dataclass
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
 
 
 def new_member_id(client_id: str) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 
 from ..coordinator.records import CoordinatorRecord
-from .group import CommittedOffset, Group, GroupState, Member
+from .group import Group, GroupState, Member
 
 
 def offset_commit_record(
@@ -78,16 +79,6 @@ def group_metadata_record(
     )
     return CoordinatorRecord(
         cr.encode_key(cr.GroupMetadataKey(group.group_id)), cr.encode_value(value)
-    )
-
-
-def committed_offset(value: cr.OffsetCommitValue) -> CommittedOffset:
-    return CommittedOffset(
-        value.offset,
-        value.leader_epoch,
-        value.metadata,
-        value.commit_timestamp,
-        value.expire_timestamp,
     )
 
 

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
-from brook.protocol.record_batch import NO_PRODUCER_ID
 from brook.storage.clock import Clock
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
@@ -35,7 +36,6 @@ from ..coordinator.write_errors import coordinator_error
 from . import records
 from .consumer_protocol import subscribed_topics
 from .group import (
-    CommittedOffset,
     Group,
     GroupState,
     JoinRequest,
@@ -91,8 +91,8 @@ class GroupCoordinatorShard:
         self.config = config
         self.clock = clock
         self.groups: dict[str, Group] = {}
-        # Offsets written inside transactions, by producer id, until their marker.
-        self.pending_transactional_offsets: dict[int, dict[tuple[str, str, int], Any]] = {}
+        # Offsets written inside transactions wait there for their marker.
+        self._replay = ConsumerOffsetsReplay(self)
         # Group records that the running operation writes, and what waits on them.
         self._records: list[CoordinatorRecord] = []
         self._callbacks: list[WriteCallback] = []
@@ -102,37 +102,64 @@ class GroupCoordinatorShard:
     def replay(
         self, offset: int, producer_id: int, producer_epoch: int, key: bytes, value: bytes | None
     ) -> None:
-        decoded = cr.decode_key(key)
-        if not isinstance(decoded, cr.OffsetCommitKey | cr.GroupMetadataKey):
-            return  # other record types (KIP-848 groups, newer Kafkas) are not this shard's
-        decoded_value = cr.decode_value(decoded, value)
-        if isinstance(decoded_value, cr.UnknownValue):
-            log.warning(
-                "%s: skipping the record of group %s at offset %d: value version %d of %s"
-                " is one this broker does not know",
-                self.tp,
-                decoded.group,
-                offset,
-                decoded_value.version,
-                type(decoded).__name__,
-            )
-            return
-        if isinstance(decoded, cr.OffsetCommitKey):
-            if producer_id != NO_PRODUCER_ID:
-                pending = self.pending_transactional_offsets.setdefault(producer_id, {})
-                pending[(decoded.group, decoded.topic, decoded.partition)] = decoded_value
-                return
-            self._apply_offset(decoded.group, (decoded.topic, decoded.partition), decoded_value)
-        else:
-            self._apply_group(decoded.group, decoded_value)  # type: ignore[arg-type]
+        self._replay.replay(offset, producer_id, key, value)
 
     def replay_end_transaction_marker(
         self, producer_id: int, producer_epoch: int, result: cr.ControlRecordType
     ) -> None:
-        pending = self.pending_transactional_offsets.pop(producer_id, {})
-        if result is cr.ControlRecordType.COMMIT:
-            for (group_id, topic, partition), commit in pending.items():
-                self._apply_offset(group_id, (topic, partition), commit)
+        self._replay.replay_end_transaction_marker(
+            producer_id, result is cr.ControlRecordType.COMMIT
+        )
+
+    # --- what replay changes (ConsumerOffsetsState) -------------------------------------
+
+    def offset_changed(
+        self, key: cr.OffsetCommitKey, committed: CommittedOffset | None, offset: int
+    ) -> None:
+        group = self.groups.get(key.group)
+        if committed is None:
+            if group is not None:
+                group.offsets.pop((key.topic, key.partition), None)
+            return
+        if group is None:
+            # A "simple" group: offsets without members (an admin, or a consumer that
+            # assigns its own partitions).
+            group = self.groups[key.group] = Group(key.group, self.clock())
+        group.offsets[(key.topic, key.partition)] = committed
+
+    def group_changed(
+        self, group_id: str, value: cr.GroupMetadataValue | None, offset: int
+    ) -> None:
+        old = self.groups.get(group_id)
+        if value is None:
+            if old is None:
+                return
+            old.transition(GroupState.DEAD, self.clock())
+            del self.groups[group_id]
+            if old.offsets:
+                # Offsets outlive the group's metadata until they are deleted too.
+                self.groups[group_id] = Group(group_id, self.clock())
+                self.groups[group_id].offsets = old.offsets
+            return
+        group = Group(group_id, self.clock())
+        if old is not None:
+            group.offsets = old.offsets
+        records.restore_group(group, value, self.clock())
+        self.groups[group_id] = group
+
+    def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
+        if value_version is None:
+            return  # other record types (KIP-848 groups, newer Kafkas) are not this shard's
+        assert isinstance(key, cr.OffsetCommitKey | cr.GroupMetadataKey)
+        log.warning(
+            "%s: skipping the record of group %s at offset %d: value version %d of %s"
+            " is one this broker does not know",
+            self.tp,
+            key.group,
+            offset,
+            value_version,
+            type(key).__name__,
+        )
 
     def on_loaded(self) -> None:
         for group in self.groups.values():
@@ -153,37 +180,6 @@ class GroupCoordinatorShard:
                     member.sync_waiter.set_result((ErrorCode.not_coordinator, b""))
             group.transition(GroupState.DEAD, self.clock())
         self.groups.clear()
-
-    def _apply_offset(self, group_id: str, key: OffsetKey, commit: Any) -> None:
-        if commit is None:
-            group = self.groups.get(group_id)
-            if group is not None:
-                group.offsets.pop(key, None)
-            return
-        group = self.groups.get(group_id)
-        if group is None:
-            # A "simple" group: offsets without members (an admin, or a consumer that
-            # assigns its own partitions).
-            group = self.groups[group_id] = Group(group_id, self.clock())
-        group.offsets[key] = records.committed_offset(commit)
-
-    def _apply_group(self, group_id: str, value: cr.GroupMetadataValue | None) -> None:
-        old = self.groups.get(group_id)
-        if value is None:
-            if old is None:
-                return
-            old.transition(GroupState.DEAD, self.clock())
-            del self.groups[group_id]
-            if old.offsets:
-                # Offsets outlive the group's metadata until they are deleted too.
-                self.groups[group_id] = Group(group_id, self.clock())
-                self.groups[group_id].offsets = old.offsets
-            return
-        group = Group(group_id, self.clock())
-        if old is not None:
-            group.offsets = old.offsets
-        records.restore_group(group, value, self.clock())
-        self.groups[group_id] = group
 
     # --- operations' records ----------------------------------------------------------
 
@@ -822,10 +818,7 @@ class GroupCoordinatorShard:
 
     def has_pending_transactional_offsets(self, group_id: str, key: OffsetKey) -> bool:
         """Whether a transaction not yet ended holds an offset of this partition."""
-        pending_key = (group_id, key[0], key[1])
-        return any(
-            pending_key in offsets for offsets in self.pending_transactional_offsets.values()
-        )
+        return self._replay.offsets.has_pending(cr.OffsetCommitKey(group_id, key[0], key[1]))
 
     def _validate_commit(
         self,

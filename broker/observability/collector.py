@@ -477,7 +477,7 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
                         topic,
                         index,
                     )
-        from ..transactions.metadata import STATE_NAMES
+        from brook.coordinator_state.transaction_metadata import STATE_NAMES
 
         for metadata in coordinators.transactions.transactions():
             name = STATE_NAMES.get(metadata.state, str(metadata.state))

@@ -11,6 +11,11 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from brook.coordinator_state.transaction_metadata import (
+    TV_0,
+    TopicPartitionKey,
+    TransactionMetadata,
+)
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, InvalidTransactionTimeoutError, KafkaError
 from brook.storage.clock import Clock
@@ -24,7 +29,6 @@ from ..coordinator.timer import Timer
 from ..coordinator.write_errors import as_coordinator_write_error
 from ..groups.coordinator import GroupCoordinator
 from .markers import RETRY_BACKOFF_S, MarkerRoute, TransactionMarkerWriter
-from .metadata import TV_0, TopicPartitionKey, TransactionMetadata
 from .shard import (
     InitProducerIdResult,
     ProducerIdAndEpoch,

@@ -23,6 +23,7 @@ from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1 import request as markers_request
 from kio.static.primitive import i16, i32
 
+from brook.coordinator_state.transaction_metadata import TransactionMetadata, TransactionState
 from brook.protocol.coordinator_records import CONSUMER_OFFSETS_TOPIC, ControlRecordType
 from brook.protocol.errors import ErrorCode, KafkaError, LeaderNotAvailableError
 from brook.storage.clock import Clock
@@ -31,7 +32,6 @@ from ..coordinator.partition_writer import PartitionWriter, TopicPartition
 from ..groups.coordinator import GroupCoordinator
 from ..server.crash_points import TRANSACTION_MARKER_WRITTEN, crash_point
 from ..server.inter_broker import InterBrokerClients
-from .metadata import TransactionMetadata, TransactionState
 
 log = logging.getLogger("brook.transactions.markers")
 

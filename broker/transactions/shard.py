@@ -15,6 +15,17 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from brook.coordinator_state.transaction_log import TransactionLogReplay
+from brook.coordinator_state.transaction_metadata import (
+    COMPLETE,
+    COMPLETING,
+    MAX_PRODUCER_EPOCH,
+    TV_0,
+    TV_2,
+    TopicPartitionKey,
+    TransactionMetadata,
+    TransactionState,
+)
 from brook.protocol import coordinator_records as cr
 from brook.protocol.coordinator_records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from brook.protocol.errors import (
@@ -31,17 +42,7 @@ from brook.storage.clock import Clock
 from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.partition_writer import TopicPartition
 from ..coordinator.shard import CoordinatorResult
-from .metadata import (
-    COMPLETE,
-    COMPLETING,
-    MAX_PRODUCER_EPOCH,
-    TV_0,
-    TV_2,
-    TopicPartitionKey,
-    TransactionMetadata,
-    TransactionState,
-)
-from .records import metadata_of, record_of, tombstone_of
+from .records import record_of, tombstone_of
 
 log = logging.getLogger("brook.transactions")
 
@@ -93,30 +94,33 @@ class TransactionCoordinatorShard:
         self.next_producer_id = next_producer_id
         self.on_prepared = on_prepared
         self.transactions: dict[str, TransactionMetadata] = {}
+        self._replay = TransactionLogReplay(self)
 
     # --- replay (CoordinatorShard) ----------------------------------------------------
 
     def replay(
         self, offset: int, producer_id: int, producer_epoch: int, key: bytes, value: bytes | None
     ) -> None:
-        decoded = cr.decode_key(key, cr.TRANSACTION_STATE_TOPIC)
-        if not isinstance(decoded, cr.TransactionLogKey):
-            return  # not a record of this topic's schema: nothing to apply
-        transactional_id = decoded.transactional_id
-        if value is None:
+        self._replay.replay(offset, key, value)
+
+    def transaction_changed(
+        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
+    ) -> None:
+        if metadata is None:
             self.transactions.pop(transactional_id, None)
-            return
-        stored = cr.decode_value(decoded, value)
-        if isinstance(stored, cr.UnknownValue):
-            log.warning(
-                "Skipping the state of transactional id %s in a value version %d this"
-                " broker does not know",
-                transactional_id,
-                stored.version,
-            )
-            return
-        assert isinstance(stored, cr.TransactionLogValue)
-        self.transactions[transactional_id] = metadata_of(transactional_id, stored)
+        else:
+            self.transactions[transactional_id] = metadata
+
+    def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
+        if value_version is None:
+            return  # not a record of this topic's schema: nothing to apply
+        assert isinstance(key, cr.TransactionLogKey)
+        log.warning(
+            "Skipping the state of transactional id %s in a value version %d this"
+            " broker does not know",
+            key.transactional_id,
+            value_version,
+        )
 
     def replay_end_transaction_marker(
         self, producer_id: int, producer_epoch: int, result: cr.ControlRecordType

@@ -29,9 +29,9 @@ from kio.schema.add_partitions_to_txn.v5 import request as add_request
 from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i16, i32
 
+from brook.coordinator_state.transaction_metadata import TV_2, TopicPartitionKey
 from brook.protocol.errors import ErrorCode, KafkaError
 
-from .metadata import TV_2, TopicPartitionKey
 from .shard import ProducerIdAndEpoch
 
 if TYPE_CHECKING:

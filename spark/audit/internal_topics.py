@@ -11,7 +11,7 @@ transaction coordinators replay it when they become its leader:
   later) are counted, not decoded.
 - `__transaction_state`: the last state of each transactional id.
 
-The records are decoded by brook.protocol.coordinator_records (the broker's own
+The replay is the broker's own (brook.coordinator_state: the same rules, the same
 schemas). A record that does not parse becomes a finding, and the replay goes on.
 """
 
@@ -19,20 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
+from brook.coordinator_state.offsets import CommittedOffset
+from brook.coordinator_state.transaction_log import TransactionLogReplay
+from brook.coordinator_state.transaction_metadata import TransactionMetadata
 from brook.protocol.coordinator_records import (
     CONSUMER_OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     CoordinatorRecordError,
-    GroupMetadataKey,
     GroupMetadataValue,
+    Key,
     OffsetCommitKey,
-    OffsetCommitValue,
-    TransactionLogKey,
-    TransactionLogValue,
-    TransactionStatus,
-    UnknownRecord,
-    decode_key,
-    decode_value,
 )
 from brook.protocol.errors import CorruptRecordError, InvalidRecordError
 from brook.storage.end_transaction_marker import COMMIT, read_end_txn_marker
@@ -41,24 +38,25 @@ from brook.storage.reader import Batch
 from .findings import FindingLimiter
 
 INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
-NO_PRODUCER_ID = -1
 
 Row = dict[str, Any]
 
 
 class CoordinatorReplay:
-    """One partition of an internal topic, fed its valid batches in log order."""
+    """One partition of an internal topic, fed its valid batches in log order, replayed
+    by the coordinators' own rules (brook.coordinator_state)."""
 
     def __init__(self, topic: str, partition: int, found: FindingLimiter) -> None:
         self.topic = topic
         self.partition = partition
         self.found = found
-        self.offsets: dict[OffsetCommitKey, tuple[OffsetCommitValue, int]] = {}
+        # What the replay left: each entry with the log offset of the record that made it.
+        self.offsets: dict[OffsetCommitKey, tuple[CommittedOffset, int]] = {}
         self.groups: dict[str, tuple[GroupMetadataValue, int]] = {}
-        self.transactions: dict[str, tuple[TransactionLogValue, int]] = {}
-        # Transactional offset commits waiting for their producer's marker.
-        self.pending: dict[int, dict[OffsetCommitKey, tuple[OffsetCommitValue | None, int]]] = {}
-        self.other_records = 0  # record types this replay does not decode
+        self.transactions: dict[str, tuple[TransactionMetadata, int]] = {}
+        self.other_records = 0  # record types or value versions this replay does not decode
+        self._consumer_offsets = ConsumerOffsetsReplay(self)
+        self._transaction_log = TransactionLogReplay(self)
 
     def batch(self, batch: Batch, segment: int) -> None:
         header = batch.header
@@ -74,12 +72,14 @@ class CoordinatorReplay:
                 self._undecodable(record.offset, segment, batch, "a record with no key")
                 continue
             try:
-                key = decode_key(record.key, self.topic)
-                value = decode_value(key, record.value)
+                if self.topic == TRANSACTION_STATE_TOPIC:
+                    self._transaction_log.replay(record.offset, record.key, record.value)
+                else:
+                    self._consumer_offsets.replay(
+                        record.offset, header.producer_id, record.key, record.value
+                    )
             except CoordinatorRecordError as exc:
                 self._undecodable(record.offset, segment, batch, str(exc))
-                continue
-            self._apply(key, value, record.offset, header.producer_id, header.is_transactional)
 
     def _undecodable(self, offset: int, segment: int, batch: Batch, reason: str) -> None:
         self.found.add(
@@ -90,41 +90,6 @@ class CoordinatorReplay:
             offset=offset,
         )
 
-    def _apply(
-        self, key: Any, value: Any, offset: int, producer_id: int, transactional: bool
-    ) -> None:
-        if isinstance(key, OffsetCommitKey):
-            if value is not None and not isinstance(value, OffsetCommitValue):
-                self.other_records += 1  # a value version newer than the schemas known
-            elif transactional and producer_id != NO_PRODUCER_ID:
-                self.pending.setdefault(producer_id, {})[key] = (value, offset)
-            else:
-                self._commit_offset(key, value, offset)
-        elif isinstance(key, GroupMetadataKey):
-            if value is None:
-                self.groups.pop(key.group, None)
-            elif isinstance(value, GroupMetadataValue):
-                self.groups[key.group] = (value, offset)
-            else:
-                self.other_records += 1
-        elif isinstance(key, TransactionLogKey):
-            if value is None:
-                self.transactions.pop(key.transactional_id, None)
-            elif isinstance(value, TransactionLogValue):
-                self.transactions[key.transactional_id] = (value, offset)
-            else:
-                self.other_records += 1
-        elif isinstance(key, UnknownRecord):
-            self.other_records += 1
-
-    def _commit_offset(
-        self, key: OffsetCommitKey, value: OffsetCommitValue | None, offset: int
-    ) -> None:
-        if value is None:
-            self.offsets.pop(key, None)
-        else:
-            self.offsets[key] = (value, offset)
-
     def _marker(self, batch: Batch) -> None:
         try:
             marker = read_end_txn_marker(batch.data, batch.header)
@@ -132,10 +97,36 @@ class CoordinatorReplay:
             return  # the integrity checks report it
         if marker is None:
             return
-        waiting = self.pending.pop(batch.header.producer_id, {})
-        if marker.control_type == COMMIT:
-            for key, (value, offset) in waiting.items():
-                self._commit_offset(key, value, offset)
+        self._consumer_offsets.replay_end_transaction_marker(
+            batch.header.producer_id, marker.control_type == COMMIT
+        )
+
+    # --- what the replay changes (ConsumerOffsetsState, TransactionLogState) ----------
+
+    def offset_changed(
+        self, key: OffsetCommitKey, committed: CommittedOffset | None, offset: int
+    ) -> None:
+        if committed is None:
+            self.offsets.pop(key, None)
+        else:
+            self.offsets[key] = (committed, offset)
+
+    def group_changed(self, group: str, value: GroupMetadataValue | None, offset: int) -> None:
+        if value is None:
+            self.groups.pop(group, None)
+        else:
+            self.groups[group] = (value, offset)
+
+    def transaction_changed(
+        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
+    ) -> None:
+        if metadata is None:
+            self.transactions.pop(transactional_id, None)
+        else:
+            self.transactions[transactional_id] = (metadata, offset)
+
+    def skipped(self, offset: int, key: Key, value_version: int | None) -> None:
+        self.other_records += 1
 
     # --- the tables ----------------------------------------------------------------
 
@@ -144,12 +135,9 @@ class CoordinatorReplay:
             _offset_row(key, value, offset, self.partition, None)
             for key, (value, offset) in self.offsets.items()
         ]
-        for producer_id, waiting in self.pending.items():
-            for key, (pending_value, offset) in waiting.items():
-                if pending_value is not None:
-                    rows.append(
-                        _offset_row(key, pending_value, offset, self.partition, producer_id)
-                    )
+        for producer_id, key, pending, offset in self._consumer_offsets.offsets.pending():
+            if pending is not None:
+                rows.append(_offset_row(key, pending, offset, self.partition, producer_id))
         return rows
 
     def group_rows(self) -> list[Row]:
@@ -174,21 +162,19 @@ class CoordinatorReplay:
         return [
             {
                 "transactional_id": transactional_id,
-                "producer_id": value.producer_id,
-                "producer_epoch": value.producer_epoch,
-                "status": _status_name(value.transaction_status),
-                "timeout_ms": value.transaction_timeout_ms,
+                "producer_id": metadata.producer_id,
+                "producer_epoch": metadata.producer_epoch,
+                "status": metadata.state.name,
+                "timeout_ms": metadata.txn_timeout_ms,
                 "partitions": [
-                    f"{topic.topic}-{number}"
-                    for topic in value.transaction_partitions or []
-                    for number in topic.partition_ids
+                    f"{topic}-{number}" for topic, number in sorted(metadata.partitions)
                 ],
-                "last_update_timestamp": _time(value.transaction_last_update_timestamp_ms),
-                "start_timestamp": _time(value.transaction_start_timestamp_ms),
+                "last_update_timestamp": _time(metadata.txn_last_update_timestamp),
+                "start_timestamp": _time(metadata.txn_start_timestamp),
                 "coordinator_partition": self.partition,
                 "log_offset": offset,
             }
-            for transactional_id, (value, offset) in self.transactions.items()
+            for transactional_id, (metadata, offset) in self.transactions.items()
         ]
 
 
@@ -197,16 +183,9 @@ def _time(millis: int) -> int | None:
     return None if millis < 0 else millis
 
 
-def _status_name(status: int) -> str:
-    try:
-        return TransactionStatus(status).name
-    except ValueError:
-        return f"UNKNOWN({status})"
-
-
 def _offset_row(
     key: OffsetCommitKey,
-    value: OffsetCommitValue,
+    value: CommittedOffset,
     offset: int,
     coordinator_partition: int,
     pending_producer_id: int | None,

@@ -19,7 +19,8 @@ from brook.broker.coordinator.mock_time import MockTime, MockTimer
 from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.coordinator.records import CoordinatorRecord
 from brook.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
-from brook.broker.groups.group import CommittedOffset, JoinRequest, JoinResult, SyncRequest
+from brook.broker.groups.group import JoinRequest, JoinResult, SyncRequest
+from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
 

@@ -48,7 +48,7 @@ async def test_replay_applies_committed_transactions_and_tombstones_only() -> No
     groups = await Groups(writer).start()
     assert groups.offsets("g") == {("t", 0): 10, ("t", 2): 12}
     shard = next(s for s in groups.coordinator.runtime.active_shards() if s.tp == tp)
-    assert set(shard.pending_transactional_offsets) == {9}
+    assert {producer_id for producer_id, *_ in shard._replay.offsets.pending()} == {9}
 
 
 @pytest.mark.asyncio

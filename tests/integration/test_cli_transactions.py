@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from brook.broker.testing import BrokerThread
-from brook.broker.transactions.metadata import TransactionState
+from brook.coordinator_state.transaction_metadata import TransactionState
 from brook.protocol.coordinator_records import ControlRecordType, decode_control_key
 from brook.protocol.record_batch import Record, build_batch, decode_records, split_batches
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from brook.broker.transactions.metadata import TransactionState
+from brook.coordinator_state.transaction_metadata import TransactionState
 
 from .clients import create_topic, produce
 

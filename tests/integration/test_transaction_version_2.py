@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.index import load_request_schema
 
-from brook.broker.transactions.metadata import TransactionState
+from brook.coordinator_state.transaction_metadata import TransactionState
 from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import Record, build_batch
 

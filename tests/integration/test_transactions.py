@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 from kio.index import load_request_schema
 
 from brook.broker.tools.wire_client import describe_transactions_response
-from brook.broker.transactions.metadata import TransactionState
+from brook.coordinator_state.transaction_metadata import TransactionState
 from brook.protocol.api_table import ApiKey
 
 from .clients import create_topic, kafka_python_producer, stored_batches

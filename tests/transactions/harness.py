@@ -18,8 +18,8 @@ from brook.broker.coordinator.mock_time import MockTime, MockTimer
 from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from brook.broker.transactions.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator
-from brook.broker.transactions.metadata import TransactionMetadata
 from brook.broker.transactions.shard import ProducerIdAndEpoch
+from brook.coordinator_state.transaction_metadata import TransactionMetadata
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
 from tests.groups.harness import DEFAULTS as GROUP_DEFAULTS

@@ -7,10 +7,10 @@ import pytest
 
 from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.coordinator.records import TransactionalProducer
-from brook.broker.groups.group import CommittedOffset
-from brook.broker.transactions.metadata import TV_2, TransactionMetadata, TransactionState
 from brook.broker.transactions.records import record_of
 from brook.broker.transactions.shard import ProducerIdAndEpoch
+from brook.coordinator_state.offsets import CommittedOffset
+from brook.coordinator_state.transaction_metadata import TV_2, TransactionMetadata, TransactionState
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, InvalidTransactionTimeoutError, KafkaStorageError
 
