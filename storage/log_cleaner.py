@@ -51,6 +51,8 @@ from pathlib import Path
 from typing import Protocol
 
 from brook.protocol.compression import compress
+
+# The native-varint decoder: per-record work is the cleaner's cost.
 from brook.protocol.record_batch import (
     CRC_OFFSET,
     DELETE_HORIZON_BIT,
@@ -60,6 +62,7 @@ from brook.protocol.record_batch import (
     BatchHeader,
     Record,
     compute_crc,
+    decode_records,
     encode_record,
 )
 
@@ -70,9 +73,6 @@ from .file_records import RECOVERY_CHUNK, FileRecords
 from .log_config import LogConfig
 from .log_segment import LogSegment
 from .offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
-
-# The native-varint decoder: per-record work is the cleaner's cost.
-from .record_decoder import decode_records
 from .throttler import Throttler
 from .transaction_index import AbortedTxn
 

@@ -35,7 +35,14 @@ from pathlib import Path
 from types import TracebackType
 
 from brook.protocol.errors import CorruptRecordError
-from brook.protocol.record_batch import LOG_OVERHEAD, MAGIC_V2, BatchHeader, Record, compute_crc
+from brook.protocol.record_batch import (
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    BatchHeader,
+    Record,
+    compute_crc,
+    decode_records,
+)
 
 from . import log_file_utils as files
 from .errors import CorruptIndexError
@@ -43,7 +50,6 @@ from .file_records import MIN_BATCH_LENGTH, RECOVERY_CHUNK, FileRecords
 from .leader_epoch_cache import EpochEntry, read_leader_epoch_checkpoint
 from .offset_index import OffsetIndex
 from .producer_snapshot import SnapshotEntry, read_snapshot
-from .record_decoder import decode_records
 from .time_index import NO_TIMESTAMP, TimeIndex
 from .transaction_index import AbortedTxn, TransactionIndex
 
