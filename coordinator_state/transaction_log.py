@@ -6,7 +6,7 @@ replay of a partition of that topic: the last record of an id is its state, a to
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Protocol
+from collections.abc import Callable
 
 from brook.protocol.coordinator_records import (
     TRANSACTION_STATE_TOPIC,
@@ -75,41 +75,44 @@ def metadata_of(transactional_id: str, value: TransactionLogValue) -> Transactio
     )
 
 
-class TransactionLogState(Protocol):
-    """What a replay changes: its owner's view of the transactional ids."""
+# Told of a record not applied: its log offset, its key, and its value version (None when
+# the key's type is not one this broker knows).
+Skipped = Callable[[int, Key, int | None], None]
 
-    def transaction_changed(
-        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
-    ) -> None:
-        """The id's state from the record at log `offset` (None: the id expired)."""
-        ...
 
-    def skipped(self, offset: int, key: Key, value_version: int | None) -> None:
-        """The record at `offset` was not applied: its key type (value_version None) or
-        its value version is not one this broker knows."""
-        ...
+def _ignore(offset: int, key: Key, value_version: int | None) -> None:
+    pass
 
 
 class TransactionLogReplay:
-    """One `__transaction_state` partition replayed in log order into `state` (it is
-    never written inside a transaction, so markers mean nothing here)."""
+    """One `__transaction_state` partition replayed in log order: the state of each
+    transactional id (it is never written inside a transaction, so markers mean nothing
+    here). Only replay changes `transactions`: the coordinator's operations write
+    records, and their effect is the replay of what was written."""
 
-    def __init__(self, state: TransactionLogState) -> None:
-        self._state = state
+    def __init__(self, on_skipped: Skipped = _ignore) -> None:
+        self._on_skipped = on_skipped
+        self.transactions: dict[str, TransactionMetadata] = {}
+        # The log offset of the record each id's state comes from.
+        self.record_offsets: dict[str, int] = {}
 
     def replay(self, offset: int, key: bytes, value: bytes | None) -> None:
         decoded = decode_key(key, TRANSACTION_STATE_TOPIC)
         if not isinstance(decoded, TransactionLogKey):
-            self._state.skipped(offset, decoded, None)
+            self._on_skipped(offset, decoded, None)
             return
         transactional_id = decoded.transactional_id
         stored = decode_value(decoded, value)
         if stored is None:
-            self._state.transaction_changed(transactional_id, None, offset)
+            self.transactions.pop(transactional_id, None)
+            self.record_offsets.pop(transactional_id, None)
         elif isinstance(stored, UnknownValue):
-            self._state.skipped(offset, decoded, stored.version)
+            self._on_skipped(offset, decoded, stored.version)
         else:
             assert isinstance(stored, TransactionLogValue)
-            self._state.transaction_changed(
-                transactional_id, metadata_of(transactional_id, stored), offset
-            )
+            self.transactions[transactional_id] = metadata_of(transactional_id, stored)
+            self.record_offsets[transactional_id] = offset
+
+    def clear(self) -> None:
+        self.transactions.clear()
+        self.record_offsets.clear()

@@ -93,8 +93,9 @@ class TransactionCoordinatorShard:
         self.clock = clock
         self.next_producer_id = next_producer_id
         self.on_prepared = on_prepared
-        self.transactions: dict[str, TransactionMetadata] = {}
-        self._replay = TransactionLogReplay(self)
+        self._replay = TransactionLogReplay(self._skipped)
+        # Each id's state, as the replay of the partition's records left it.
+        self.transactions = self._replay.transactions
 
     # --- replay (CoordinatorShard) ----------------------------------------------------
 
@@ -103,15 +104,7 @@ class TransactionCoordinatorShard:
     ) -> None:
         self._replay.replay(offset, key, value)
 
-    def transaction_changed(
-        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
-    ) -> None:
-        if metadata is None:
-            self.transactions.pop(transactional_id, None)
-        else:
-            self.transactions[transactional_id] = metadata
-
-    def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
+    def _skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         if value_version is None:
             return  # not a record of this topic's schema: nothing to apply
         assert isinstance(key, cr.TransactionLogKey)
@@ -136,7 +129,7 @@ class TransactionCoordinatorShard:
         )
 
     def on_unloaded(self) -> None:
-        self.transactions.clear()
+        self._replay.clear()
 
     def completing(self) -> list[TransactionMetadata]:
         """Transactions whose markers are still to be written (after a restart)."""

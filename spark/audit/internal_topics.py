@@ -22,7 +22,6 @@ from typing import Any
 from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.coordinator_state.transaction_log import TransactionLogReplay
-from brook.coordinator_state.transaction_metadata import TransactionMetadata
 from brook.protocol.coordinator_records import (
     CONSUMER_OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -53,10 +52,9 @@ class CoordinatorReplay:
         # What the replay left: each entry with the log offset of the record that made it.
         self.offsets: dict[OffsetCommitKey, tuple[CommittedOffset, int]] = {}
         self.groups: dict[str, tuple[GroupMetadataValue, int]] = {}
-        self.transactions: dict[str, tuple[TransactionMetadata, int]] = {}
         self.other_records = 0  # record types or value versions this replay does not decode
         self._consumer_offsets = ConsumerOffsetsReplay(self)
-        self._transaction_log = TransactionLogReplay(self)
+        self._transaction_log = TransactionLogReplay(self.skipped)
 
     def batch(self, batch: Batch, segment: int) -> None:
         header = batch.header
@@ -101,7 +99,7 @@ class CoordinatorReplay:
             batch.header.producer_id, marker.control_type == COMMIT
         )
 
-    # --- what the replay changes (ConsumerOffsetsState, TransactionLogState) ----------
+    # --- what the replay changes (ConsumerOffsetsState) --------------------------------
 
     def offset_changed(
         self, key: OffsetCommitKey, committed: CommittedOffset | None, offset: int
@@ -116,14 +114,6 @@ class CoordinatorReplay:
             self.groups.pop(group, None)
         else:
             self.groups[group] = (value, offset)
-
-    def transaction_changed(
-        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
-    ) -> None:
-        if metadata is None:
-            self.transactions.pop(transactional_id, None)
-        else:
-            self.transactions[transactional_id] = (metadata, offset)
 
     def skipped(self, offset: int, key: Key, value_version: int | None) -> None:
         self.other_records += 1
@@ -172,9 +162,9 @@ class CoordinatorReplay:
                 "last_update_timestamp": _time(metadata.txn_last_update_timestamp),
                 "start_timestamp": _time(metadata.txn_start_timestamp),
                 "coordinator_partition": self.partition,
-                "log_offset": offset,
+                "log_offset": self._transaction_log.record_offsets[transactional_id],
             }
-            for transactional_id, (metadata, offset) in self.transactions.items()
+            for transactional_id, metadata in self._transaction_log.transactions.items()
         ]
 
 

@@ -22,7 +22,6 @@ class Seen:
     def __init__(self) -> None:
         self.offsets: dict[tuple[str, str, int], tuple[int | None, int]] = {}
         self.groups: dict[str, int] = {}
-        self.transactions: dict[str, TransactionMetadata] = {}
         self.skipped_records: list[tuple[int, int | None]] = []
 
     def offset_changed(
@@ -39,14 +38,6 @@ class Seen:
             self.groups.pop(group, None)
         else:
             self.groups[group] = value.generation
-
-    def transaction_changed(
-        self, transactional_id: str, metadata: TransactionMetadata | None, offset: int
-    ) -> None:
-        if metadata is None:
-            self.transactions.pop(transactional_id, None)
-        else:
-            self.transactions[transactional_id] = metadata
 
     def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         self.skipped_records.append((offset, value_version))
@@ -114,22 +105,25 @@ def test_bytes_that_do_not_parse_raise() -> None:
 
 def test_the_transaction_log_keeps_each_ids_last_state() -> None:
     seen = Seen()
-    replay = TransactionLogReplay(seen)
+    replay = TransactionLogReplay(seen.skipped)
     key = cr.encode_key(cr.TransactionLogKey("tx"))
     ongoing = TransactionMetadata(
         "tx", 4, 0, 60_000, TransactionState.ONGOING, frozenset({("t", 1), ("t", 0)}), 10, 11
     )
     replay.replay(0, key, cr.encode_value(value_of(ongoing)))
-    assert seen.transactions == {"tx": ongoing}
+    assert replay.transactions == {"tx": ongoing}
     done = ongoing.transition(TransactionState.PREPARE_COMMIT, 12)
     replay.replay(1, key, cr.encode_value(value_of(done)))
-    assert seen.transactions["tx"].state is TransactionState.PREPARE_COMMIT
-    replay.replay(2, key, None)
-    assert seen.transactions == {}
+    replay.replay(2, cr.encode_key(cr.GroupMetadataKey("g")), None)  # not this topic's
+    assert replay.transactions["tx"].state is TransactionState.PREPARE_COMMIT
+    assert replay.record_offsets == {"tx": 1}
+    assert seen.skipped_records == [(2, None)]
+    replay.replay(3, key, None)
+    assert replay.transactions == {} and replay.record_offsets == {}
 
 
 def test_a_transaction_status_kafka_does_not_have_is_refused() -> None:
-    replay = TransactionLogReplay(Seen())
+    replay = TransactionLogReplay()
     key = cr.encode_key(cr.TransactionLogKey("tx"))
     value = value_of(TransactionMetadata("tx", 4, 0, 60_000, TransactionState.EMPTY))
     value.transaction_status = 42
