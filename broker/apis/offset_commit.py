@@ -9,7 +9,8 @@ offset.metadata.max.bytes; a group-level error applies to every partition.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol.api_table import ApiKey
@@ -22,14 +23,42 @@ from ..groups.coordinator import Answer
 from ..server.request_context import RequestContext
 from ..server.services import BrokerServices
 from . import NO_THROTTLE, build, handles, respond, schema_module
+from .views import CommitRequestView, CommitTopicView
 
 log = logging.getLogger("brook.apis.offset_commit")
 
 OffsetKey = tuple[str, int]
 
 
+class OffsetCommitRequestView(CommitRequestView, Protocol):
+    """What the handler reads of an OffsetCommitRequest in every served version, with
+    its topics and partitions (views.py); the retention time (v2-v4) and the group
+    instance id (v7+) are read where the version has them."""
+
+    @property
+    def generation_id_or_member_epoch(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
+
+    def _served_requests_are_views(
+        r2: v2.OffsetCommitRequest,
+        r3: v3.OffsetCommitRequest,
+        r4: v4.OffsetCommitRequest,
+        r5: v5.OffsetCommitRequest,
+        r6: v6.OffsetCommitRequest,
+        r7: v7.OffsetCommitRequest,
+        r8: v8.OffsetCommitRequest,
+        r9: v9.OffsetCommitRequest,
+    ) -> list[OffsetCommitRequestView]:
+        return [r2, r3, r4, r5, r6, r7, r8, r9]
+
+
 @handles(ApiKey.OFFSET_COMMIT)
-def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequestView) -> Any:
     services = ctx.services
     retention = getattr(request, "retention_time", None)  # v2-v4; -1 is the broker's
     retention_ms = int(retention.total_seconds() * 1000) if retention is not None else -1
@@ -63,7 +92,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 def commit_response(
     ctx: RequestContext,
-    request: Any,
+    request: CommitRequestView,
     answer: Answer[ErrorCode],
     errors: dict[OffsetKey, ErrorCode],
     known_partitions: list[OffsetKey],
@@ -89,7 +118,7 @@ def commit_response(
 
 
 def commit_denials(
-    ctx: RequestContext, request: Any
+    ctx: RequestContext, request: CommitRequestView
 ) -> tuple[dict[OffsetKey, ErrorCode] | None, frozenset[str]]:
     """Kafka's checks of a commit (OffsetCommit, TxnOffsetCommit): Write on the
     transactional id, then Read on the group, each refusing every partition; then Read on
@@ -112,7 +141,7 @@ def commit_denials(
 
 def offsets_to_commit(
     services: BrokerServices,
-    topics: Any,
+    topics: Iterable[CommitTopicView],
     retention_ms: int = -1,
     unreadable: frozenset[str] = frozenset(),
 ) -> tuple[dict[OffsetKey, CommittedOffset], dict[OffsetKey, ErrorCode], list[OffsetKey]]:
@@ -149,7 +178,9 @@ def offsets_to_commit(
     return accepted, errors, known_partitions
 
 
-def _response(ctx: RequestContext, request: Any, errors: dict[OffsetKey, ErrorCode]) -> Any:
+def _response(
+    ctx: RequestContext, request: CommitRequestView, errors: dict[OffsetKey, ErrorCode]
+) -> Any:
     """Every requested partition with its error (OffsetCommit's and TxnOffsetCommit's
     responses have the same shape under their own names)."""
     types = schema_module(ctx.response_type)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
@@ -27,6 +27,7 @@ from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch
 from . import handles
 from .offset_commit import OffsetKey, commit_denials, commit_response, offsets_to_commit
+from .views import CommitRequestView
 
 log = logging.getLogger("brook.apis.txn_offset_commit")
 
@@ -35,8 +36,35 @@ log = logging.getLogger("brook.apis.txn_offset_commit")
 ADD_TIMEOUT_S = verification.ADD_RETRY_MAX_S
 
 
+class TxnOffsetCommitRequestView(CommitRequestView, Protocol):
+    """What the handler reads of a TxnOffsetCommitRequest in every served version, with
+    its topics and partitions (views.py); the member's generation id, member id and group
+    instance id (v3+, KIP-447) are read where the version has them."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.txn_offset_commit import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.TxnOffsetCommitRequest,
+        r1: v1.TxnOffsetCommitRequest,
+        r2: v2.TxnOffsetCommitRequest,
+        r3: v3.TxnOffsetCommitRequest,
+        r4: v4.TxnOffsetCommitRequest,
+        r5: v5.TxnOffsetCommitRequest,
+    ) -> list[TxnOffsetCommitRequestView]:
+        return [r0, r1, r2, r3, r4, r5]
+
+
 @handles(ApiKey.TXN_OFFSET_COMMIT)
-def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequestView) -> Any:
     services = ctx.services
     refusal, unreadable = commit_denials(ctx, request)
     if refusal is not None:
@@ -78,7 +106,7 @@ def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 async def _commit_once_added(
     ctx: RequestContext,
-    request: Any,
+    request: TxnOffsetCommitRequestView,
     asking: tuple[verification.AnyCoordinator, verification.SupportedOperation],
     offsets_partition: tuple[str, int],
     accepted: dict[OffsetKey, CommittedOffset],
@@ -104,7 +132,7 @@ async def _commit_once_added(
 
 def _commit(
     ctx: RequestContext,
-    request: Any,
+    request: TxnOffsetCommitRequestView,
     accepted: dict[OffsetKey, CommittedOffset],
     errors: dict[OffsetKey, ErrorCode],
     known_partitions: list[OffsetKey],
@@ -122,7 +150,7 @@ def _commit(
 
 def _refused(
     ctx: RequestContext,
-    request: Any,
+    request: TxnOffsetCommitRequestView,
     errors: dict[OffsetKey, ErrorCode],
     known_partitions: list[OffsetKey],
     exc: KafkaError,
