@@ -7,7 +7,7 @@ its marker makes the offsets of TxnOffsetCommit visible (or drops them).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
@@ -24,8 +24,34 @@ from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
 log = logging.getLogger("brook.apis.add_offsets_to_txn")
 
 
+class AddOffsetsToTxnRequestView(Protocol):
+    """What the handler reads of an AddOffsetsToTxnRequest (every served version has it)."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def group_id(self) -> str: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
+
+    def _served_requests_are_views(
+        r0: v0.AddOffsetsToTxnRequest,
+        r1: v1.AddOffsetsToTxnRequest,
+        r2: v2.AddOffsetsToTxnRequest,
+        r3: v3.AddOffsetsToTxnRequest,
+        r4: v4.AddOffsetsToTxnRequest,
+    ) -> list[AddOffsetsToTxnRequestView]:
+        return [r0, r1, r2, r3, r4]
+
+
 @handles(ApiKey.ADD_OFFSETS_TO_TXN)
-def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
+def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequestView) -> Any:
     services = ctx.services
     if not authorize(
         ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id

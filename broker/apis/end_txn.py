@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.transaction_metadata import TV_0, TV_2
 from brook.protocol.api_table import ApiKey
@@ -31,12 +31,40 @@ from . import NO_THROTTLE, build, handles
 
 log = logging.getLogger("brook.apis.end_txn")
 
+
+class EndTxnRequestView(Protocol):
+    """What the handler reads of an EndTxnRequest (every served version has it)."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def committed(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.end_txn import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.EndTxnRequest,
+        r1: v1.EndTxnRequest,
+        r2: v2.EndTxnRequest,
+        r3: v3.EndTxnRequest,
+        r4: v4.EndTxnRequest,
+        r5: v5.EndTxnRequest,
+    ) -> list[EndTxnRequestView]:
+        return [r0, r1, r2, r3, r4, r5]
+
+
 # EndTxn v5 is transaction version 2: every transaction ends with an epoch bump.
 FIRST_EPOCH_BUMP_VERSION = 5
 
 
 @handles(ApiKey.END_TXN)
-def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
+def handle_end_txn(ctx: RequestContext, request: EndTxnRequestView) -> Any:
     if not authorize(
         ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
     ):
@@ -55,7 +83,7 @@ def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _answered(
-    ctx: RequestContext, request: Any, answer: Awaitable[ProducerIdAndEpoch]
+    ctx: RequestContext, request: EndTxnRequestView, answer: Awaitable[ProducerIdAndEpoch]
 ) -> Any:
     """The response once the Prepare state is committed, or the error that kept it from
     being written (the coordinator's: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...)."""
@@ -66,7 +94,9 @@ async def _answered(
     return _response(ctx, result)
 
 
-def _refused(ctx: RequestContext, request: Any, error: ErrorCode, message: str) -> Any:
+def _refused(
+    ctx: RequestContext, request: EndTxnRequestView, error: ErrorCode, message: str
+) -> Any:
     log.info(
         "EndTxn(%s) of %r from %s: %s: %s",
         "commit" if request.committed else "abort",

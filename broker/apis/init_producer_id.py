@@ -9,8 +9,9 @@ of an older producer is aborted first (CONCURRENT_TRANSACTIONS meanwhile).
 
 from __future__ import annotations
 
+import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.transaction_metadata import MAX_PRODUCER_EPOCH
 from brook.protocol.api_table import ApiKey
@@ -27,8 +28,32 @@ from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
 log = logging.getLogger("brook.apis.init_producer_id")
 
 
+class InitProducerIdRequestView(Protocol):
+    """What the handler reads of an InitProducerIdRequest in every served version; the
+    producer id and epoch (v3+, KIP-360) are read where the version has them."""
+
+    @property
+    def transactional_id(self) -> str | None: ...
+    @property
+    def transaction_timeout(self) -> datetime.timedelta: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.InitProducerIdRequest,
+        r1: v1.InitProducerIdRequest,
+        r2: v2.InitProducerIdRequest,
+        r3: v3.InitProducerIdRequest,
+        r4: v4.InitProducerIdRequest,
+        r5: v5.InitProducerIdRequest,
+    ) -> list[InitProducerIdRequestView]:
+        return [r0, r1, r2, r3, r4, r5]
+
+
 @handles(ApiKey.INIT_PRODUCER_ID)
-def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
+def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequestView) -> Any:
     if request.transactional_id is not None:
         if not authorize(
             ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
@@ -65,7 +90,7 @@ def _response(ctx: RequestContext, error: ErrorCode, producer_id: int, epoch: in
     )
 
 
-def _init_transactional(ctx: RequestContext, request: Any) -> Any:
+def _init_transactional(ctx: RequestContext, request: InitProducerIdRequestView) -> Any:
     transactional_id = request.transactional_id
     if not transactional_id:
         return _response(ctx, ErrorCode.invalid_request, -1, -1)
