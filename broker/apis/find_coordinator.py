@@ -10,7 +10,8 @@ on.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -27,19 +28,51 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
+class FindCoordinatorRequestBeforeV4View(Protocol):
+    """v0-v3: one key (its type, from v1, is read where the version has it)."""
+
+    @property
+    def key(self) -> str: ...
+
+
+class FindCoordinatorRequestFromV4View(Protocol):
+    """v4+: a batch of keys of one type."""
+
+    @property
+    def coordinator_keys(self) -> Sequence[str]: ...
+
+
+FindCoordinatorRequestView: TypeAlias = (
+    FindCoordinatorRequestBeforeV4View | FindCoordinatorRequestFromV4View
+)
+
+
+if TYPE_CHECKING:
+    from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.FindCoordinatorRequest,
+        r1: v1.FindCoordinatorRequest,
+        r2: v2.FindCoordinatorRequest,
+        r3: v3.FindCoordinatorRequest,
+        r4: v4.FindCoordinatorRequest,
+        r5: v5.FindCoordinatorRequest,
+    ) -> tuple[list[FindCoordinatorRequestBeforeV4View], list[FindCoordinatorRequestFromV4View]]:
+        return [r0, r1, r2, r3], [r4, r5]
+
+
 @handles(ApiKey.FIND_COORDINATOR)
-def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
+def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequestView) -> Any:
     types = schema_module(ctx.response_type)
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
     if ctx.api_version >= 4:
         coordinators = tuple(
             build(types.Coordinator, key=key, **_locate(ctx, key, key_type))
-            for key in request.coordinator_keys
+            for key in cast(FindCoordinatorRequestFromV4View, request).coordinator_keys
         )
         return build(ctx.response_type, throttle_time=NO_THROTTLE, coordinators=coordinators)
-    return build(
-        ctx.response_type, throttle_time=NO_THROTTLE, **_locate(ctx, request.key, key_type)
-    )
+    key = cast(FindCoordinatorRequestBeforeV4View, request).key
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, **_locate(ctx, key, key_type))
 
 
 def _locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:

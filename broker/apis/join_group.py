@@ -7,7 +7,9 @@ every member has rejoined or the rebalance timeout passes.
 
 from __future__ import annotations
 
-from typing import Any
+import datetime
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -20,8 +22,49 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
 
+class JoinGroupRequestProtocolView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def metadata(self) -> bytes: ...
+
+
+class JoinGroupRequestView(Protocol):
+    """What the handler reads of a JoinGroupRequest in every served version; the rebalance
+    timeout (v1+) and group instance id (v5+) are read where the version has them."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def session_timeout(self) -> datetime.timedelta: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def protocol_type(self) -> str: ...
+    @property
+    def protocols(self) -> Sequence[JoinGroupRequestProtocolView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.join_group import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9
+
+    def _served_requests_are_views(
+        r0: v0.JoinGroupRequest,
+        r1: v1.JoinGroupRequest,
+        r2: v2.JoinGroupRequest,
+        r3: v3.JoinGroupRequest,
+        r4: v4.JoinGroupRequest,
+        r5: v5.JoinGroupRequest,
+        r6: v6.JoinGroupRequest,
+        r7: v7.JoinGroupRequest,
+        r8: v8.JoinGroupRequest,
+        r9: v9.JoinGroupRequest,
+    ) -> list[JoinGroupRequestView]:
+        return [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9]
+
+
 @handles(ApiKey.JOIN_GROUP)
-def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+def handle_join_group(ctx: RequestContext, request: JoinGroupRequestView) -> Any:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, JoinResult(ErrorCode.group_authorization_failed))
     session_timeout_ms = int(request.session_timeout.total_seconds() * 1000)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -14,12 +15,55 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
 
+class LeaveGroupRequestView(Protocol):
+    """What the handler reads of a LeaveGroupRequest in every served version."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+class LeaveGroupRequestBeforeV3View(LeaveGroupRequestView, Protocol):
+    """v0-v2: one member leaves."""
+
+    @property
+    def member_id(self) -> str: ...
+
+
+class LeaveGroupMemberIdentityView(Protocol):
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+class LeaveGroupRequestFromV3View(LeaveGroupRequestView, Protocol):
+    """v3+: members leave, by member id or group instance id."""
+
+    @property
+    def members(self) -> Sequence[LeaveGroupMemberIdentityView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.leave_group import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.LeaveGroupRequest,
+        r1: v1.LeaveGroupRequest,
+        r2: v2.LeaveGroupRequest,
+        r3: v3.LeaveGroupRequest,
+        r4: v4.LeaveGroupRequest,
+        r5: v5.LeaveGroupRequest,
+    ) -> tuple[list[LeaveGroupRequestBeforeV3View], list[LeaveGroupRequestFromV3View]]:
+        return [r0, r1, r2], [r3, r4, r5]
+
+
 @handles(ApiKey.LEAVE_GROUP)
-def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequestView) -> Any:
     if ctx.api_version >= 3:
-        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        members = cast(LeaveGroupRequestFromV3View, request).members
+        leaving = [(m.member_id, m.group_instance_id) for m in members]
     else:
-        leaving = [(request.member_id, None)]
+        leaving = [(cast(LeaveGroupRequestBeforeV3View, request).member_id, None)]
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return build(
             ctx.response_type,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -15,8 +16,43 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond
 
 
+class SyncGroupRequestAssignmentView(Protocol):
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def assignment(self) -> bytes: ...
+
+
+class SyncGroupRequestView(Protocol):
+    """What the handler reads of a SyncGroupRequest in every served version; the group
+    instance id (v3+), protocol type and name (v5+) are read where the version has them."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def assignments(self) -> Sequence[SyncGroupRequestAssignmentView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.sync_group import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.SyncGroupRequest,
+        r1: v1.SyncGroupRequest,
+        r2: v2.SyncGroupRequest,
+        r3: v3.SyncGroupRequest,
+        r4: v4.SyncGroupRequest,
+        r5: v5.SyncGroupRequest,
+    ) -> list[SyncGroupRequestView]:
+        return [r0, r1, r2, r3, r4, r5]
+
+
 @handles(ApiKey.SYNC_GROUP)
-def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
+def handle_sync_group(ctx: RequestContext, request: SyncGroupRequestView) -> Any:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, request.group_id, ErrorCode.group_authorization_failed, b"")
     result = ctx.services.groups.sync(
