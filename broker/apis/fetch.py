@@ -14,10 +14,12 @@ and partition_max_bytes are, as Kafka does since v3.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -38,6 +40,107 @@ log = logging.getLogger("brook.apis.fetch")
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_SESSION_VERSION = 7
+
+
+class FetchPartitionView(Protocol):
+    """A partition of a FetchRequest; the follower's log start offset (v5+) and the
+    current leader epoch (v9+) are read where the version has them."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+class FetchTopicView(Protocol):
+    """A topic of a FetchRequest, in every served version."""
+
+    @property
+    def partitions(self) -> Sequence[FetchPartitionView]: ...
+
+
+class FetchTopicBeforeV13View(FetchTopicView, Protocol):
+    """v4-v12: the topic by name."""
+
+    @property
+    def topic(self) -> str: ...
+
+
+class FetchTopicFromV13View(FetchTopicView, Protocol):
+    """v13+: the topic by id."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+
+class FetchRequestView(Protocol):
+    """What the handler reads of a FetchRequest in every served version; the replica id
+    (v4-v14), the replica state (v15+), the isolation level and the forgotten topics
+    (v7+) are read where the version has them."""
+
+    @property
+    def max_wait(self) -> datetime.timedelta: ...
+    @property
+    def min_bytes(self) -> int: ...
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[FetchTopicView]: ...
+
+
+class FetchRequestFromV7View(FetchRequestView, Protocol):
+    """v7+: the fetch session (KIP-227)."""
+
+    @property
+    def session_id(self) -> int: ...
+    @property
+    def session_epoch(self) -> int: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16
+
+    def _served_requests_are_views(
+        r4: v4.FetchRequest,
+        r5: v5.FetchRequest,
+        r6: v6.FetchRequest,
+        r7: v7.FetchRequest,
+        r8: v8.FetchRequest,
+        r9: v9.FetchRequest,
+        r10: v10.FetchRequest,
+        r11: v11.FetchRequest,
+        r12: v12.FetchRequest,
+        r13: v13.FetchRequest,
+        r14: v14.FetchRequest,
+        r15: v15.FetchRequest,
+        r16: v16.FetchRequest,
+        t4: v4.request.FetchTopic,
+        t5: v5.request.FetchTopic,
+        t6: v6.request.FetchTopic,
+        t7: v7.request.FetchTopic,
+        t8: v8.request.FetchTopic,
+        t9: v9.request.FetchTopic,
+        t10: v10.request.FetchTopic,
+        t11: v11.request.FetchTopic,
+        t12: v12.request.FetchTopic,
+        t13: v13.request.FetchTopic,
+        t14: v14.request.FetchTopic,
+        t15: v15.request.FetchTopic,
+        t16: v16.request.FetchTopic,
+    ) -> tuple[
+        list[FetchRequestView],
+        list[FetchRequestFromV7View],
+        list[FetchTopicBeforeV13View],
+        list[FetchTopicFromV13View],
+    ]:
+        return (
+            [r4, r5, r6],
+            [r7, r8, r9, r10, r11, r12, r13, r14, r15, r16],
+            [t4, t5, t6, t7, t8, t9, t10, t11, t12],
+            [t13, t14, t15, t16],
+        )
 
 
 @dataclass(slots=True)
@@ -77,7 +180,7 @@ class _Reader:
     denied: frozenset[Any] = frozenset()
 
 
-def _replica_id(request: Any) -> int:
+def _replica_id(request: FetchRequestView) -> int:
     replica_state = getattr(request, "replica_state", None)  # v15+
     if replica_state is not None:
         return int(replica_state.replica_id)
@@ -85,13 +188,13 @@ def _replica_id(request: Any) -> int:
 
 
 @handles(ApiKey.FETCH)
-def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+def handle_fetch(ctx: RequestContext, request: FetchRequestView) -> Any:
     version = ctx.api_version
     session: FetchSession | None = None
     incremental = False
     try:
         if version >= FIRST_SESSION_VERSION:
-            session, incremental = _resolve_session(ctx, request)
+            session, incremental = _resolve_session(ctx, cast(FetchRequestFromV7View, request))
     except KafkaError as exc:
         log.info("Fetch from %s refused: %s", ctx.who, exc.message)
         return build(
@@ -200,7 +303,9 @@ def _satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
 # --- sessions -----------------------------------------------------------------------------
 
 
-def _resolve_session(ctx: RequestContext, request: Any) -> tuple[FetchSession | None, bool]:
+def _resolve_session(
+    ctx: RequestContext, request: FetchRequestFromV7View
+) -> tuple[FetchSession | None, bool]:
     cache = ctx.services.fetch_sessions
     session_id, epoch = request.session_id, request.session_epoch
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -213,11 +318,15 @@ def _resolve_session(ctx: RequestContext, request: Any) -> tuple[FetchSession | 
     return session, True
 
 
-def _topic_ref(ctx: RequestContext, topic: Any) -> Any:
-    return topic.topic_id if ctx.api_version >= FIRST_TOPIC_ID_VERSION else topic.topic
+def _topic_ref(ctx: RequestContext, topic: FetchTopicView) -> str | uuid.UUID | None:
+    if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+        return cast(FetchTopicFromV13View, topic).topic_id
+    return cast(FetchTopicBeforeV13View, topic).topic
 
 
-def _targets(ctx: RequestContext, request: Any, session: FetchSession | None) -> list[FetchTarget]:
+def _targets(
+    ctx: RequestContext, request: FetchRequestView, session: FetchSession | None
+) -> list[FetchTarget]:
     requested = [
         FetchTarget(
             _topic_ref(ctx, topic),

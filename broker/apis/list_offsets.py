@@ -9,7 +9,8 @@ index; none, if every record is older.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -22,8 +23,51 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 
+class ListOffsetsPartitionView(Protocol):
+    """A partition of a ListOffsetsRequest; its current leader epoch (v4+) is read where
+    the version has it."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+
+
+class ListOffsetsTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[ListOffsetsPartitionView]: ...
+
+
+class ListOffsetsRequestView(Protocol):
+    """What the handler reads of a ListOffsetsRequest in every served version; the
+    isolation level (v2+) is read where the version has it."""
+
+    @property
+    def replica_id(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[ListOffsetsTopicView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8
+
+    def _served_requests_are_views(
+        r1: v1.ListOffsetsRequest,
+        r2: v2.ListOffsetsRequest,
+        r3: v3.ListOffsetsRequest,
+        r4: v4.ListOffsetsRequest,
+        r5: v5.ListOffsetsRequest,
+        r6: v6.ListOffsetsRequest,
+        r7: v7.ListOffsetsRequest,
+        r8: v8.ListOffsetsRequest,
+    ) -> list[ListOffsetsRequestView]:
+        return [r1, r2, r3, r4, r5, r6, r7, r8]
+
+
 @handles(ApiKey.LIST_OFFSETS)
-def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     isolation = FetchIsolation.of(request.replica_id, getattr(request, "isolation_level", 0))
     topics = []
@@ -61,7 +105,7 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
 
 
 def _lookup(
-    ctx: RequestContext, topic: str, entry: Any, isolation: FetchIsolation
+    ctx: RequestContext, topic: str, entry: ListOffsetsPartitionView, isolation: FetchIsolation
 ) -> tuple[ErrorCode, int, int, int]:
     try:
         partition = ctx.services.replicas.partition(topic, entry.partition_index)

@@ -7,7 +7,9 @@ ReplicaManager's (append_records.py), as in Kafka's KafkaApis.handleProduceReque
 
 from __future__ import annotations
 
-from typing import Any
+import datetime
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, RecordError
@@ -26,8 +28,57 @@ _VALID_ACKS = (0, 1, ACKS_ALL)
 Answers = list[tuple[str, list[tuple[int, PartitionResponse | None]]]]
 
 
+class ProducePartitionDataView(Protocol):
+    """A partition of a ProduceRequest (Kafka's PartitionProduceData)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def records(self) -> bytes | None: ...
+
+
+class ProduceTopicDataView(Protocol):
+    """A topic of a ProduceRequest (Kafka's TopicProduceData)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_data(self) -> Sequence[ProducePartitionDataView]: ...
+
+
+class ProduceRequestView(Protocol):
+    """What the handler reads of a ProduceRequest (every served version has it)."""
+
+    @property
+    def transactional_id(self) -> str | None: ...
+    @property
+    def acks(self) -> int: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+    @property
+    def topic_data(self) -> Sequence[ProduceTopicDataView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+
+    def _served_requests_are_views(
+        r3: v3.ProduceRequest,
+        r4: v4.ProduceRequest,
+        r5: v5.ProduceRequest,
+        r6: v6.ProduceRequest,
+        r7: v7.ProduceRequest,
+        r8: v8.ProduceRequest,
+        r9: v9.ProduceRequest,
+        r10: v10.ProduceRequest,
+        r11: v11.ProduceRequest,
+        r12: v12.ProduceRequest,
+    ) -> list[ProduceRequestView]:
+        return [r3, r4, r5, r6, r7, r8, r9, r10, r11, r12]
+
+
 @handles(ApiKey.PRODUCE)
-def handle_produce(ctx: RequestContext, request: Any) -> Any:
+def handle_produce(ctx: RequestContext, request: ProduceRequestView) -> Any:
     acks = request.acks
     denied = _denied(ctx, request) if ctx.services.authorizer is not None else {}
     # The request's topics and partitions in order, with the answer of those refused
@@ -77,7 +128,7 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, partitions, appended)
 
 
-def _denied(ctx: RequestContext, request: Any) -> dict[str, ErrorCode]:
+def _denied(ctx: RequestContext, request: ProduceRequestView) -> dict[str, ErrorCode]:
     """The topics this request may not write to, with Kafka's error: every one without
     Write on the transactional id, else those without Write on the topic."""
     names = {topic_data.name for topic_data in request.topic_data}
