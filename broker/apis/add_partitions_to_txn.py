@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.coordinator_state.transaction_metadata import TV_0, TV_2
 from brook.protocol.api_table import ApiKey
@@ -35,17 +35,79 @@ Partitions = list[tuple[str, int]]
 Errors = dict[tuple[str, int], ErrorCode]
 
 
+class AddPartitionsToTxnTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class AddPartitionsToTxnRequestBeforeV4View(Protocol):
+    """v0-v3: one producer's partitions (Kafka's fields named v3AndBelow...)."""
+
+    @property
+    def v3_and_below_transactional_id(self) -> str: ...
+    @property
+    def v3_and_below_producer_id(self) -> int: ...
+    @property
+    def v3_and_below_producer_epoch(self) -> int: ...
+    @property
+    def v3_and_below_topics(self) -> Sequence[AddPartitionsToTxnTopicView]: ...
+
+
+class AddPartitionsToTxnTransactionView(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def verify_only(self) -> bool: ...
+    @property
+    def topics(self) -> Sequence[AddPartitionsToTxnTopicView]: ...
+
+
+class AddPartitionsToTxnRequestFromV4View(Protocol):
+    """v4+ (KIP-890): several transactions, sent by brokers."""
+
+    @property
+    def transactions(self) -> Sequence[AddPartitionsToTxnTransactionView]: ...
+
+
+AddPartitionsToTxnRequestView: TypeAlias = (
+    AddPartitionsToTxnRequestBeforeV4View | AddPartitionsToTxnRequestFromV4View
+)
+
+
+if TYPE_CHECKING:
+    from kio.schema.add_partitions_to_txn import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.AddPartitionsToTxnRequest,
+        r1: v1.AddPartitionsToTxnRequest,
+        r2: v2.AddPartitionsToTxnRequest,
+        r3: v3.AddPartitionsToTxnRequest,
+        r4: v4.AddPartitionsToTxnRequest,
+        r5: v5.AddPartitionsToTxnRequest,
+    ) -> tuple[
+        list[AddPartitionsToTxnRequestBeforeV4View], list[AddPartitionsToTxnRequestFromV4View]
+    ]:
+        return [r0, r1, r2, r3], [r4, r5]
+
+
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN)
-def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
+def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     if ctx.api_version < FIRST_BATCHED_VERSION:
-        partitions = _partitions(request.v3_and_below_topics)
+        single = cast(AddPartitionsToTxnRequestBeforeV4View, request)
+        partitions = _partitions(single.v3_and_below_topics)
         answer = _add(
             ctx,
-            request.v3_and_below_transactional_id,
-            ProducerIdAndEpoch(
-                request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
-            ),
+            single.v3_and_below_transactional_id,
+            ProducerIdAndEpoch(single.v3_and_below_producer_id, single.v3_and_below_producer_epoch),
             partitions,
             verify_only=False,
         )
@@ -65,6 +127,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
             error_code=ErrorCode.cluster_authorization_failed,
             results_by_transaction=(),
         )
+    batched = cast(AddPartitionsToTxnRequestFromV4View, request)
     answers = [
         _add(
             ctx,
@@ -73,7 +136,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
             _partitions(transaction.topics),
             verify_only=transaction.verify_only,
         )
-        for transaction in request.transactions
+        for transaction in batched.transactions
     ]
     return _when_done(
         answers,
@@ -88,7 +151,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
                     topic_results=_topic_results(types, transaction_errors),
                 )
                 for transaction, transaction_errors in zip(
-                    request.transactions, errors, strict=True
+                    batched.transactions, errors, strict=True
                 )
             ),
         ),
@@ -115,7 +178,7 @@ def _unauthorized(
     }
 
 
-def _partitions(topics: Any) -> Partitions:
+def _partitions(topics: Iterable[AddPartitionsToTxnTopicView]) -> Partitions:
     return [(topic.name, partition) for topic in topics for partition in topic.partitions]
 
 

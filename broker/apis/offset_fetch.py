@@ -6,7 +6,8 @@ partition the group has committed.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -18,52 +19,116 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 
+class OffsetFetchRequestTopicView(Protocol):
+    """A topic asked for (Kafka's OffsetFetchRequestTopic, OffsetFetchRequestTopics v8+)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+class OffsetFetchRequestBeforeV8View(Protocol):
+    """v1-v7: one group; require_stable (v7+) is read where the version has it."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[OffsetFetchRequestTopicView] | None: ...
+
+
+class OffsetFetchRequestGroupView(Protocol):
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[OffsetFetchRequestTopicView] | None: ...
+
+
+class OffsetFetchRequestFromV8View(Protocol):
+    """v8+: several groups."""
+
+    @property
+    def groups(self) -> Sequence[OffsetFetchRequestGroupView]: ...
+    @property
+    def require_stable(self) -> bool: ...
+
+
+OffsetFetchRequestView: TypeAlias = OffsetFetchRequestBeforeV8View | OffsetFetchRequestFromV8View
+
+
+if TYPE_CHECKING:
+    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9
+
+    def _served_requests_are_views(
+        r1: v1.OffsetFetchRequest,
+        r2: v2.OffsetFetchRequest,
+        r3: v3.OffsetFetchRequest,
+        r4: v4.OffsetFetchRequest,
+        r5: v5.OffsetFetchRequest,
+        r6: v6.OffsetFetchRequest,
+        r7: v7.OffsetFetchRequest,
+        r8: v8.OffsetFetchRequest,
+        r9: v9.OffsetFetchRequest,
+    ) -> tuple[list[OffsetFetchRequestBeforeV8View], list[OffsetFetchRequestFromV8View]]:
+        return [r1, r2, r3, r4, r5, r6, r7], [r8, r9]
+
+
 @handles(ApiKey.OFFSET_FETCH)
-async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
-    # Offsets answer only once their commits are (Kafka reads the committed snapshot).
-    group_ids = (
-        [group.group_id for group in request.groups] if ctx.api_version >= 8 else [request.group_id]
-    )
-    for group_id in group_ids:
-        await ctx.services.groups.writes_committed(group_id)
-    types = schema_module(ctx.response_type)
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequestView) -> Any:
     if ctx.api_version >= 8:
-        groups = []
-        for group in request.groups:
-            error, topics = _topics(
-                ctx,
-                types,
-                "OffsetFetchResponseTopics",
-                "OffsetFetchResponsePartitions",
-                group.group_id,
-                _requested(group.topics, "partition_indexes"),
-                request.require_stable,
+        return await _offsets_of_groups(ctx, cast(OffsetFetchRequestFromV8View, request))
+    return await _offsets_of_group(ctx, cast(OffsetFetchRequestBeforeV8View, request))
+
+
+async def _offsets_of_groups(ctx: RequestContext, request: OffsetFetchRequestFromV8View) -> Any:
+    # Offsets answer only once their commits are (Kafka reads the committed snapshot).
+    for group in request.groups:
+        await ctx.services.groups.writes_committed(group.group_id)
+    types = schema_module(ctx.response_type)
+    groups = []
+    for group in request.groups:
+        error, topics = _topics(
+            ctx,
+            types,
+            "OffsetFetchResponseTopics",
+            "OffsetFetchResponsePartitions",
+            group.group_id,
+            _requested(group.topics),
+            request.require_stable,
+        )
+        groups.append(
+            build(
+                types.OffsetFetchResponseGroup,
+                group_id=group.group_id,
+                topics=topics,
+                error_code=error,
             )
-            groups.append(
-                build(
-                    types.OffsetFetchResponseGroup,
-                    group_id=group.group_id,
-                    topics=topics,
-                    error_code=error,
-                )
-            )
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        )
+    return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(groups))
+
+
+async def _offsets_of_group(ctx: RequestContext, request: OffsetFetchRequestBeforeV8View) -> Any:
+    # Offsets answer only once their commits are (Kafka reads the committed snapshot).
+    await ctx.services.groups.writes_committed(request.group_id)
+    types = schema_module(ctx.response_type)
     error, topics = _topics(
         ctx,
         types,
         "OffsetFetchResponseTopic",
         "OffsetFetchResponsePartition",
         request.group_id,
-        _requested(request.topics, "partition_indexes"),
+        _requested(request.topics),
         getattr(request, "require_stable", False),  # v7+
     )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics, error_code=error)
 
 
-def _requested(topics: Any, field: str) -> list[tuple[str, int]] | None:
+def _requested(
+    topics: Iterable[OffsetFetchRequestTopicView] | None,
+) -> list[tuple[str, int]] | None:
     if topics is None:
         return None
-    return [(topic.name, index) for topic in topics for index in getattr(topic, field)]
+    return [(topic.name, index) for topic in topics for index in topic.partition_indexes]
 
 
 def _topics(
