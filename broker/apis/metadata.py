@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -41,8 +41,56 @@ ZERO_UUID = uuid.UUID(int=0)
 FIRST_LISTENER_NOT_FOUND_VERSION = 6
 
 
+class MetadataRequestTopicView(Protocol):
+    """A topic asked for, by name; the name is null (v10+) where the topic is asked for by
+    its id, which is read where the version has it."""
+
+    @property
+    def name(self) -> str | None: ...
+
+
+class MetadataRequestTopicFromV10View(MetadataRequestTopicView, Protocol):
+    """v10+: a topic may be asked for by id (looked up from v12)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+
+class MetadataRequestView(Protocol):
+    """What the handler reads of a MetadataRequest in every served version: the topics
+    asked for, null (v1+) or empty (v0) for all; allow_auto_topic_creation (v4+) and the
+    authorized operations flags (v8+) are read where the version has them."""
+
+    @property
+    def topics(self) -> Sequence[MetadataRequestTopicView] | None: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.metadata import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+
+    def _served_requests_are_views(
+        r0: v0.MetadataRequest,
+        r1: v1.MetadataRequest,
+        r2: v2.MetadataRequest,
+        r3: v3.MetadataRequest,
+        r4: v4.MetadataRequest,
+        r5: v5.MetadataRequest,
+        r6: v6.MetadataRequest,
+        r7: v7.MetadataRequest,
+        r8: v8.MetadataRequest,
+        r9: v9.MetadataRequest,
+        r10: v10.MetadataRequest,
+        r11: v11.MetadataRequest,
+        r12: v12.MetadataRequest,
+        t10: v10.request.MetadataRequestTopic,
+        t11: v11.request.MetadataRequestTopic,
+        t12: v12.request.MetadataRequestTopic,
+    ) -> tuple[list[MetadataRequestView], list[MetadataRequestTopicFromV10View]]:
+        return [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12], [t10, t11, t12]
+
+
 @handles(ApiKey.METADATA)
-def handle_metadata(ctx: RequestContext, request: Any) -> object:
+def handle_metadata(ctx: RequestContext, request: MetadataRequestView) -> object:
     services = ctx.services
     types = schema_module(ctx.response_type)
     version = ctx.api_version
@@ -77,7 +125,11 @@ def handle_metadata(ctx: RequestContext, request: Any) -> object:
             controller_id=-1,
             topics=tuple(
                 _error_topic(
-                    types, entry.name or "", entry.topic_id or ZERO_UUID, ErrorCode.invalid_request
+                    types,
+                    entry.name or "",
+                    # Refused for a null name or a topic id: v10+, where the id is.
+                    cast(MetadataRequestTopicFromV10View, entry).topic_id or ZERO_UUID,
+                    ErrorCode.invalid_request,
                 )
                 for entry in requested
             ),
@@ -88,11 +140,12 @@ def handle_metadata(ctx: RequestContext, request: Any) -> object:
         for entry in requested:
             name = entry.name
             if name is None:
-                topic = metadata.get_by_id(entry.topic_id)
+                # Asked for by id: v12 (a null name is refused before).
+                topic_id = cast(MetadataRequestTopicFromV10View, entry).topic_id
+                # (kio reads the zero id as None, which no topic has.)
+                topic = metadata.get_by_id(topic_id) if topic_id is not None else None
                 if topic is None:
-                    results.append(
-                        _error_topic(types, None, entry.topic_id, ErrorCode.unknown_topic_id)
-                    )
+                    results.append(_error_topic(types, None, topic_id, ErrorCode.unknown_topic_id))
                     continue
                 name = topic.name
             else:
@@ -158,7 +211,7 @@ def _with_operations(ctx: RequestContext, request: object, topics: list[Any]) ->
     ]
 
 
-def _unsupported_lookup(requested: Iterable[Any], version: int) -> str | None:
+def _unsupported_lookup(requested: Iterable[MetadataRequestTopicView], version: int) -> str | None:
     """Why a request names topics as its version cannot: v10 and v11 carry topic ids in
     the schema, but only v12 may look a topic up by id (or leave its name null)."""
     if version >= 12:
@@ -194,7 +247,7 @@ def _maybe_create(
 
 
 def _error_topic(
-    types: ModuleType, name: str | None, topic_id: uuid.UUID, error: ErrorCode
+    types: ModuleType, name: str | None, topic_id: uuid.UUID | None, error: ErrorCode
 ) -> object:
     return build(
         types.MetadataResponseTopic,

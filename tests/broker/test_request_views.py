@@ -47,10 +47,13 @@ def _names(node: ast.AST) -> list[ast.Name]:
 
 
 def _type_checking_block(tree: ast.Module) -> list[ast.stmt]:
-    for node in tree.body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            return node.body
-    return []
+    """The statements of a module's `if TYPE_CHECKING:` blocks."""
+    return [
+        statement
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for statement in node.body
+    ]
 
 
 def _proof(tree: ast.Module) -> tuple[set[int], set[str]] | None:
