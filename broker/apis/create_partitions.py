@@ -8,9 +8,11 @@ would add more than 10,000 partitions in all is refused whole with POLICY_VIOLAT
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import (
@@ -30,8 +32,47 @@ from . import NO_THROTTLE, build, handles, schema_module
 log = logging.getLogger("brook.apis.create_partitions")
 
 
+class CreatePartitionsAssignmentView(Protocol):
+    @property
+    def broker_ids(self) -> Sequence[int]: ...
+
+
+class CreatePartitionsTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def assignments(self) -> Sequence[CreatePartitionsAssignmentView] | None: ...
+
+
+class CreatePartitionsRequestView(Protocol):
+    """What the handler reads of a CreatePartitionsRequest (every served version has it)."""
+
+    @property
+    def topics(self) -> Sequence[CreatePartitionsTopicView]: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+    @property
+    def validate_only(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.create_partitions import v0, v1, v2, v3
+
+    def _served_requests_are_views(
+        r0: v0.CreatePartitionsRequest,
+        r1: v1.CreatePartitionsRequest,
+        r2: v2.CreatePartitionsRequest,
+        r3: v3.CreatePartitionsRequest,
+    ) -> list[CreatePartitionsRequestView]:
+        return [r0, r1, r2, r3]
+
+
 @handles(ApiKey.CREATE_PARTITIONS)
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
     try:
@@ -81,7 +122,9 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, types, outcomes)
 
 
-def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int:
+def _partitions_asked(
+    ctx: RequestContext, topics: Iterable[CreatePartitionsTopicView], names: list[str]
+) -> int:
     """The partitions a request would add: each existing topic's increase, once per name."""
     total = 0
     for topic in topics:
@@ -106,6 +149,6 @@ def _response(
     return build(ctx.response_type, throttle_time=NO_THROTTLE, results=results)
 
 
-def _timeout_ms(request: Any) -> int:
+def _timeout_ms(request: CreatePartitionsRequestView) -> int:
     """How long the request waits for the cluster to show the change (0: not at all)."""
     return int(request.timeout.total_seconds() * 1000)

@@ -12,10 +12,12 @@ From v5 the response carries the topic's partitions, replication factor and conf
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import (
@@ -41,8 +43,60 @@ log = logging.getLogger("brook.apis.create_topics")
 ZERO_UUID = uuid.UUID(int=0)
 
 
+class CreatableReplicaAssignmentView(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def broker_ids(self) -> Sequence[int]: ...
+
+
+class CreatableTopicConfigView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class CreatableTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_partitions(self) -> int: ...
+    @property
+    def replication_factor(self) -> int: ...
+    @property
+    def assignments(self) -> Sequence[CreatableReplicaAssignmentView]: ...
+    @property
+    def configs(self) -> Sequence[CreatableTopicConfigView]: ...
+
+
+class CreateTopicsRequestView(Protocol):
+    """What the handler reads of a CreateTopicsRequest (every served version has it)."""
+
+    @property
+    def topics(self) -> Sequence[CreatableTopicView]: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+    @property
+    def validate_only(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.create_topics import v2, v3, v4, v5, v6, v7
+
+    def _served_requests_are_views(
+        r2: v2.CreateTopicsRequest,
+        r3: v3.CreateTopicsRequest,
+        r4: v4.CreateTopicsRequest,
+        r5: v5.CreateTopicsRequest,
+        r6: v6.CreateTopicsRequest,
+        r7: v7.CreateTopicsRequest,
+    ) -> list[CreateTopicsRequestView]:
+        return [r2, r3, r4, r5, r6, r7]
+
+
 @handles(ApiKey.CREATE_TOPICS)
-async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     names = [topic.name for topic in request.topics]
     try:
@@ -81,7 +135,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-def _partitions_asked(ctx: RequestContext, topics: Any, names: list[str]) -> int:
+def _partitions_asked(
+    ctx: RequestContext, topics: Iterable[CreatableTopicView], names: list[str]
+) -> int:
     """The partitions a request would create, counted as Kafka's controller counts them:
     the assignments if any, else the count (-1 is the default), once per distinct name
     (a name given twice is refused on its own)."""
@@ -112,7 +168,7 @@ def _failed(types: Any, name: str, exc: KafkaError) -> Any:
 
 
 def _check_assignments(
-    request_topic: Any, registered: set[int]
+    request_topic: CreatableTopicView, registered: set[int]
 ) -> tuple[int, int, dict[int, list[int]]]:
     """Kafka's checks of a manual assignment; returns the partitions, the replication
     factor and the replicas of each partition."""
@@ -145,7 +201,11 @@ def _check_assignments(
 
 
 async def _create(
-    ctx: RequestContext, types: Any, request_topic: Any, timeout_ms: int, validate_only: bool
+    ctx: RequestContext,
+    types: Any,
+    request_topic: CreatableTopicView,
+    timeout_ms: int,
+    validate_only: bool,
 ) -> Any:
     controller = ctx.services.controller
     num_partitions = request_topic.num_partitions
@@ -197,6 +257,6 @@ async def _create(
     )
 
 
-def _timeout_ms(request: Any) -> int:
+def _timeout_ms(request: CreateTopicsRequestView) -> int:
     """How long the request waits for the cluster to show the change (0: not at all)."""
     return int(request.timeout.total_seconds() * 1000)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -22,12 +24,58 @@ ZERO_UUID = uuid.UUID(int=0)
 BOTH_GIVEN = "Topic name and topic ID can not both be specified."
 
 
+class DeleteTopicsRequestBeforeV6View(Protocol):
+    """v1-v5: topics by name."""
+
+    @property
+    def topic_names(self) -> Sequence[str]: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+
+
+class DeleteTopicStateView(Protocol):
+    """A topic by name or by id (kio reads the zero id as None)."""
+
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+
+class DeleteTopicsRequestFromV6View(Protocol):
+    """v6+: topics by name or by id."""
+
+    @property
+    def topics(self) -> Sequence[DeleteTopicStateView]: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+
+
+DeleteTopicsRequestView: TypeAlias = DeleteTopicsRequestBeforeV6View | DeleteTopicsRequestFromV6View
+
+
+if TYPE_CHECKING:
+    from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
+
+    def _served_requests_are_views(
+        r1: v1.DeleteTopicsRequest,
+        r2: v2.DeleteTopicsRequest,
+        r3: v3.DeleteTopicsRequest,
+        r4: v4.DeleteTopicsRequest,
+        r5: v5.DeleteTopicsRequest,
+        r6: v6.DeleteTopicsRequest,
+    ) -> tuple[list[DeleteTopicsRequestBeforeV6View], list[DeleteTopicsRequestFromV6View]]:
+        return [r1, r2, r3, r4, r5], [r6]
+
+
 @handles(ApiKey.DELETE_TOPICS)
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     metadata = ctx.services.metadata
+    wanted: list[tuple[str | None, uuid.UUID]]
     if hasattr(request, "topics"):  # v6: names or ids (kio reads the zero id as None)
-        wanted = [(state.name, state.topic_id or ZERO_UUID) for state in request.topics]
+        states = cast(DeleteTopicsRequestFromV6View, request).topics
+        wanted = [(state.name, state.topic_id or ZERO_UUID) for state in states]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     if any(name is not None and topic_id != ZERO_UUID for name, topic_id in wanted):
@@ -50,15 +98,18 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 )
             else:
                 name = topic.name
-        if error is ErrorCode.none and not authorize(
-            ctx, AclOperation.DELETE, ResourceType.TOPIC, name
+        # While no error is found, the name is known (given, or the topic id's).
+        if (
+            error is ErrorCode.none
+            and name is not None
+            and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name)
         ):
             error = ErrorCode.topic_authorization_failed
             if topic_id != ZERO_UUID and not authorize(
                 ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_denial=False
             ):
                 name = None  # asked by id: its name is not disclosed
-        if error is ErrorCode.none:
+        if error is ErrorCode.none and name is not None:
             try:
                 known = metadata.get(name)
                 if known is not None and quota is not None:
@@ -92,6 +143,6 @@ def _refused(
     return build(ctx.response_type, throttle_time=NO_THROTTLE, responses=results)
 
 
-def _timeout_ms(request: Any) -> int:
+def _timeout_ms(request: DeleteTopicsRequestView) -> int:
     """How long the request waits for the cluster to show the change (0: not at all)."""
     return int(request.timeout.total_seconds() * 1000)
