@@ -36,13 +36,13 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from brook.broker.tools.kafka_admin import NewTopic
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 from brook.storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT_FILE, clean, plan_cleaning
 
 from .brokers import brook_spec
+from .kafka_admin import NewTopic
 from .procs import BrokerProcess, free_port
 from .workload import consume_throughput, create_topic, produce_throughput
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from brook.broker.tools.kafka_admin import NewTopic
-
 from .brokers import brook_spec
+from .kafka_admin import NewTopic
 from .procs import BrokerProcess, free_port
 from .workload import read_partition_to_end
 

@@ -34,10 +34,10 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
 
-from brook.broker.tools.kafka_admin import NewTopic
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .brokers import brook_command, compile_brook_bytecode
+from .kafka_admin import NewTopic
 from .procs import BrokerProcess, free_port
 from .workload import produce_throughput
 

@@ -33,14 +33,14 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from brook.broker.client import BlockingClient
 from brook.broker.security.scram import ScramClient
-from brook.broker.tools.kafka_admin import (
+
+from .brokers import brook_spec
+from .kafka_admin import (
     NewTopic,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-
-from .brokers import brook_spec
 from .procs import BrokerProcess, free_port
 from .workload import read_partition_to_end
 

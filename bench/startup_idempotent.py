@@ -41,9 +41,10 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from brook.broker.client import BlockingClient
 from brook.broker.testing import broker_overrides, free_port
-from brook.broker.tools.kafka_admin import NewTopic
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
+
+from .kafka_admin import NewTopic
 
 TOPIC = "startup"
 RECORDS_PER_BATCH = 16

@@ -25,7 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from brook.broker.tools.kafka_admin import NewTopic
+from .kafka_admin import NewTopic
 
 # librdkafka logs every refused connection at error level; a failing broker would flood the
 # terminal, so logs are silenced and errors reach us through error_cb and delivery reports instead.

@@ -1,9 +1,10 @@
 """What the packages import, checked in fresh interpreters.
 
 brook.storage, brook.protocol and brook.coordinator_state are what a Spark executor
-imports: they must load no part of the broker, no Kafka client and (for the storage reader's path) no asyncio. The
-broker must not load a client library to serve: only the CLI tools that need
-confluent-kafka import it, when they run.
+imports: they must load no part of the broker, no Kafka client and (for the storage
+reader's path) no asyncio. The broker must not load a client library to serve, and its
+tools run on its own client: with every client library unimportable, each tool's module
+imports and each tool works.
 """
 
 from __future__ import annotations
@@ -14,9 +15,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from brook.broker.testing import BrokerProcess
+import pytest
+
+from brook.broker.testing import BrokerProcess, BrokerThread
 
 CLIENT_LIBRARIES = ("confluent_kafka", "kafka", "aiokafka")
+# Runs `brook ARGS` (sys.argv[1:]) in a fresh interpreter where importing any Kafka client
+# library fails, as it would where none is installed.
+WITHOUT_CLIENTS = f"""
+import sys
+for name in {CLIENT_LIBRARIES!r}:
+    sys.modules[name] = None  # `import name` raises ImportError
+sys.argv[0] = "brook"
+from brook.broker.entry import main
+main()
+"""
 
 # Runs in a fresh interpreter: records which module first imported asyncio, imports every
 # module of the given packages (and runs the reader over a damaged batch when asked),
@@ -199,3 +212,106 @@ def test_hypothesis_stays_importable_after_the_command_lines_imports():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def brook_without_clients(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_CLIENTS, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_every_tool_module_imports_without_a_client_library():
+    """Every module of brook.broker.tools, imported where no Kafka client can be."""
+    code = WITHOUT_CLIENTS.replace(
+        "from brook.broker.entry import main\nmain()",
+        "import importlib, json, pkgutil, brook.broker.tools as tools\n"
+        "for module in pkgutil.walk_packages(tools.__path__, 'brook.broker.tools.'):\n"
+        "    importlib.import_module(module.name)\n"
+        "print(json.dumps(sorted(sys.modules)))",
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stdout)
+    for name in ("brook.broker.tools.topics", "brook.broker.tools.admin.groups"):
+        assert name in modules
+
+
+@pytest.mark.parametrize(
+    "tool",
+    ["topics", "configs", "groups", "acls", "leader-election", "reassign", "transactions"],
+)
+def test_each_tool_helps_without_a_client_library(tool):
+    ran = brook_without_clients(tool, "--help")
+    assert (ran.returncode, ran.stderr) == (0, ""), ran
+    assert ran.stdout.startswith(f"usage: brook {tool}")
+
+
+def test_the_tools_act_without_a_client_library(tmp_path: Path):
+    """One real action of each tool against a broker, none of them able to import a
+    client library: they speak the protocol through the broker's own client."""
+    broker = BrokerThread(tmp_path / "data").start()
+    try:
+        server = ["--bootstrap-server", broker.bootstrap]
+        actions = [
+            (["topics", *server, "--create", "--topic", "isolated", "--partitions", "2"], 0),
+            (["topics", *server, "--describe", "--topic", "isolated"], 0),
+            (
+                [
+                    "configs",
+                    *server,
+                    "--alter",
+                    "--topic",
+                    "isolated",
+                    "--add-config",
+                    "retention.ms=1000",
+                ],
+                0,
+            ),
+            (["configs", *server, "--describe", "--topic", "isolated"], 0),
+            (["configs", *server, "--describe", "--entity-type", "clients"], 0),
+            (
+                [
+                    "groups",
+                    *server,
+                    "--reset-offsets",
+                    "--group",
+                    "g",
+                    "--topic",
+                    "isolated",
+                    "--to-earliest",
+                    "--execute",
+                ],
+                0,
+            ),
+            (["groups", *server, "--describe", "--group", "g"], 0),
+            (
+                [
+                    "leader-election",
+                    *server,
+                    "--election-type",
+                    "PREFERRED",
+                    "--all-topic-partitions",
+                ],
+                0,
+            ),
+            (["transactions", *server, "list"], 0),
+            (["reassign", *server, "--list"], 0),
+            # No authorizer: the broker's answer, SECURITY_DISABLED, on one line.
+            (["acls", *server, "--list"], 1),
+        ]
+        for args, code in actions:
+            ran = brook_without_clients(*args)
+            assert ran.returncode == code, (args, ran)
+            assert "Traceback" not in ran.stderr, (args, ran.stderr)
+        described = brook_without_clients("topics", *server, "--describe", "--topic", "isolated")
+        assert "PartitionCount: 2" in described.stdout and "retention.ms=1000" in described.stdout
+        groups = brook_without_clients("groups", *server, "--list")
+        assert groups.stdout.split() == ["g"], groups
+        acls = brook_without_clients("acls", *server, "--list")
+        assert "SECURITY_DISABLED" in acls.stderr, acls
+    finally:
+        broker.stop()

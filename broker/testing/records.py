@@ -213,7 +213,8 @@ def create_topic(
     TOPIC_ALREADY_EXISTS."""
     from confluent_kafka.admin import AdminClient
 
-    from ..tools.kafka_admin import NewTopic
+    # NewTopic is confluent_kafka.admin's, whose names mypy sees only in cimpl's stub.
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(name, partitions, -1, config=dict(config or {}))

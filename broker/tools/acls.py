@@ -1,5 +1,5 @@
 """`brook acls`: add, remove and list ACLs, like kafka-acls.sh (option for option, with
-its output), through confluent-kafka's AdminClient (CreateAcls, DeleteAcls, DescribeAcls).
+its output), through CreateAcls, DeleteAcls and DescribeAcls (broker/tools/admin/acls.py).
 
     brook acls --bootstrap-server localhost:9092 --add --allow-principal User:alice \\
         --operation Read --topic orders
@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .common import (
-    ToolError,
-    add_connection_arguments,
-    admin_client,
-    describe_error,
-    run_tool,
-    wait,
-)
+from brook.broker.authorizer.acl import PatternType, PermissionType, ResourceType
+from brook.broker.authorizer.operations import AclOperation
 
+from .common import ToolError, add_connection_arguments, connect, run_tool
+
+if TYPE_CHECKING:
+    from .admin.acls import AclBinding
+    from .wire_client import KafkaCluster
+
+CLIENT_ID = "brook-acls"
 OPERATIONS = (
     "All",
     "Read",
@@ -114,105 +115,99 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from confluent_kafka import admin as kadmin
+    from .admin.acls import create_acls, delete_acls
 
+    bindings: list[AclBinding] = []
     if args.add or args.remove:
-        bindings = _bindings(args, kadmin)
+        bindings = _bindings(args)
         if not bindings:
             raise ToolError("name a principal (--allow-principal or --deny-principal)", 2)
-    admin = admin_client(args)
-    if args.add:
-        _print_by_pattern("Adding", bindings)
-        for binding, future in admin.create_acls(bindings).items():
-            _settle(future, args.timeout, f"adding {binding}")
-        return _list(admin, args, kadmin, [_exact_filter(b, kadmin) for b in bindings])
-    if args.remove:
-        if not args.force and input("Are you sure you want to remove ACLs? (y/n) ") != "y":
+    with connect(args, CLIENT_ID) as cluster:
+        if args.add:
+            _print_by_pattern("Adding", bindings)
+            for binding, error in zip(bindings, create_acls(cluster, bindings), strict=False):
+                if error is not None:
+                    raise ToolError(f"adding {_text(binding)} failed: {error}")
+            return _list(cluster, args, bindings)
+        if args.remove:
+            if not args.force and input("Are you sure you want to remove ACLs? (y/n) ") != "y":
+                return 0
+            _print_by_pattern("Removing", bindings)
+            for binding, error in zip(bindings, delete_acls(cluster, bindings), strict=False):
+                if error is not None:
+                    raise ToolError(f"removing {_text(binding)} failed: {error}")
             return 0
-        filters = [_exact_filter(b, kadmin) for b in bindings]
-        _print_by_pattern("Removing", bindings)
-        for selected, future in admin.delete_acls(filters).items():
-            _settle(future, args.timeout, f"removing {selected}")
-        return 0
-    return _list(admin, args, kadmin, None)
+        return _list(cluster, args, None)
 
 
-def _settle(future: Any, timeout: float, what: str) -> Any:
-    try:
-        return wait(future, timeout, what)
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"{what} failed: {describe_error(exc)}") from None
-
-
-def _resources(args: argparse.Namespace, kadmin: Any) -> list[tuple[Any, str | None]]:
+def _resources(args: argparse.Namespace) -> list[tuple[ResourceType, str | None]]:
     """(resource type, name) of each resource named (a name of None, for a filter: any)."""
-    types = kadmin.ResourceType
-    found: list[tuple[Any, str | None]] = [(types.TOPIC, name) for name in args.topic]
-    found += [(types.GROUP, name) for name in args.group]
-    found += [(types.TRANSACTIONAL_ID, name) for name in args.transactional_id]
-    if args.delegation_token or args.user_principal:
-        raise ToolError(
-            "--delegation-token and --user-principal ACLs are kept by the broker but"
-            " confluent-kafka's AdminClient cannot name those resource types",
-            2,
-        )
+    found: list[tuple[ResourceType, str | None]] = [
+        (ResourceType.TOPIC, name) for name in args.topic
+    ]
+    found += [(ResourceType.GROUP, name) for name in args.group]
+    found += [(ResourceType.TRANSACTIONAL_ID, name) for name in args.transactional_id]
+    found += [(ResourceType.DELEGATION_TOKEN, name) for name in args.delegation_token]
+    found += [(ResourceType.USER, name) for name in args.user_principal]
     if args.cluster:
-        found.append((types.BROKER, CLUSTER_NAME))
+        found.append((ResourceType.CLUSTER, CLUSTER_NAME))
     return found
 
 
-def _operations(args: argparse.Namespace, kadmin: Any, resource_type: Any) -> list[Any]:
-    ops = kadmin.AclOperation
-    types = kadmin.ResourceType
-    chosen: list[Any] = []
+def _operations(args: argparse.Namespace, resource_type: ResourceType) -> list[AclOperation]:
+    chosen: list[AclOperation] = []
     for name in args.operation:
         try:
-            chosen.append(ops[_ENUM_NAMES[name.replace("_", "").replace("-", "").lower()]])
+            chosen.append(AclOperation[_ENUM_NAMES[name.replace("_", "").replace("-", "").lower()]])
         except KeyError:
             raise ToolError(
                 f"unknown operation {name!r}: one of {', '.join(OPERATIONS)}", 2
             ) from None
     # kafka-acls.sh's convenience roles.
     if args.producer:
-        if resource_type == types.TOPIC:
-            chosen += [ops.WRITE, ops.DESCRIBE, ops.CREATE]
-        elif resource_type == types.TRANSACTIONAL_ID:
-            chosen += [ops.WRITE, ops.DESCRIBE]
-        elif resource_type == types.BROKER and args.idempotent:
-            chosen.append(ops.IDEMPOTENT_WRITE)
+        if resource_type == ResourceType.TOPIC:
+            chosen += [AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE]
+        elif resource_type == ResourceType.TRANSACTIONAL_ID:
+            chosen += [AclOperation.WRITE, AclOperation.DESCRIBE]
+        elif resource_type == ResourceType.CLUSTER and args.idempotent:
+            chosen.append(AclOperation.IDEMPOTENT_WRITE)
     if args.consumer:
-        if resource_type == types.TOPIC:
-            chosen += [ops.READ, ops.DESCRIBE]
-        elif resource_type == types.GROUP:
-            chosen.append(ops.READ)
+        if resource_type == ResourceType.TOPIC:
+            chosen += [AclOperation.READ, AclOperation.DESCRIBE]
+        elif resource_type == ResourceType.GROUP:
+            chosen.append(AclOperation.READ)
     return list(dict.fromkeys(chosen))
 
 
 # Any spelling of an operation (DescribeConfigs, describe-configs, DESCRIBE_CONFIGS) to
-# the AdminClient's enum name (DESCRIBE_CONFIGS).
+# its enum name (DESCRIBE_CONFIGS).
 _ENUM_NAMES = {name.lower(): re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper() for name in OPERATIONS}
 
 
-def _bindings(args: argparse.Namespace, kadmin: Any) -> list[Any]:
-    pattern = kadmin.ResourcePatternType[args.resource_pattern_type or "LITERAL"]
-    if pattern not in (kadmin.ResourcePatternType.LITERAL, kadmin.ResourcePatternType.PREFIXED):
+def _bindings(args: argparse.Namespace) -> list[AclBinding]:
+    from .admin.acls import AclBinding
+
+    pattern = PatternType[args.resource_pattern_type or "LITERAL"]
+    if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
         raise ToolError("ACLs are added and removed with LITERAL or PREFIXED patterns", 2)
-    resources = _resources(args, kadmin)
+    resources = _resources(args)
     if args.producer and args.idempotent and not args.cluster:
-        resources.append((kadmin.ResourceType.BROKER, CLUSTER_NAME))
+        resources.append((ResourceType.CLUSTER, CLUSTER_NAME))
     if not resources:
-        raise ToolError("name a resource: --topic, --group, --cluster or --transactional-id", 2)
+        raise ToolError(
+            "name a resource: --topic, --group, --cluster, --transactional-id,"
+            " --delegation-token or --user-principal",
+            2,
+        )
     if (args.producer and not args.topic) or (args.consumer and not (args.topic and args.group)):
         raise ToolError("--producer needs --topic; --consumer needs --topic and --group", 2)
     bindings = []
     for permission, principals, hosts in (
-        (kadmin.AclPermissionType.ALLOW, args.allow_principal, args.allow_host or ["*"]),
-        (kadmin.AclPermissionType.DENY, args.deny_principal, args.deny_host or ["*"]),
+        (PermissionType.ALLOW, args.allow_principal, args.allow_host or ["*"]),
+        (PermissionType.DENY, args.deny_principal, args.deny_host or ["*"]),
     ):
         for resource_type, name in resources:
-            operations = _operations(args, kadmin, resource_type)
+            operations = _operations(args, resource_type)
             if principals and not operations and not (args.producer or args.consumer):
                 raise ToolError("name an operation (--operation, --producer or --consumer)", 2)
             for principal in principals:
@@ -221,68 +216,52 @@ def _bindings(args: argparse.Namespace, kadmin: Any) -> list[Any]:
                 for host in hosts:
                     for operation in operations:
                         bindings.append(
-                            kadmin.AclBinding(
+                            AclBinding(
                                 resource_type, name, pattern, principal, host, operation, permission
                             )
                         )
     return bindings
 
 
-def _exact_filter(binding: Any, kadmin: Any) -> Any:
-    return kadmin.AclBindingFilter(
-        binding.restype,
-        binding.name,
-        binding.resource_pattern_type,
-        binding.principal,
-        binding.host,
-        binding.operation,
-        binding.permission_type,
-    )
-
-
-def _list(admin: Any, args: argparse.Namespace, kadmin: Any, only: list[Any] | None) -> int:
+def _list(cluster: KafkaCluster, args: argparse.Namespace, only: list[AclBinding] | None) -> int:
     """kafka-acls.sh's listing: the ACLs of each resource asked about (every one without
     a resource), grouped by resource pattern."""
+    from .admin.acls import AclBinding, describe_acls
+
+    every_acl = (AclOperation.ANY, PermissionType.ANY)
     if only is not None:
         # After --add: the resources' current ACLs, as kafka-acls.sh prints them.
-        keys = {(f.restype, f.name, f.resource_pattern_type) for f in only}
-        filters = [
-            kadmin.AclBindingFilter(
-                t, n, p, None, None, kadmin.AclOperation.ANY, kadmin.AclPermissionType.ANY
-            )
-            for t, n, p in keys
-        ]
+        keys = dict.fromkeys((b.resource_type, b.name, b.pattern_type) for b in only)
+        filters = [AclBinding(t, n, p, None, None, *every_acl) for t, n, p in keys]
     else:
-        pattern = kadmin.ResourcePatternType[args.resource_pattern_type or "ANY"]
-        resources = _resources(args, kadmin) or [(kadmin.ResourceType.ANY, None)]
-        principals = args.principal or [None]
+        pattern = PatternType[args.resource_pattern_type or "ANY"]
+        resources: list[tuple[ResourceType, str | None]] = _resources(args) or [
+            (ResourceType.ANY, None)
+        ]
+        principals: list[str | None] = args.principal or [None]
         filters = [
-            kadmin.AclBindingFilter(
-                t,
-                n,
-                pattern,
-                principal,
-                None,
-                kadmin.AclOperation.ANY,
-                kadmin.AclPermissionType.ANY,
-            )
+            AclBinding(t, n, pattern, principal, None, *every_acl)
             for t, n in resources
             for principal in principals
         ]
-    found: list[Any] = []
+    found: list[AclBinding] = []
     for selected in filters:
-        for binding in _settle(admin.describe_acls(selected), args.timeout, "listing ACLs"):
+        try:
+            listed = describe_acls(cluster, selected)
+        except ToolError as exc:
+            raise ToolError(f"listing ACLs failed: {exc}") from None
+        for binding in listed:
             if binding not in found:
                 found.append(binding)
-    for pattern, entries in _by_pattern(found).items():
-        print(f"Current ACLs for resource `{pattern}`: ")
+    for pattern_text, entries in _by_pattern(found).items():
+        print(f"Current ACLs for resource `{pattern_text}`: ")
         for entry in entries:
             print(f" \t{entry} ")
         print()
     return 0
 
 
-def _print_by_pattern(verb: str, bindings: list[Any]) -> None:
+def _print_by_pattern(verb: str, bindings: list[AclBinding]) -> None:
     """kafka-acls.sh's announcement of what it adds or removes, a block per resource."""
     for pattern, entries in _by_pattern(bindings).items():
         print(f"{verb} ACLs for resource `{pattern}`: ")
@@ -291,17 +270,26 @@ def _print_by_pattern(verb: str, bindings: list[Any]) -> None:
         print()
 
 
-def _by_pattern(bindings: list[Any]) -> dict[str, list[str]]:
+def _pattern_text(b: AclBinding) -> str:
+    return (
+        f"ResourcePattern(resourceType={b.resource_type.name}, name={b.name},"
+        f" patternType={b.pattern_type.name})"
+    )
+
+
+def _entry_text(b: AclBinding) -> str:
+    return (
+        f"(principal={b.principal}, host={b.host}, operation={b.operation.name},"
+        f" permissionType={b.permission_type.name})"
+    )
+
+
+def _text(b: AclBinding) -> str:
+    return f"{_pattern_text(b)} {_entry_text(b)}"
+
+
+def _by_pattern(bindings: list[AclBinding]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for b in bindings:
-        restype = "CLUSTER" if b.restype.name == "BROKER" else b.restype.name
-        pattern = (
-            f"ResourcePattern(resourceType={restype}, name={b.name},"
-            f" patternType={b.resource_pattern_type.name})"
-        )
-        entry = (
-            f"(principal={b.principal}, host={b.host}, operation={b.operation.name},"
-            f" permissionType={b.permission_type.name})"
-        )
-        grouped.setdefault(pattern, []).append(entry)
+        grouped.setdefault(_pattern_text(b), []).append(_entry_text(b))
     return grouped

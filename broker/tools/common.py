@@ -1,4 +1,5 @@
-"""What the networked tools share: the AdminClient, argument parsing helpers, errors.
+"""What the networked tools share: the connection to the cluster, argument parsing
+helpers, errors.
 
 Every failure a user can cause (an unreachable broker, an unknown topic, a bad option)
 ends as one `ToolError` line on stderr and a non-zero exit code, never a traceback.
@@ -12,18 +13,15 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from brook.storage.checkpoints import parse_java_properties
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
-
     from brook.broker.security.client_security import ClientSecurity
 
-T = TypeVar("T")
+    from .wire_client import KafkaCluster
 
 DEFAULT_TIMEOUT_S = 30.0
 # Kafka's own internal topics (Topic.isInternal): hidden by --exclude-internal.
@@ -71,13 +69,15 @@ def chosen_action(args: argparse.Namespace) -> str:
 def run_admin_action(
     args: argparse.Namespace,
     check_options: Callable[[str, argparse.Namespace], None],
-    actions: dict[str, Callable[[AdminClient, argparse.Namespace], int]],
+    actions: dict[str, Callable[[KafkaCluster, argparse.Namespace], int]],
+    client_id: str,
 ) -> int:
-    """Run the chosen action with an AdminClient, its options checked before anything
+    """Run the chosen action against the cluster, its options checked before anything
     connects (a usage error should not wait for a broker)."""
     action = chosen_action(args)
     check_options(action, args)
-    return actions[action](admin_client(args), args)
+    with connect(args, client_id) as cluster:
+        return actions[action](cluster, args)
 
 
 class _ZooKeeperRefused(argparse.Action):
@@ -103,8 +103,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "--command-config",
         type=Path,
         metavar="FILE",
-        help="a properties file of client configs (librdkafka names, e.g."
-        " security.protocol, sasl.mechanism) passed to the admin client",
+        help="a properties file of client configs: security.protocol, sasl.mechanism with"
+        " sasl.username and sasl.password or sasl.jaas.config, ssl.* (librdkafka's names or"
+        " Kafka's, e.g. ssl.ca.location or ssl.truststore.location) and client.id",
     )
     parser.add_argument(
         "--timeout",
@@ -156,8 +157,8 @@ def check_reachable(bootstrap: str, timeout: float, plaintext: bool = False) -> 
     or (`plaintext`: the tool has no security settings) when the first that does needs
     SASL or TLS (plaintext_probe).
 
-    librdkafka would otherwise retry quietly until the timeout and report only
-    "transport failure"; an operator wants to know at once that nothing listens there.
+    A client would otherwise retry quietly until the timeout and report only a transport
+    failure; an operator wants to know at once that nothing listens there.
     """
     reasons = []
     for host, port in split_bootstrap(bootstrap):
@@ -175,76 +176,54 @@ def check_reachable(bootstrap: str, timeout: float, plaintext: bool = False) -> 
     raise ToolError(f"cannot connect to the broker ({'; '.join(reasons)})")
 
 
-def admin_client(args: argparse.Namespace) -> AdminClient:
-    from confluent_kafka.admin import AdminClient
+def connect(args: argparse.Namespace, client_id: str) -> KafkaCluster:
+    """The cluster of --bootstrap-server, reached over TLS and SASL as --command-config
+    says; its settings are checked, and a bootstrap server reached, before anything is
+    asked (client.id in --command-config replaces the tool's own)."""
+    from .wire_client import KafkaCluster
 
-    config: dict[str, Any] = dict(command_config(args))
-    check_reachable(args.bootstrap_server, args.timeout, plaintext=not config)
-    config["bootstrap.servers"] = args.bootstrap_server
-    # librdkafka logs connection trouble to stderr on its own; the tool reports the
-    # failure itself, once, so keep the client quiet.
-    config.setdefault("log_level", 0)
-    try:
-        return AdminClient(config)
-    except Exception as exc:  # confluent-kafka raises KafkaException for a bad config
-        raise ToolError(f"invalid client configuration: {describe_error(exc)}") from None
+    properties, security = client_settings(args)
+    check_reachable(args.bootstrap_server, args.timeout, plaintext=security is None)
+    client_id = properties.get("client.id") or client_id
+    return KafkaCluster(args.bootstrap_server, args.timeout, client_id, security)
 
 
-def command_config(args: argparse.Namespace) -> dict[str, str]:
-    """The client properties of --command-config (none when it is not given)."""
-    if args.command_config is None:
-        return {}
-    try:
-        return parse_java_properties(args.command_config.read_text("utf-8"))
-    except OSError as exc:
-        raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
-
-
-def wire_security(args: argparse.Namespace) -> ClientSecurity | None:
-    """How a tool that speaks the protocol itself (not through librdkafka) connects: TLS
-    and SASL from the same --command-config that librdkafka reads (None: PLAINTEXT)."""
+def client_settings(
+    args: argparse.Namespace,
+) -> tuple[dict[str, str], ClientSecurity | None]:
+    """The properties of --command-config (none when it is not given) and the TLS and
+    SASL they ask for (None: PLAINTEXT). The one reading of a tool's security settings:
+    librdkafka's property names and Kafka's Java client's alike."""
     properties = command_config(args)
     if not properties:
-        return None
+        return properties, None
     from brook.broker.config.broker_config import ConfigError
     from brook.broker.security.client_security import client_security_from_properties
 
     try:
         source = f"--command-config {args.command_config}"
-        return client_security_from_properties(properties, source)
+        return properties, client_security_from_properties(properties, source)
     except ConfigError as exc:
         raise ToolError(str(exc), 2) from None
 
 
-def describe_error(exc: BaseException) -> str:
-    """One line for an exception raised by confluent-kafka (or anything else)."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-    if isinstance(error, KafkaError):
-        text = error.str()
-        name = error.name()
-        # librdkafka prefixes its fallback texts with "Broker: "; the error name says it better.
-        text = text.removeprefix("Broker: ")
-        return f"{text} ({name})" if name and name not in text else text
-    return str(error) or type(error).__name__
-
-
-def error_name(exc: BaseException) -> str | None:
-    from confluent_kafka import KafkaError, KafkaException
-
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return error.name() if isinstance(error, KafkaError) else None
-
-
-def wait(future: Future[T], timeout: float, what: str) -> T:
-    """A future's result, or a ToolError naming what failed."""
-    from concurrent.futures import TimeoutError as FutureTimeout
-
+def command_config(args: argparse.Namespace) -> dict[str, str]:
+    """The client properties of --command-config, every name one a client knows."""
+    if args.command_config is None:
+        return {}
     try:
-        return future.result(timeout)
-    except FutureTimeout:
-        raise ToolError(f"{what}: no answer from the broker within {timeout:g} s") from None
+        properties = parse_java_properties(args.command_config.read_text("utf-8"))
+    except OSError as exc:
+        raise ToolError(f"cannot read --command-config {args.command_config}: {exc}") from None
+    from .client_properties import unknown_properties
+
+    unknown = unknown_properties(properties)
+    if unknown:
+        raise ToolError(
+            f'invalid client configuration: No such configuration property: "{unknown[0]}"'
+            f" (--command-config {args.command_config})"
+        )
+    return properties
 
 
 def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:

@@ -6,7 +6,7 @@
 
 Describing goes through DescribeConfigs; altering through IncrementalAlterConfigs (SET
 for --add-config, DELETE for --delete-config), which changes only the keys named and
-leaves the others as they are.
+leaves the others as they are (broker/tools/admin/configs.py).
 """
 
 from __future__ import annotations
@@ -16,27 +16,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode
+
 from brook.storage.checkpoints import parse_java_properties
 
 from .common import (
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    admin_client,
     chosen_action,
-    describe_error,
-    error_name,
+    connect,
     parse_key_values,
     run_tool,
     split_config_list,
-    wait,
 )
+from .wire_client import KafkaCluster, UnservedRequestError, describe_error
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
-
+    from .admin.configs import ConfigEntry, Resource
     from .client_quotas import Entity as QuotaEntity
-    from .kafka_admin import ConfigEntry, ConfigResource
+
+CLIENT_ID = "brook-configs"
 
 ENTITY_TYPES = ("topics", "brokers", "users", "clients", "ips")
 
@@ -54,11 +54,9 @@ examples (HOST is e.g. localhost:9092):
   brook configs --bootstrap-server HOST --describe --entity-type users
 
 --describe lists only the configs set on the entity itself (a topic's overrides, a
-broker's dynamic configs); --all lists every config with its value and source.
-Without --entity-name, --describe covers every topic (or every broker, and the
-cluster-wide broker defaults). The cluster-wide default can be described but not
-altered (librdkafka cannot address it); alter each broker instead. A default that the
-broker also overrides itself is not listed among the defaults.
+broker's dynamic configs, the cluster-wide broker defaults); --all lists every config
+with its value and source. Without --entity-name, --describe covers every topic (or
+every broker, and the cluster-wide broker defaults).
 """
 
 
@@ -108,8 +106,7 @@ def add_parser(commands: Any) -> None:
         "--entity-default",
         action="append_const",
         const=True,
-        help="the cluster-wide default of --entity-type brokers (--describe only), or the"
-        " default user or client id",
+        help="the cluster-wide default of --entity-type brokers, or the default user or client id",
     )
     parser.add_argument(
         "--topic", metavar="NAME", help="short for --entity-type topics --entity-name NAME"
@@ -164,27 +161,19 @@ def _run(args: argparse.Namespace) -> int:
         sets, deletes = _changes(args)
         if name is None:
             raise ToolError("--alter needs --entity-name", 2)
-        if kind == "broker" and not name:
-            # IncrementalAlterConfigs names the cluster default with an empty broker
-            # name, and librdkafka refuses to send an empty resource name.
-            raise ToolError(
-                "altering the cluster-wide broker default is not supported through"
-                " librdkafka; alter each broker with --entity-name ID",
-                2,
-            )
-        admin = admin_client(args)
-        return _alter(admin, Entity(kind, name), sets, deletes, args.timeout)
+        with connect(args, CLIENT_ID) as cluster:
+            return _alter(cluster, Entity(kind, name), sets, deletes)
     if args.add_config or args.delete_config or args.add_config_file:
         raise ToolError("--add-config and --delete-config are only for --alter", 2)
-    admin = admin_client(args)
-    if name is not None:
-        entities = [Entity(kind, name)]
-    else:
-        entities = _all_entities(admin, kind, args)
-        if kind == "broker":
-            entities.append(Entity("broker", ""))  # and the cluster-wide defaults
-    for entity in entities:
-        _describe(admin, entity, args)
+    with connect(args, CLIENT_ID) as cluster:
+        if name is not None:
+            entities = [Entity(kind, name)]
+        else:
+            entities = _all_entities(cluster, kind)
+            if kind == "broker":
+                entities.append(Entity("broker", ""))  # and the cluster-wide defaults
+        for entity in entities:
+            _describe(cluster, entity, args)
     return 0
 
 
@@ -304,144 +293,104 @@ def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
     return sets, deletes
 
 
-def _resource(entity: Entity) -> ConfigResource:
-    from .kafka_admin import ConfigResource, ResourceType
+def _resource(entity: Entity) -> Resource:
+    from .admin.configs import BROKER, TOPIC
 
-    kind = ResourceType.TOPIC if entity.kind == "topic" else ResourceType.BROKER
-    return ConfigResource(kind, entity.name)
+    return (TOPIC if entity.kind == "topic" else BROKER, entity.name)
 
 
-def _all_entities(admin: AdminClient, kind: str, args: argparse.Namespace) -> list[Entity]:
-    try:
-        metadata = admin.list_topics(timeout=args.timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot read the cluster's metadata: {describe_error(exc)}") from None
+def _all_entities(cluster: KafkaCluster, kind: str) -> list[Entity]:
+    metadata = cluster.metadata(None if kind == "topic" else ())
     if kind == "topic":
-        return [Entity("topic", name) for name in sorted(metadata.topics)]
+        return [Entity("topic", name) for name in sorted({*metadata.topics, *metadata.missing})]
     return [Entity("broker", str(broker)) for broker in sorted(metadata.brokers)]
 
 
-def _fetch(admin: AdminClient, entity: Entity, timeout: float) -> dict[str, ConfigEntry]:
+def _fetch(cluster: KafkaCluster, entity: Entity) -> dict[str, ConfigEntry]:
+    from .admin.configs import describe_configs
+
+    resource = _resource(entity)
     try:
-        futures = admin.describe_configs([_resource(entity)], request_timeout=timeout)
-        return wait(next(iter(futures.values())), timeout + 5, "describing configs")
-    except ToolError:
-        raise
-    except Exception as exc:
+        result = describe_configs(cluster, [resource]).get(resource)
+    except UnservedRequestError as exc:
         raise ToolError(
-            f"cannot describe the configs of {entity.title()}: {_explain(exc)}"
+            f"cannot describe the configs of {entity.title()}: the broker does not serve"
+            f" this API ({exc})"
         ) from None
+    except ToolError as exc:
+        raise ToolError(f"cannot describe the configs of {entity.title()}: {exc}") from None
+    if result is None:
+        raise ToolError(
+            f"cannot describe the configs of {entity.title()}: the broker did not answer for it"
+        )
+    if result.error != ErrorCode.none:
+        raise ToolError(
+            f"cannot describe the configs of {entity.title()}:"
+            f" {describe_error(result.error, result.message)}"
+        )
+    return result.entries
 
 
-def _describe(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> None:
-    from .kafka_admin import ConfigSource
+def _describe(cluster: KafkaCluster, entity: Entity, args: argparse.Namespace) -> None:
+    from .admin.configs import source_name
 
-    if entity.kind == "broker" and not entity.name:
-        _describe_broker_defaults(admin, args)
-        return
-    entries = _fetch(admin, entity, args.timeout)
+    entries = _fetch(cluster, entity)
     if args.all:
         shown = list(entries.values())
         print(f"All configs for {entity.title()} are:")
     else:
         # Only what was set on this entity itself, as kafka-configs.sh shows it.
-        wanted = (
-            ConfigSource.DYNAMIC_TOPIC_CONFIG
-            if entity.kind == "topic"
-            else ConfigSource.DYNAMIC_BROKER_CONFIG
-        )
-        shown = [entry for entry in entries.values() if _source(entry) == wanted.value]
-        print(f"Dynamic configs for {entity.title()} are:")
+        if entity.kind == "topic":
+            wanted = "DYNAMIC_TOPIC_CONFIG"
+        elif entity.name:
+            wanted = "DYNAMIC_BROKER_CONFIG"
+        else:
+            wanted = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+        shown = [entry for entry in entries.values() if source_name(entry.source) == wanted]
+        if entity.kind == "broker" and not entity.name:
+            print("Default configs for brokers in the cluster are:")
+        else:
+            print(f"Dynamic configs for {entity.title()} are:")
     for entry in sorted(shown, key=lambda e: e.name):
         print(f"  {_entry_line(entry)}")
 
 
-def _describe_broker_defaults(admin: AdminClient, args: argparse.Namespace) -> None:
-    """The cluster-wide dynamic broker defaults, read through one live broker.
-
-    The protocol names them with an empty broker name, which librdkafka refuses to
-    send; every broker reports them too, as its entries' (or their synonyms') source
-    DYNAMIC_DEFAULT_BROKER_CONFIG. confluent-kafka keeps one synonym per name, though,
-    so the cluster default of a key that the broker also sets itself is hidden behind
-    the broker's own value and is not listed.
-    """
-    from .kafka_admin import ConfigSource
-
-    brokers = _all_entities(admin, "broker", args)
-    wanted = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
-    defaults: dict[str, ConfigEntry] = {}
-    if brokers:
-        for entry in _fetch(admin, brokers[0], args.timeout).values():
-            for candidate in [entry, *(entry.synonyms or {}).values()]:
-                if _source(candidate) == wanted:
-                    defaults.setdefault(candidate.name, candidate)
-    print("Default configs for brokers in the cluster are:")
-    for entry in sorted(defaults.values(), key=lambda e: e.name):
-        print(f"  {_entry_line(entry)}")
-
-
-def _source(entry: ConfigEntry) -> int:
-    from .kafka_admin import ConfigSource
-
-    # Declared a ConfigSource, but confluent-kafka's C layer gives the entries it reads
-    # the plain int.
-    source: ConfigSource | int = entry.source
-    return int(source.value) if isinstance(source, ConfigSource) else int(source)
-
-
-def _source_name(entry: ConfigEntry) -> str:
-    from .kafka_admin import ConfigSource
-
-    try:
-        return ConfigSource(_source(entry)).name
-    except ValueError:
-        return "UNKNOWN_CONFIG"
-
-
-def _value(entry: ConfigEntry) -> str:
+def _value(value: str | None, sensitive: bool) -> str:
     # A sensitive value never leaves the broker; Kafka's tool prints null for it.
-    return "null" if entry.is_sensitive or entry.value is None else entry.value
+    return "null" if sensitive or value is None else value
 
 
 def _entry_line(entry: ConfigEntry) -> str:
+    from .admin.configs import source_name
+
     synonyms = ", ".join(
-        f"{_source_name(synonym)}:{name}={_value(synonym)}"
-        for name, synonym in (entry.synonyms or {}).items()
+        f"{source_name(synonym.source)}:{synonym.name}={_value(synonym.value, entry.is_sensitive)}"
+        for synonym in entry.synonyms
     )
     return (
-        f"{entry.name}={_value(entry)} sensitive={str(bool(entry.is_sensitive)).lower()}"
-        f" synonyms={{{synonyms}}}"
+        f"{entry.name}={_value(entry.value, entry.is_sensitive)}"
+        f" sensitive={str(entry.is_sensitive).lower()} synonyms={{{synonyms}}}"
     )
 
 
-def _alter(
-    admin: AdminClient, entity: Entity, sets: dict[str, str], deletes: list[str], timeout: float
-) -> int:
-    from .kafka_admin import AlterConfigOpType, ConfigEntry, ConfigResource
+def _alter(cluster: KafkaCluster, entity: Entity, sets: dict[str, str], deletes: list[str]) -> int:
+    from .admin.configs import incremental_alter_configs
 
-    changes = [
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in sets.items()
-    ] + [
-        ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE) for name in deletes
-    ]
-    resource = _resource(entity)
-    resource = ConfigResource(resource.restype, resource.name, incremental_configs=changes)
     try:
-        futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
-        wait(next(iter(futures.values())), timeout + 5, "altering configs")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"cannot alter the configs of {entity.title()}: {_explain(exc)}") from None
+        code, message = incremental_alter_configs(cluster, _resource(entity), sets, deletes)
+    except UnservedRequestError as exc:
+        raise ToolError(
+            f"cannot alter the configs of {entity.title()}: the broker does not serve this"
+            f" API ({exc})"
+        ) from None
+    except ToolError as exc:
+        raise ToolError(f"cannot alter the configs of {entity.title()}: {exc}") from None
+    if code != ErrorCode.none:
+        raise ToolError(
+            f"cannot alter the configs of {entity.title()}: {describe_error(code, message)}"
+        )
     if entity.kind == "broker" and not entity.name:
         print("Completed updating default config for brokers in the cluster.")
     else:
         print(f"Completed updating config for {entity.title()}.")
     return 0
-
-
-def _explain(exc: BaseException) -> str:
-    if error_name(exc) == "_UNSUPPORTED_FEATURE":
-        return f"the broker does not serve this API ({describe_error(exc)})"
-    return describe_error(exc)

@@ -6,10 +6,10 @@ with the same tables, so that an operator's habits and scripts carry over:
     GROUP  TOPIC   PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
     app    orders  0          40              42              2    app-1-3f2c.. /10.1 app-1
 
-Groups are read and changed through confluent-kafka's AdminClient (ListGroups,
-DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups, ListOffsets for the log's
-start and end), so any Kafka-compatible broker works. `--delete-offsets` needs
-OffsetDelete, which the Python binding does not expose; wire_client sends it.
+Groups are read and changed through Kafka's admin requests (ListGroups, DescribeGroups,
+OffsetFetch, OffsetCommit, DeleteGroups and OffsetDelete at the group's coordinator,
+ListOffsets for the log's start and end: broker/tools/admin/), so any Kafka-compatible
+broker works.
 """
 
 from __future__ import annotations
@@ -24,21 +24,21 @@ from datetime import UTC, datetime
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode
+
 from .common import (
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    describe_error,
-    error_name,
     run_admin_action,
     run_tool,
-    wait,
-    wire_security,
 )
+from .wire_client import KafkaCluster, describe_code
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
+    from .admin.groups import CommittedOffset
 
+CLIENT_ID = "brook-groups"
 TopicPartition = tuple[str, int]  # (topic, partition): plain tuples sort and print well
 
 ACTION_HELP = {
@@ -51,15 +51,8 @@ ACTION_HELP = {
 }
 ACTIONS = tuple(ACTION_HELP)
 
-# Kafka's names of the classic group states, by confluent-kafka's ConsumerGroupState names.
-STATE_NAMES = {
-    "STABLE": "Stable",
-    "EMPTY": "Empty",
-    "DEAD": "Dead",
-    "PREPARING_REBALANCING": "PreparingRebalance",
-    "COMPLETING_REBALANCING": "CompletingRebalance",
-    "UNKNOWN": "Unknown",
-}
+# Kafka's names of the classic group states (--list --state takes them in any case).
+STATES = ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance")
 # kafka-consumer-groups.sh resets only groups without members; Dead is a group that
 # does not exist (yet): resetting its offsets creates it, as Kafka does.
 RESETTABLE_STATES = ("Empty", "Dead")
@@ -215,6 +208,7 @@ def _run(args: argparse.Namespace) -> int:
             "delete": _delete,
             "delete-offsets": _delete_offsets,
         },
+        CLIENT_ID,
     )
 
 
@@ -330,81 +324,62 @@ def _parse_duration(text: str) -> int:
     return int(seconds * 1000)
 
 
-def _parse_states(text: str) -> set[Any]:
-    from confluent_kafka import ConsumerGroupState
-
-    by_name = {kafka.lower(): ConsumerGroupState[name] for name, kafka in STATE_NAMES.items()}
-    states = set()
+def _parse_states(text: str) -> list[str]:
+    """Kafka's names of the states asked for, each once."""
+    by_name = {name.lower(): name for name in STATES}
+    states: list[str] = []
     for item in text.split(","):
         state = by_name.get(item.strip().lower())
-        if state is None or item.strip().lower() == "unknown":
-            valid = ", ".join(name for name in STATE_NAMES.values() if name != "Unknown")
-            raise ToolError(f"--state {item.strip()!r} is not a group state ({valid})", 2)
-        states.add(state)
-    return states
+        if state is None:
+            raise ToolError(
+                f"--state {item.strip()!r} is not a group state ({', '.join(STATES)})", 2
+            )
+        states.append(state)
+    return list(dict.fromkeys(states))
 
 
 # --- reading groups ---------------------------------------------------------------------
 
 
-def _state_name(state: Any) -> str:
-    return STATE_NAMES.get(getattr(state, "name", ""), str(state))
+def _list_groups(cluster: KafkaCluster, states: list[str] | None = None) -> list[Any]:
+    """The groups of the cluster (GroupListing), sorted by id."""
+    from .admin.groups import list_groups
 
-
-def _list_groups(admin: AdminClient, timeout: float, states: set[Any] | None = None) -> list[Any]:
-    """The groups of the cluster (ConsumerGroupListing), sorted by id."""
-    options: dict[str, Any] = {"request_timeout": timeout}
-    if states:
-        options["states"] = states
-    try:
-        future = admin.list_consumer_groups(**options)
-        result = wait(future, timeout + 5, "listing groups")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"cannot list groups: {describe_error(exc)}") from None
-    if result.errors and not result.valid:
-        raise ToolError(f"cannot list groups: {describe_error(result.errors[0])}")
-    for error in result.errors:
+    listings, failures = list_groups(cluster, states or ())
+    if failures and not listings:
+        raise ToolError(f"cannot list groups: {failures[0]}")
+    for failure in failures:
         # Some brokers answered, some did not: show what is known, say what is missing.
-        print(
-            f"WARNING: a broker did not list its groups: {describe_error(error)}", file=sys.stderr
-        )
-    return sorted(result.valid, key=lambda listing: listing.group_id)
+        print(f"WARNING: a broker did not list its groups: {failure}", file=sys.stderr)
+    return listings
 
 
-def _group_ids(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+def _group_ids(cluster: KafkaCluster, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
-        return [listing.group_id for listing in _list_groups(admin, args.timeout)]
+        return [listing.group_id for listing in _list_groups(cluster)]
     return list(dict.fromkeys(args.group))  # in the order given, each once
 
 
-def _describe_groups(
-    admin: AdminClient, group_ids: list[str], timeout: float
-) -> dict[str, GroupInfo | None]:
+def _describe_groups(cluster: KafkaCluster, group_ids: list[str]) -> dict[str, GroupInfo | None]:
     """Each group's state and members; None for a group that does not exist (Dead)."""
-    if not group_ids:
-        return {}
-    try:
-        futures = admin.describe_consumer_groups(group_ids, request_timeout=timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot describe groups: {describe_error(exc)}") from None
+    from brook.broker.groups.consumer_protocol import assigned_partitions
+
+    from .admin.groups import describe_group
+
     described: dict[str, GroupInfo | None] = {}
     for group_id in group_ids:
         try:
-            description = wait(futures[group_id], timeout + 5, f"describing group {group_id}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "GROUP_ID_NOT_FOUND":
-                described[group_id] = None
-                continue
-            raise ToolError(f"cannot describe group '{group_id}': {describe_error(exc)}") from None
-        state = _state_name(description.state)
-        if state == "Dead":
+            description = describe_group(cluster, group_id)
+        except ToolError as exc:
+            raise ToolError(f"cannot describe group '{group_id}': {exc}") from None
+        if description.error == ErrorCode.group_id_not_found or description.state == "Dead":
             described[group_id] = None
             continue
-        node = description.coordinator
+        if description.error != ErrorCode.none:
+            raise ToolError(
+                f"cannot describe group '{group_id}': {describe_code(description.error)}"
+            )
+        consumer = description.protocol_type == "consumer"
         members = [
             MemberInfo(
                 member_id=member.member_id,
@@ -412,74 +387,54 @@ def _describe_groups(
                 client_id=member.client_id,
                 host=member.host,
                 partitions=sorted(
-                    (tp.topic, tp.partition)
-                    for tp in (member.assignment.topic_partitions if member.assignment else [])
+                    (topic, index)
+                    for topic, indexes in (
+                        assigned_partitions(member.assignment) if consumer else {}
+                    ).items()
+                    for index in indexes
                 ),
             )
             for member in description.members
         ]
+        node = description.coordinator
         described[group_id] = GroupInfo(
             group_id=group_id,
-            state=state,
-            assignor=description.partition_assignor or "",
-            coordinator=f"{node.host}:{node.port}  ({node.id})" if node is not None else MISSING,
+            state=description.state,
+            assignor=description.protocol,
+            coordinator=f"{node.host}:{node.port}  ({node.node_id})",
             members=sorted(members, key=lambda m: (m.client_id, m.member_id)),
         )
     return described
 
 
-def _committed(admin: AdminClient, group_id: str, timeout: float) -> dict[TopicPartition, Any]:
-    """The group's committed offsets (confluent-kafka TopicPartitions with offset and
-    leader epoch), only partitions that have one."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
+def _committed(cluster: KafkaCluster, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+    """The group's committed offsets (offset and leader epoch), only partitions that
+    have one."""
+    from .admin.groups import offset_fetch
 
     try:
-        futures = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id)], request_timeout=timeout
-        )
-        result = wait(futures[group_id], timeout + 5, f"fetching the offsets of {group_id}")
-    except ToolError:
-        raise
-    except Exception as exc:
+        return offset_fetch(cluster, group_id)
+    except ToolError as exc:
         raise ToolError(
-            f"cannot fetch the committed offsets of group '{group_id}': {describe_error(exc)}"
+            f"cannot fetch the committed offsets of group '{group_id}': {exc}"
         ) from None
-    # A partition without a commit comes back as OFFSET_INVALID (-1001).
-    return {
-        (tp.topic, tp.partition): tp
-        for tp in result.topic_partitions
-        if tp.error is None and tp.offset >= 0
-    }
 
 
 def _log_offsets(
-    admin: AdminClient, partitions: Iterable[TopicPartition], spec: Any, timeout: float
+    cluster: KafkaCluster, partitions: Iterable[TopicPartition], spec: int
 ) -> dict[TopicPartition, int | None]:
     """ListOffsets for each partition: the offset, or None where the topic or partition
     is gone (Kafka's tool shows "-" for those)."""
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from .admin.list_offsets import list_offsets
 
-    wanted = {KafkaTopicPartition(topic, partition): spec for topic, partition in partitions}
-    if not wanted:
-        return {}
-    try:
-        futures = admin.list_offsets(wanted, request_timeout=timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot read the partitions' offsets: {describe_error(exc)}") from None
     offsets: dict[TopicPartition, int | None] = {}
-    for tp, future in futures.items():
-        key = (tp.topic, tp.partition)
-        try:
-            offsets[key] = wait(future, timeout + 5, f"reading the offsets of {_tp(key)}").offset
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"):
-                offsets[key] = None
-                continue
-            raise ToolError(
-                f"cannot read the offsets of {_tp(key)}: {describe_error(exc)}"
-            ) from None
+    for tp, (code, offset) in sorted(list_offsets(cluster, partitions, spec).items()):
+        if code == ErrorCode.unknown_topic_or_partition:
+            offsets[tp] = None
+        elif code != ErrorCode.none:
+            raise ToolError(f"cannot read the offsets of {_tp(tp)}: {describe_code(code)}")
+        else:
+            offsets[tp] = offset
     return offsets
 
 
@@ -488,27 +443,20 @@ def _tp(key: TopicPartition) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def _topic_partitions(
-    admin: AdminClient, topics: list[str], timeout: float
-) -> list[TopicPartition]:
+def _topic_partitions(cluster: KafkaCluster, topics: list[str]) -> list[TopicPartition]:
     """The partitions --topic names; a topic without a partition list means all of them."""
-    from confluent_kafka import TopicCollection
-
     parsed = [_parse_topic(text) for text in topics]
     names = sorted({name for name, _ in parsed})
-    # describe_topics, unlike a metadata request for the topic, never auto-creates it.
-    futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
+    # Metadata for the topics named, which never creates one.
+    metadata = cluster.metadata(names)
     counts: dict[str, int] = {}
     for name in names:
-        try:
-            description = wait(futures[name], timeout + 5, f"describing topic {name}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
-                raise ToolError(f"topic '{name}' does not exist") from None
-            raise ToolError(f"cannot describe topic {name}: {describe_error(exc)}") from None
-        counts[name] = len(description.partitions)
+        code = metadata.missing.get(name)
+        if code == ErrorCode.unknown_topic_or_partition:
+            raise ToolError(f"topic '{name}' does not exist")
+        if code is not None:
+            raise ToolError(f"cannot describe topic {name}: {describe_code(code)}")
+        counts[name] = len(metadata.topics.get(name, []))
     selected: set[TopicPartition] = set()
     for name, indexes in parsed:
         for index in indexes if indexes is not None else range(counts[name]):
@@ -561,25 +509,25 @@ def _missing_groups(missing: list[str]) -> ToolError:
 # --- list and describe -----------------------------------------------------------------
 
 
-def _list(admin: AdminClient, args: argparse.Namespace) -> int:
+def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     if args.state is None:
-        for listing in _list_groups(admin, args.timeout):
+        for listing in _list_groups(cluster):
             print(listing.group_id)
         return 0
     states = _parse_states(args.state) if args.state else None
-    listings = _list_groups(admin, args.timeout, states)
+    listings = _list_groups(cluster, states)
     _print_table(
         ["GROUP", "STATE"],
-        [[listing.group_id, _state_name(listing.state)] for listing in listings],
+        [[listing.group_id, listing.state] for listing in listings],
         min_widths=[15],
         blank_line=False,
     )
     return 0
 
 
-def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
-    group_ids = _group_ids(admin, args)
-    described = _describe_groups(admin, group_ids, args.timeout)
+def _describe(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    group_ids = _group_ids(cluster, args)
+    described = _describe_groups(cluster, group_ids)
     missing = []
     for group_id in group_ids:
         info = described[group_id]
@@ -591,7 +539,7 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
         elif args.members:
             _describe_members(info, args.verbose)
         else:
-            _describe_offsets(admin, info, args)
+            _describe_offsets(cluster, info, args)
     if missing:
         raise _missing_groups(missing)
     return 0
@@ -638,20 +586,20 @@ def _assignment(partitions: list[TopicPartition]) -> str | None:
     )
 
 
-def _describe_offsets(admin: AdminClient, info: GroupInfo, args: argparse.Namespace) -> None:
+def _describe_offsets(cluster: KafkaCluster, info: GroupInfo, args: argparse.Namespace) -> None:
     """One row per partition the group owns or has committed: committed offset, log end
     offset, lag (their difference) and the member the partition is assigned to."""
-    from .kafka_admin import latest_offset
+    from .admin.list_offsets import LATEST
 
     _announce_state(info)
-    committed = _committed(admin, info.group_id, args.timeout)
+    committed = _committed(cluster, info.group_id)
     owners = {tp: member for member in info.members for tp in member.partitions}
     partitions = sorted(set(owners) | set(committed))
     if not partitions:
         if info.state not in ("Empty", *REBALANCING_STATES):
             print(f"\nConsumer group '{info.group_id}' has no offsets.", file=sys.stderr)
         return
-    log_end = _log_offsets(admin, partitions, latest_offset(), args.timeout)
+    log_end = _log_offsets(cluster, partitions, LATEST)
     header = ["GROUP", "TOPIC", "PARTITION", *(["LEADER-EPOCH"] if args.verbose else [])]
     header += ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
     rows = []
@@ -674,9 +622,9 @@ def _describe_offsets(admin: AdminClient, info: GroupInfo, args: argparse.Namesp
 # --- reset-offsets -------------------------------------------------------------------------
 
 
-def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
-    group_ids = _group_ids(admin, args)
-    described = _describe_groups(admin, group_ids, args.timeout)
+def _reset_offsets(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    group_ids = _group_ids(cluster, args)
+    described = _describe_groups(cluster, group_ids)
     failures: list[str] = []
     plans: dict[str, dict[TopicPartition, int]] = {}
     for group_id in group_ids:
@@ -691,7 +639,7 @@ def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
             )
             continue
         try:
-            plan = _plan(admin, args, group_id, exists=info is not None)
+            plan = _plan(cluster, args, group_id, exists=info is not None)
         except ToolError as exc:
             failures.append(str(exc))
             continue
@@ -704,7 +652,7 @@ def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
     if plans and args.execute:
         for group_id, plan in list(plans.items()):
             try:
-                _apply(admin, group_id, plan, args.timeout)
+                _apply(cluster, group_id, plan)
             except ToolError as exc:
                 failures.append(str(exc))
                 del plans[group_id]
@@ -729,24 +677,24 @@ def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _plan(
-    admin: AdminClient, args: argparse.Namespace, group_id: str, exists: bool
+    cluster: KafkaCluster, args: argparse.Namespace, group_id: str, exists: bool
 ) -> dict[TopicPartition, int]:
     """The new committed offset of each partition to reset, kept within the log."""
-    from .kafka_admin import OffsetSpec, earliest_offset, latest_offset
+    from .admin.list_offsets import EARLIEST, LATEST
 
     spec = _reset_spec(args)
     needs_committed = args.all_topics or spec in ("shift_by", "to_current")
-    committed = _committed(admin, group_id, args.timeout) if exists and needs_committed else {}
+    committed = _committed(cluster, group_id) if exists and needs_committed else {}
     if args.all_topics:
         if not exists:
             raise ToolError(f"consumer group '{group_id}' does not exist")
         partitions = sorted(committed)
     else:
-        partitions = _topic_partitions(admin, args.topic, args.timeout)
+        partitions = _topic_partitions(cluster, args.topic)
     if not partitions:
         return {}
-    earliest = _known(_log_offsets(admin, partitions, earliest_offset(), args.timeout))
-    latest = _known(_log_offsets(admin, partitions, latest_offset(), args.timeout))
+    earliest = _known(_log_offsets(cluster, partitions, EARLIEST))
+    latest = _known(_log_offsets(cluster, partitions, LATEST))
 
     if spec == "to_earliest":
         return {tp: earliest[tp] for tp in partitions}
@@ -760,7 +708,7 @@ def _plan(
             timestamp = _parse_datetime(args.to_datetime)
         else:
             timestamp = int(time.time() * 1000) - _parse_duration(args.by_duration)
-        found = _log_offsets(admin, partitions, OffsetSpec.for_timestamp(timestamp), args.timeout)
+        found = _log_offsets(cluster, partitions, timestamp)
         # No record at or after the time: the log end, where the next record will be.
         return {
             tp: offset if (offset := found.get(tp)) is not None and offset >= 0 else latest[tp]
@@ -810,67 +758,50 @@ def _clamp(tp: TopicPartition, offset: int, earliest: int, latest: int) -> int:
     return offset
 
 
-def _apply(
-    admin: AdminClient, group_id: str, plan: dict[TopicPartition, int], timeout: float
-) -> None:
+def _apply(cluster: KafkaCluster, group_id: str, plan: dict[TopicPartition, int]) -> None:
     """Commit the new offsets as an outside client (generation -1, no member id), which
     the coordinator accepts only while the group has no members."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from .admin.groups import offset_commit
 
-    offsets = [KafkaTopicPartition(t, p, offset) for (t, p), offset in sorted(plan.items())]
     try:
-        futures = admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id, offsets)], request_timeout=timeout
-        )
-        result = wait(futures[group_id], timeout + 5, f"committing the offsets of {group_id}")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(
-            f"cannot reset the offsets of group '{group_id}': {describe_error(exc)}"
-        ) from None
-    errors = [tp for tp in result.topic_partitions if tp.error is not None]
+        results = offset_commit(cluster, group_id, plan)
+    except ToolError as exc:
+        raise ToolError(f"cannot reset the offsets of group '{group_id}': {exc}") from None
+    errors = {tp: code for tp, code in sorted(results.items()) if code != ErrorCode.none}
     if not errors:
         return
-    if any(tp.error.name() == "UNKNOWN_MEMBER_ID" for tp in errors):
+    if ErrorCode.unknown_member_id in errors.values():
         raise ToolError(
             f"consumer group '{group_id}' gained members before the new offsets were"
             " committed; stop its consumers and try again"
         )
-    details = ", ".join(
-        f"{_tp((tp.topic, tp.partition))}: {describe_error(tp.error)}" for tp in errors
-    )
+    details = ", ".join(f"{_tp(tp)}: {describe_code(code)}" for tp, code in errors.items())
     raise ToolError(f"cannot reset the offsets of group '{group_id}': {details}")
 
 
 # --- delete --------------------------------------------------------------------------------
 
 
-def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
-    group_ids = _group_ids(admin, args)
+def _delete(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    from .admin.groups import delete_groups
+
+    group_ids = _group_ids(cluster, args)
     if not group_ids:
         return 0
     try:
-        futures = admin.delete_consumer_groups(group_ids, request_timeout=args.timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot delete groups: {describe_error(exc)}") from None
+        results = delete_groups(cluster, group_ids)
+    except ToolError as exc:
+        raise ToolError(f"cannot delete groups: {exc}") from None
     missing: list[str] = []
     failures: dict[str, str] = {}
     for group_id in group_ids:
-        try:
-            wait(futures[group_id], args.timeout + 5, f"deleting group {group_id}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "GROUP_ID_NOT_FOUND":
-                missing.append(group_id)
-            elif error_name(exc) == "NON_EMPTY_GROUP":
-                failures[group_id] = (
-                    f"consumer group '{group_id}' has members and cannot be deleted"
-                )
-            else:
-                failures[group_id] = f"cannot delete group '{group_id}': {describe_error(exc)}"
+        code = results.get(group_id, ErrorCode.unknown_server_error)
+        if code == ErrorCode.group_id_not_found:
+            missing.append(group_id)
+        elif code == ErrorCode.non_empty_group:
+            failures[group_id] = f"consumer group '{group_id}' has members and cannot be deleted"
+        elif code != ErrorCode.none:
+            failures[group_id] = f"cannot delete group '{group_id}': {describe_code(code)}"
     deleted = [g for g in group_ids if g not in missing and g not in failures]
     if deleted:
         quoted = ", ".join(f"'{group_id}'" for group_id in deleted)
@@ -881,17 +812,12 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
-    from kio.schema.errors import ErrorCode
+def _delete_offsets(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    from .admin.groups import offset_delete
 
-    from .wire_client import delete_offsets, describe_code
-
-    security = wire_security(args)
     group_id = args.group[0]
-    partitions = _topic_partitions(admin, args.topic, args.timeout)
-    error, results = delete_offsets(
-        args.bootstrap_server, group_id, partitions, args.timeout, security
-    )
+    partitions = _topic_partitions(cluster, args.topic)
+    error, results = offset_delete(cluster, group_id, partitions)
     if error == ErrorCode.group_id_not_found:
         raise _missing_groups([group_id])
     if error == ErrorCode.non_empty_group:

@@ -4,8 +4,8 @@ partitions (like kafka-leader-election.sh, option for option, with its output li
     brook leader-election --bootstrap-server localhost:9092 --election-type PREFERRED \\
         --all-topic-partitions
 
-The election goes through confluent-kafka's AdminClient.elect_leaders (ElectLeaders to
-the controller), so any Kafka-compatible broker works.
+The election goes to the controller as ElectLeaders (broker/tools/admin/elect_leaders.py),
+so any Kafka-compatible broker works.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import (
-    ToolError,
-    add_connection_arguments,
-    admin_client,
-    describe_error,
-    run_tool,
-    wait,
-)
+from kio.schema.errors import ErrorCode
+
+from .common import ToolError, add_connection_arguments, connect, run_tool
+from .wire_client import describe_error
+
+CLIENT_ID = "brook-leader-election"
+TopicPartition = tuple[str, int]
 
 ELECTION_TYPES = ("PREFERRED", "UNCLEAN")
 
@@ -72,27 +71,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from confluent_kafka import ElectionType
+    from .admin.elect_leaders import elect_leaders
 
     partitions = _chosen_partitions(args)
-    admin = admin_client(args)
-    election_type = ElectionType[args.election_type]
-    # No request_timeout: confluent-kafka 2.16's elect_leaders fails on its keywords
-    # (SystemError from its argument parsing); wait() bounds the wait instead.
-    future = admin.elect_leaders(election_type, partitions)
-    try:
-        results = wait(future, args.timeout, "leader election")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"leader election failed: {describe_error(exc)}") from None
+    with connect(args, CLIENT_ID) as cluster:
+        try:
+            results = elect_leaders(cluster, args.election_type, partitions)
+        except ToolError as exc:
+            raise ToolError(f"leader election failed: {exc}") from None
     return _report(args.election_type, results)
 
 
-def _chosen_partitions(args: argparse.Namespace) -> list[Any] | None:
+def _chosen_partitions(args: argparse.Namespace) -> list[TopicPartition] | None:
     """The partitions asked for (None: all), usage errors before anything connects."""
-    from confluent_kafka import TopicPartition
-
     chosen = [
         name
         for name, given in (
@@ -113,10 +104,10 @@ def _chosen_partitions(args: argparse.Namespace) -> list[Any] | None:
     if args.topic is not None:
         if args.partition is None:
             raise ToolError("--topic needs --partition", 2)
-        return [TopicPartition(args.topic, args.partition)]
+        return [(args.topic, args.partition)]
     if args.all_topic_partitions:
         return None
-    return [TopicPartition(t, p) for t, p in _read_json(args.path_to_json_file)]
+    return _read_json(args.path_to_json_file)
 
 
 def _read_json(path: Path) -> list[tuple[str, int]]:
@@ -145,22 +136,18 @@ def _read_json(path: Path) -> list[tuple[str, int]]:
     return found
 
 
-def _report(election_type: str, results: dict[Any, Any]) -> int:
+def _report(election_type: str, results: dict[TopicPartition, tuple[ErrorCode, str | None]]) -> int:
     """kafka-leader-election.sh's lines: the elected, those that needed no election, and
     each failure; exit 1 when any failed."""
-    from confluent_kafka import KafkaError, KafkaException
-
     succeeded, noop, failed = [], [], []
-    for tp, error in sorted(results.items(), key=lambda item: (item[0].topic, item[0].partition)):
-        name = f"{tp.topic}-{tp.partition}"
-        # A KafkaError, or a KafkaException holding one.
-        inner = error.args[0] if isinstance(error, KafkaException) and error.args else error
-        if error is None:
+    for (topic, partition), (code, message) in sorted(results.items()):
+        name = f"{topic}-{partition}"
+        if code == ErrorCode.none:
             succeeded.append(name)
-        elif isinstance(inner, KafkaError) and inner.code() == KafkaError.ELECTION_NOT_NEEDED:
+        elif code == ErrorCode.election_not_needed:
             noop.append(name)
         else:
-            failed.append((name, describe_error(error)))
+            failed.append((name, describe_error(code, message)))
     if succeeded:
         print(
             f"Successfully completed leader election ({election_type}) for partitions"

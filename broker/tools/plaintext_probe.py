@@ -2,8 +2,8 @@
 
 A tool run without --command-config speaks PLAINTEXT. A listener that needs SASL answers
 ApiVersions, then closes the connection on the next request; one that needs TLS fails
-its handshake on the plaintext bytes. librdkafka then reports only "Broker transport
-failure (_TRANSPORT)", or waits out the whole --timeout. So such a tool first sends one
+its handshake on the plaintext bytes. A client then reports only a transport failure
+(librdkafka's "_TRANSPORT"), or waits out the whole --timeout. So such a tool first sends one
 Metadata request (no topics) in plaintext and, when the broker closes the connection or
 answers in TLS, says at once what is likely wrong and what to pass (TLS when a TLS
 handshake then succeeds, SASL otherwise).

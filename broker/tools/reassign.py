@@ -8,11 +8,10 @@ option for option, with its output lines and its JSON files).
     brook reassign --bootstrap-server localhost:9092 --verify \\
         --reassignment-json-file plan.json
 
-The moves go as AlterPartitionReassignments and ListPartitionReassignments (v0) to any
-broker, which forwards them to the controller; confluent-kafka 2.16 has no call for either,
-so broker/tools/wire_client.py sends them (over TLS and SASL as --command-config says).
-Topics and brokers (with their racks, for --generate's rack-aware proposal) come through
-confluent-kafka's AdminClient. --generate proposes with Kafka's own assignment
+The moves go as AlterPartitionReassignments and ListPartitionReassignments (v0) to the
+controller (broker/tools/admin/partition_reassignments.py), over TLS and SASL as
+--command-config says; topics and brokers (with their racks, for --generate's rack-aware
+proposal) come from Metadata. --generate proposes with Kafka's own assignment
 (broker/cluster/assignment.py).
 
 --throttle is accepted and not applied: Brook does not throttle replication
@@ -30,19 +29,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import (
-    ToolError,
-    add_connection_arguments,
-    admin_client,
-    describe_error,
-    run_tool,
-    wait,
-    wire_security,
-)
+from .common import ToolError, add_connection_arguments, connect, run_tool
 
 if TYPE_CHECKING:
-    from brook.broker.security.client_security import ClientSecurity
+    from .wire_client import KafkaCluster
 
+CLIENT_ID = "reassign-partitions-tool"  # Kafka's tool's client id
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 ANY_LOG_DIR = "any"
 # Which options each action takes besides the connection ones (Kafka's permittedArgs).
@@ -165,15 +157,13 @@ def _run(args: argparse.Namespace) -> int:
     action = _check_options(args)
     if action == "generate":
         return _generate(args)
-    # The wire requests' TLS and SASL, from --command-config, read once.
-    security = wire_security(args)
     if action == "execute":
-        return _execute(args, security)
+        return _execute(args)
     if action == "verify":
-        return _verify(args, security)
+        return _verify(args)
     if action == "cancel":
-        return _cancel(args, security)
-    return _list(args, security)
+        return _cancel(args)
+    return _list(args)
 
 
 def _check_options(args: argparse.Namespace) -> str:
@@ -320,33 +310,29 @@ def _ids(ids: Any) -> str:
 # --- the cluster -------------------------------------------------------------------------
 
 
-def _current_assignment(
-    admin: Any, timeout: float, topics: set[str]
-) -> dict[TopicPartition, list[int]]:
+def _current_assignment(cluster: KafkaCluster, topics: set[str]) -> dict[TopicPartition, list[int]]:
     """Each partition's replicas, from Metadata; a topic that does not exist is an error."""
     found: dict[TopicPartition, list[int]] = {}
     for topic in sorted(topics):
         try:
-            metadata = admin.list_topics(topic=topic, timeout=timeout)
-        except Exception as exc:
-            raise ToolError(f"describing topic {topic} failed: {describe_error(exc)}") from None
-        described = metadata.topics.get(topic)
-        if described is None or described.error is not None or not described.partitions:
+            metadata = cluster.metadata([topic])
+        except ToolError as exc:
+            raise ToolError(f"describing topic {topic} failed: {exc}") from None
+        partitions = metadata.topics.get(topic)
+        if not partitions:
             raise ToolError(f"Topic {topic} not found.")
-        for index, partition in described.partitions.items():
-            found[(topic, index)] = list(partition.replicas)
+        for partition in partitions:
+            found[(topic, partition.partition)] = list(partition.replicas)
     return found
 
 
-def _brokers(admin: Any, timeout: float) -> dict[int, str | None]:
-    """The live brokers and their racks (DescribeCluster)."""
+def _brokers(cluster: KafkaCluster) -> dict[int, str | None]:
+    """The live brokers and their racks."""
     try:
-        cluster = wait(admin.describe_cluster(), timeout, "describing the cluster")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"describing the cluster failed: {describe_error(exc)}") from None
-    return {node.id: node.rack for node in cluster.nodes}
+        brokers = cluster.metadata(topics=()).brokers
+    except ToolError as exc:
+        raise ToolError(f"describing the cluster failed: {exc}") from None
+    return {node_id: node.rack for node_id, node in brokers.items()}
 
 
 # --- the actions ---------------------------------------------------------------------------
@@ -371,9 +357,9 @@ def _generate(args: argparse.Namespace) -> int:
     if duplicates:
         raise ToolError(f"Broker list contains duplicate entries: {_ids(duplicates)}")
     topics = parse_topics(args.topics_to_move_json_file)
-    admin = admin_client(args)
-    current = _current_assignment(admin, args.timeout, set(topics))
-    brokers = _brokers(admin, args.timeout)
+    with connect(args, CLIENT_ID) as cluster:
+        current = _current_assignment(cluster, set(topics))
+        brokers = _brokers(cluster)
     mode = RackAwareMode.DISABLED if args.disable_rack_aware else RackAwareMode.ENFORCED
     chosen = [BrokerMetadata(b, rack) for b, rack in brokers.items() if b in set(broker_list)]
     proposed: dict[TopicPartition, list[int]] = {}
@@ -393,20 +379,27 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(args: argparse.Namespace, security: ClientSecurity | None) -> int:
-    from .wire_client import alter_partition_reassignments, list_partition_reassignments
-
+def _execute(args: argparse.Namespace) -> int:
     proposed = _checked(args.reassignment_json_file)
-    if not args.additional and list_partition_reassignments(
-        args.bootstrap_server, args.timeout, security=security
-    ):
+    with connect(args, CLIENT_ID) as cluster:
+        return _execute_with(cluster, args, proposed)
+
+
+def _execute_with(
+    cluster: KafkaCluster, args: argparse.Namespace, proposed: dict[TopicPartition, list[int]]
+) -> int:
+    from .admin.partition_reassignments import (
+        alter_partition_reassignments,
+        list_partition_reassignments,
+    )
+
+    if not args.additional and list_partition_reassignments(cluster):
         raise ToolError(CANNOT_EXECUTE)
-    admin = admin_client(args)
-    live = _brokers(admin, args.timeout)
+    live = _brokers(cluster)
     unknown = sorted({r for replicas in proposed.values() for r in replicas} - set(live))
     if unknown:
         raise ToolError(f"Unknown broker id {unknown[0]}")
-    current = _current_assignment(admin, args.timeout, {topic for topic, _ in proposed})
+    current = _current_assignment(cluster, {topic for topic, _ in proposed})
     missing = sorted(set(proposed) - set(current))
     if missing:
         raise ToolError("Unable to find partition: " + ", ".join(_name(tp) for tp in missing))
@@ -422,12 +415,7 @@ def _execute(args: argparse.Namespace, security: ClientSecurity | None) -> int:
             " not served); the replicas copy at full speed.",
             file=sys.stderr,
         )
-    results = alter_partition_reassignments(
-        args.bootstrap_server,
-        args.timeout,
-        {tp: list(r) for tp, r in proposed.items()},
-        security,
-    )
+    results = alter_partition_reassignments(cluster, {tp: list(r) for tp, r in proposed.items()})
     failed = _failures(results)
     if failed:
         raise ToolError("Error reassigning partition(s):\n" + "\n".join(failed))
@@ -447,18 +435,18 @@ def _failures(results: dict[TopicPartition, tuple[Any, str | None]]) -> list[str
     ]
 
 
-def _verify(args: argparse.Namespace, security: ClientSecurity | None) -> int:
-    from .wire_client import list_partition_reassignments
+def _verify(args: argparse.Namespace) -> int:
+    from .admin.partition_reassignments import list_partition_reassignments
 
     targets = parse_reassignment(args.reassignment_json_file)
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, security=security)
-    admin = admin_client(args)
-    not_moving = {topic for (topic, p), _ in targets if (topic, p) not in ongoing}
     current: dict[TopicPartition, list[int]] = {}
-    for topic in sorted(not_moving):
-        # A topic that does not exist has no replicas.
-        with contextlib.suppress(ToolError):
-            current.update(_current_assignment(admin, args.timeout, {topic}))
+    with connect(args, CLIENT_ID) as cluster:
+        ongoing = list_partition_reassignments(cluster)
+        not_moving = {topic for (topic, p), _ in targets if (topic, p) not in ongoing}
+        for topic in sorted(not_moving):
+            # A topic that does not exist has no replicas.
+            with contextlib.suppress(ToolError):
+                current.update(_current_assignment(cluster, {topic}))
     print("Status of partition reassignment:")
     for tp, target in sorted(targets):
         if tp in ongoing:
@@ -473,19 +461,23 @@ def _verify(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     return 0
 
 
-def _cancel(args: argparse.Namespace, security: ClientSecurity | None) -> int:
-    from .wire_client import alter_partition_reassignments, list_partition_reassignments
+def _cancel(args: argparse.Namespace) -> int:
+    from .admin.partition_reassignments import (
+        alter_partition_reassignments,
+        list_partition_reassignments,
+    )
 
     targets = [tp for tp, _ in parse_reassignment(args.reassignment_json_file)]
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, targets, security)
-    # Kafka's tool cancels those with no replicas being added or some being removed.
-    active = sorted(tp for tp, (_, adding, removing) in ongoing.items() if not adding or removing)
-    if not active:
-        print("None of the specified partition reassignments are active.")
-        return 0
-    results = alter_partition_reassignments(
-        args.bootstrap_server, args.timeout, dict.fromkeys(active), security
-    )
+    with connect(args, CLIENT_ID) as cluster:
+        ongoing = list_partition_reassignments(cluster, targets)
+        # Kafka's tool cancels those with no replicas being added or some being removed.
+        active = sorted(
+            tp for tp, (_, adding, removing) in ongoing.items() if not adding or removing
+        )
+        if not active:
+            print("None of the specified partition reassignments are active.")
+            return 0
+        results = alter_partition_reassignments(cluster, dict.fromkeys(active))
     failed = _failures(results)
     if failed:
         plural = "" if len(failed) == 1 else "s"
@@ -500,10 +492,11 @@ def _cancel(args: argparse.Namespace, security: ClientSecurity | None) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace, security: ClientSecurity | None) -> int:
-    from .wire_client import list_partition_reassignments
+def _list(args: argparse.Namespace) -> int:
+    from .admin.partition_reassignments import list_partition_reassignments
 
-    ongoing = list_partition_reassignments(args.bootstrap_server, args.timeout, security=security)
+    with connect(args, CLIENT_ID) as cluster:
+        ongoing = list_partition_reassignments(cluster)
     if not ongoing:
         print("No partition reassignments found.")
         return 0

@@ -7,37 +7,34 @@ over:
     Topic: orders  TopicId: kqWc9dVQSHmTc1iFQn6A2g  PartitionCount: 2  ReplicationFactor: 1  ...
         Topic: orders  Partition: 0  Leader: 0  Replicas: 0  Isr: 0
 
-Everything goes through confluent-kafka's AdminClient (Metadata, CreateTopics,
-DeleteTopics, CreatePartitions, DescribeConfigs), so any Kafka-compatible broker works.
+Everything goes through Kafka's admin requests (Metadata, CreateTopics, DeleteTopics,
+CreatePartitions, DescribeConfigs: broker/tools/admin/), so any Kafka-compatible broker
+works.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from .common import (
     INTERNAL_TOPICS,
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    describe_error,
-    error_name,
     parse_key_values,
     run_admin_action,
     run_tool,
-    wait,
 )
+from .wire_client import KafkaCluster, UnservedRequestError, describe_error
 
-if TYPE_CHECKING:
-    from concurrent.futures import Future
-
-    from confluent_kafka.admin import AdminClient
+CLIENT_ID = "brook-topics"
 
 ACTION_HELP = {
     "list": "list topic names, one a line",
@@ -131,6 +128,7 @@ def _run(args: argparse.Namespace) -> int:
             "delete": _delete,
             "alter": _alter,
         },
+        CLIENT_ID,
     )
 
 
@@ -188,12 +186,9 @@ class TopicInfo:
     configs: dict[str, str] | None  # None: the broker does not serve DescribeConfigs
 
 
-def _topic_names(admin: AdminClient, args: argparse.Namespace) -> list[str]:
-    try:
-        metadata = admin.list_topics(timeout=args.timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot list topics: {describe_error(exc)}") from None
-    names = sorted(metadata.topics)
+def _topic_names(cluster: KafkaCluster, args: argparse.Namespace) -> list[str]:
+    metadata = cluster.metadata()
+    names = sorted({*metadata.topics, *metadata.missing})
     if args.exclude_internal:
         names = [name for name in names if name not in INTERNAL_TOPICS]
     return names
@@ -207,9 +202,9 @@ def _filter(names: list[str], topic: str) -> list[str]:
     return [name for name in names if pattern.fullmatch(name)]
 
 
-def _matching(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+def _matching(cluster: KafkaCluster, args: argparse.Namespace) -> list[str]:
     """The topics --topic names (a regex, as kafka-topics.sh takes it), sorted."""
-    names = _topic_names(admin, args)
+    names = _topic_names(cluster, args)
     if args.topic is None:
         return names
     matched = _filter(names, args.topic)
@@ -218,8 +213,8 @@ def _matching(admin: AdminClient, args: argparse.Namespace) -> list[str]:
     return matched
 
 
-def _list(admin: AdminClient, args: argparse.Namespace) -> int:
-    names = _topic_names(admin, args)
+def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    names = _topic_names(cluster, args)
     if args.topic is not None:
         names = _filter(names, args.topic)
     for name in names:
@@ -227,91 +222,73 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _kafka_uuid(topic_id: Any) -> str:
-    """A topic id as Kafka prints it: URL-safe base64 of the 16 bytes, unpadded."""
-    if topic_id is None:
-        return ""
-    high = topic_id.get_most_significant_bits() & (2**64 - 1)
-    low = topic_id.get_least_significant_bits() & (2**64 - 1)
-    raw = high.to_bytes(8, "big") + low.to_bytes(8, "big")
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _describe_topics(admin: AdminClient, names: list[str], timeout: float) -> list[TopicInfo]:
-    from confluent_kafka import TopicCollection
-
+def _describe_topics(cluster: KafkaCluster, names: list[str]) -> list[TopicInfo]:
     if not names:
         return []
-    futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
+    # Metadata for the topics named, which never creates one.
+    metadata = cluster.metadata(names)
     topics: list[TopicInfo] = []
     for name in names:
-        try:
-            description = wait(futures[name], timeout, f"describing topic {name}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
-                continue  # deleted between listing and describing
-            raise ToolError(f"cannot describe topic {name}: {describe_error(exc)}") from None
+        code = metadata.missing.get(name)
+        if code == ErrorCode.unknown_topic_or_partition:
+            continue  # deleted between listing and describing
+        if code is not None:
+            raise ToolError(f"cannot describe topic {name}: {describe_error(code)}")
         partitions = [
             PartitionInfo(
-                id=partition.id,
-                leader=partition.leader.id if partition.leader is not None else -1,
-                replicas=[node.id for node in partition.replicas],
-                isr=[node.id for node in partition.isr],
+                id=partition.partition,
+                leader=partition.leader,
+                replicas=list(partition.replicas),
+                isr=list(partition.isr),
             )
-            for partition in sorted(description.partitions, key=lambda p: p.id)
+            for partition in metadata.topics.get(name, [])
         ]
         topics.append(
             TopicInfo(
                 name=name,
-                topic_id=_kafka_uuid(description.topic_id),
-                internal=description.is_internal,
+                topic_id=metadata.topic_ids.get(name, ""),
+                internal=name in metadata.internal,
                 partitions=partitions,
                 configs=None,
             )
         )
-    _add_configs(admin, topics, timeout)
+    _add_configs(cluster, topics)
     return topics
 
 
-def _add_configs(admin: AdminClient, topics: list[TopicInfo], timeout: float) -> None:
+def _add_configs(cluster: KafkaCluster, topics: list[TopicInfo]) -> None:
     """Each topic's non-default configs, as kafka-topics.sh shows them."""
-    from .kafka_admin import ConfigResource, ResourceType
+    from .admin.configs import TOPIC, describe_configs
 
     if not topics:
         return
-    resources = [ConfigResource(ResourceType.TOPIC, topic.name) for topic in topics]
     try:
-        futures = admin.describe_configs(resources, request_timeout=timeout)
-    except Exception as exc:
-        raise ToolError(f"cannot describe configs: {describe_error(exc)}") from None
-    by_name = {resource.name: future for resource, future in futures.items()}
-    unsupported = False
-    for topic in topics:
-        try:
-            entries = wait(by_name[topic.name], timeout, f"describing configs of {topic.name}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if error_name(exc) == "_UNSUPPORTED_FEATURE":
-                unsupported = True
-                continue
-            if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
-                continue
-            raise ToolError(
-                f"cannot describe configs of {topic.name}: {describe_error(exc)}"
-            ) from None
-        topic.configs = {
-            name: entry.value if not entry.is_sensitive else "(sensitive)"
-            for name, entry in sorted(entries.items())
-            if not entry.is_default
-        }
-    if unsupported:
+        described = describe_configs(cluster, [(TOPIC, topic.name) for topic in topics])
+    except UnservedRequestError:
         print(
             "note: the broker does not serve DescribeConfigs; topic configs are not shown",
             file=sys.stderr,
         )
+        return
+    for topic in topics:
+        result = described.get((TOPIC, topic.name))
+        if result is None or result.error == ErrorCode.unknown_topic_or_partition:
+            continue
+        if result.error != ErrorCode.none:
+            raise ToolError(
+                f"cannot describe configs of {topic.name}:"
+                f" {describe_error(result.error, result.message)}"
+            )
+        topic.configs = {
+            # A config without a value reads null, as Kafka's tool prints it.
+            name: "(sensitive)" if entry.is_sensitive else _or_null(entry.value)
+            for name, entry in sorted(result.entries.items())
+            if not entry.is_default
+        }
+
+
+def _or_null(value: str | None) -> str:
+    return "null" if value is None else value
 
 
 def _partition_line(topic: str, partition: PartitionInfo) -> str:
@@ -334,22 +311,15 @@ def _topic_line(topic: TopicInfo) -> str:
     )
 
 
-def _live_brokers(admin: AdminClient, timeout: float) -> set[int]:
-    try:
-        return set(admin.list_topics(timeout=timeout).brokers)
-    except Exception as exc:
-        raise ToolError(f"cannot read the cluster's brokers: {describe_error(exc)}") from None
-
-
-def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
-    topics = _describe_topics(admin, _matching(admin, args), args.timeout)
+def _describe(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    topics = _describe_topics(cluster, _matching(cluster, args))
     if args.topics_with_overrides:
         for topic in topics:
             if topic.configs:
                 print(_topic_line(topic))
         return 0
     filtered = args.under_replicated_partitions or args.unavailable_partitions
-    live = _live_brokers(admin, args.timeout) if args.unavailable_partitions else set()
+    live = set(cluster.metadata(topics=()).brokers) if args.unavailable_partitions else set()
     for topic in topics:
         if not filtered:
             print(_topic_line(topic))
@@ -392,8 +362,8 @@ def _check_topic_name(name: str) -> None:
         )
 
 
-def _create(admin: AdminClient, args: argparse.Namespace) -> int:
-    from .kafka_admin import NewTopic
+def _create(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    from .admin.topics import NewTopic, create_topics
 
     name = args.topic
     _check_topic_name(name)
@@ -409,76 +379,67 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
         name,
         num_partitions=args.partitions if args.partitions is not None else -1,
         replication_factor=(args.replication_factor if args.replication_factor is not None else -1),
-        config=configs,
+        configs=configs,
     )
-    futures = admin.create_topics(
-        [new_topic], operation_timeout=args.timeout, request_timeout=args.timeout
-    )
-    try:
-        wait(futures[name], args.timeout + 5, f"creating topic {name}")
-    except ToolError:
-        raise
-    except Exception as exc:
-        if error_name(exc) == "TOPIC_ALREADY_EXISTS" and args.if_not_exists:
-            return 0
-        raise ToolError(f"cannot create topic {name}: {describe_error(exc)}") from None
+    code, message = create_topics(cluster, [new_topic]).get(name, _UNANSWERED)
+    if code == ErrorCode.topic_already_exists and args.if_not_exists:
+        return 0
+    if code != ErrorCode.none:
+        raise ToolError(f"cannot create topic {name}: {describe_error(code, message)}")
     print(f"Created topic {name}.")
     return 0
 
 
-def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
-    names = _matching(admin, args)
+def _delete(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    from .admin.topics import delete_topics
+
+    names = _matching(cluster, args)
     internal = [name for name in names if name in INTERNAL_TOPICS]
     if internal:
         raise ToolError(f"topic {internal[0]} is internal and cannot be deleted")
     if not names:
         return 0
-    futures = admin.delete_topics(names, operation_timeout=args.timeout)
-    _wait_each(
-        futures,
+    _fail_for_each(
+        delete_topics(cluster, names),
         names,
-        args.timeout,
-        "deleting topic",
         "cannot delete",
         # --if-exists: a topic deleted meanwhile is as good as deleted.
-        ignore="UNKNOWN_TOPIC_OR_PART" if args.if_exists else None,
+        ignore=ErrorCode.unknown_topic_or_partition if args.if_exists else None,
     )
     return 0
 
 
-def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
-    from .kafka_admin import NewPartitions
+def _alter(cluster: KafkaCluster, args: argparse.Namespace) -> int:
+    from .admin.topics import create_partitions
 
-    names = _matching(admin, args)
+    names = _matching(cluster, args)
     if not names:
         return 0
-    futures = admin.create_partitions(
-        [NewPartitions(name, args.partitions) for name in names],
-        operation_timeout=args.timeout,
-    )
-    _wait_each(futures, names, args.timeout, "adding partitions to", "cannot add partitions to")
+    counts = dict.fromkeys(names, args.partitions)
+    _fail_for_each(create_partitions(cluster, counts), names, "cannot add partitions to")
     return 0
 
 
-def _wait_each(
-    futures: dict[str, Future[None]],
+# What a topic the broker left out of its answer reads as.
+_UNANSWERED: tuple[ErrorCode, str | None] = (
+    ErrorCode.unknown_server_error,
+    "the broker did not answer for the topic",
+)
+
+
+def _fail_for_each(
+    outcomes: dict[str, tuple[ErrorCode, str | None]],
     names: list[str],
-    timeout: float,
-    doing: str,
     failed: str,
-    ignore: str | None = None,
+    ignore: ErrorCode | None = None,
 ) -> None:
-    """Wait for each named topic's future, then fail once, naming every topic that failed
-    and why; a failure whose error name is `ignore` counts as done."""
+    """Fail once, naming every topic that failed and why; a failure with the error code
+    `ignore` counts as done."""
     failures = []
     for name in names:
-        try:
-            wait(futures[name], timeout + 5, f"{doing} {name}")
-        except ToolError:
-            raise
-        except Exception as exc:
-            if ignore is not None and error_name(exc) == ignore:
-                continue
-            failures.append(f"{name}: {describe_error(exc)}")
+        code, message = outcomes.get(name, _UNANSWERED)
+        if code in (ErrorCode.none, ignore):
+            continue
+        failures.append(f"{name}: {describe_error(code, message)}")
     if failures:
         raise ToolError(f"{failed} {'; '.join(failures)}")

@@ -15,9 +15,8 @@ the producer id, or no longer counts the partition in the id's transaction. Such
 transaction holds back the partition's last stable offset, so read_committed consumers
 stop there; `abort` writes the ABORT marker that releases it.
 
-confluent-kafka's AdminClient offers none of these APIs, so Brook's own wire client sends
-them (wire_client.KafkaCluster, over TLS and SASL as --command-config says): Metadata
-for brokers, partitions and leaders, FindCoordinator (key type 1) and
+The requests (broker/tools/admin/transactions.py, over TLS and SASL as --command-config
+says): Metadata for brokers, partitions and leaders, FindCoordinator (key type 1) and
 DescribeTransactions to an id's coordinator, ListTransactions to every broker,
 DescribeProducers and WriteTxnMarkers to a partition's leader (or the replica named by
 --broker-id).
@@ -32,23 +31,28 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from .admin.transactions import (
+    PartitionProducers,
+    ProducerState,
+    TransactionDescription,
+    describe_producers,
+    describe_transaction,
+    list_transactions,
+    write_abort_marker,
+)
 from .common import (
     ToolError,
     add_action_arguments,
     add_connection_arguments,
-    check_reachable,
     chosen_action,
+    connect,
     run_tool,
-    wire_security,
 )
 from .wire_client import (
     ClusterMetadata,
     CoordinatorError,
     KafkaCluster,
     Node,
-    PartitionProducers,
-    ProducerState,
-    TransactionDescription,
     describe_code,
 )
 
@@ -198,8 +202,6 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     action = chosen_action(args)
     _check_options(action, args)
-    security = wire_security(args)  # a config it cannot use is refused before connecting
-    check_reachable(args.bootstrap_server, args.timeout, plaintext=security is None)
     actions: dict[str, Callable[[KafkaCluster, argparse.Namespace], int]] = {
         "list": _list,
         "describe": _describe,
@@ -207,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         "abort": _abort,
         "find-hanging": _find_hanging,
     }
-    with KafkaCluster(args.bootstrap_server, args.timeout, CLIENT_ID, security) as cluster:
+    with connect(args, CLIENT_ID) as cluster:
         return actions[action](cluster, args)
 
 
@@ -279,7 +281,7 @@ def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
         rows = []
         for node_id, node in sorted(brokers.items()):
             for listing in sorted(
-                cluster.list_transactions(node), key=lambda found: found.transactional_id
+                list_transactions(cluster, node), key=lambda found: found.transactional_id
             ):
                 rows.append((listing.transactional_id, node_id, listing.producer_id, listing.state))
     except ToolError as exc:
@@ -291,7 +293,7 @@ def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
 def _describe(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     transactional_id = args.transactional_id
     try:
-        found = cluster.describe_transaction(transactional_id)
+        found = describe_transaction(cluster, transactional_id)
     except ToolError as exc:
         raise _failed(
             f"Failed to describe transaction state of transactional-id `{transactional_id}`", exc
@@ -330,7 +332,7 @@ def _describe_producers(cluster: KafkaCluster, args: argparse.Namespace) -> int:
             node = _leader(metadata, tp)
         else:
             node = _broker(metadata, args.broker_id)
-        result = cluster.describe_producers(node, [tp]).get(tp)
+        result = describe_producers(cluster, node, [tp]).get(tp)
     except ToolError as exc:
         raise _failed(context, exc) from None
     _check_answered(context, result)
@@ -372,8 +374,8 @@ def _abort(cluster: KafkaCluster, args: argparse.Namespace) -> int:
         f" producerEpoch={producer_epoch}, coordinatorEpoch={coordinator_epoch})"
     )
     try:
-        error = cluster.write_abort_marker(
-            leader, tp, producer_id, producer_epoch, coordinator_epoch
+        error = write_abort_marker(
+            cluster, leader, tp, producer_id, producer_epoch, coordinator_epoch
         )
     except ToolError as exc:
         raise _failed(f"Failed to abort transaction {spec}", exc) from None
@@ -388,7 +390,7 @@ def _open_transaction_at(
     """(producer id, epoch, coordinator epoch) of the transaction open at `start_offset`."""
     context = f"Failed to validate producer state for partition {_tp(tp)}"
     try:
-        result = cluster.describe_producers(leader, [tp]).get(tp)
+        result = describe_producers(cluster, leader, [tp]).get(tp)
     except ToolError as exc:
         raise _failed(context, exc) from None
     _check_answered(context, result)
@@ -492,7 +494,7 @@ def _open_transactions(
             where = f" on broker {broker}" if broker is not None else ""
             context = f"Failed to describe producers for {len(batch)} partitions{where}"
             try:
-                results = cluster.describe_producers(node, batch)
+                results = describe_producers(cluster, node, batch)
             except ToolError as exc:
                 raise _failed(context, exc) from None
             for tp in batch:
@@ -518,7 +520,7 @@ def _hanging(
     try:
         transactional_ids: dict[int, str] = {}
         for node in _brokers(cluster):
-            for listing in cluster.list_transactions(node, producer_ids):
+            for listing in list_transactions(cluster, node, producer_ids):
                 if listing.producer_id in producer_ids:
                     transactional_ids[listing.producer_id] = listing.transactional_id
     except ToolError as exc:
@@ -544,7 +546,7 @@ def _describe_all(
     try:
         for transactional_id in ids:
             try:
-                descriptions[transactional_id] = cluster.describe_transaction(transactional_id)
+                descriptions[transactional_id] = describe_transaction(cluster, transactional_id)
             except CoordinatorError as exc:
                 if exc.code != ErrorCode.transactional_id_not_found:
                     raise

@@ -14,26 +14,22 @@ default 4096 iterations when none is given).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-from .common import ToolError, admin_client, describe_error, wait
+from .common import ToolError, connect
+from .wire_client import ApiError
 
-if TYPE_CHECKING:
-    from .kafka_admin import ScramMechanism, UserScramCredentialAlteration
-
+CLIENT_ID = "brook-configs"
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096  # kafka-configs.sh's default
 
 
-def _mechanism(name: str) -> ScramMechanism:
-    from .kafka_admin import ScramMechanism
-
+def _mechanism(name: str) -> str:
     if name not in MECHANISMS:
         raise ToolError(
             f"{name} is not a user config brook configs can set: {', '.join(MECHANISMS)}",
             2,
         )
-    return ScramMechanism[name.replace("-", "_")]
+    return name
 
 
 def _credential(mechanism: str, text: str) -> tuple[int, str]:
@@ -56,58 +52,33 @@ def _credential(mechanism: str, text: str) -> tuple[int, str]:
 
 
 def alter(args: argparse.Namespace, user: str, sets: dict[str, str], deletes: list[str]) -> int:
-    from .kafka_admin import (
-        ScramCredentialInfo,
-        UserScramCredentialDeletion,
-        UserScramCredentialUpsertion,
-    )
+    from .admin.scram_credentials import Deletion, Upsertion, alter_user_scram_credentials
 
-    changes: list[UserScramCredentialAlteration] = []
+    upsertions = []
     for mechanism, text in sets.items():
         iterations, password = _credential(mechanism, text)
-        changes.append(
-            UserScramCredentialUpsertion(
-                user,
-                ScramCredentialInfo(_mechanism(mechanism), iterations),
-                password.encode(),
-            )
-        )
-    changes += [UserScramCredentialDeletion(user, _mechanism(m)) for m in deletes]
-    admin = admin_client(args)
-    futures = admin.alter_user_scram_credentials(changes, request_timeout=args.timeout)
-    for future in futures.values():
-        try:
-            wait(future, args.timeout + 5, "altering SCRAM credentials")
-        except ToolError:
-            raise
-        except Exception as exc:
-            raise ToolError(
-                f"cannot alter the SCRAM credentials of user {user!r}: {describe_error(exc)}"
-            ) from None
+        upsertions.append(Upsertion(user, _mechanism(mechanism), iterations, password))
+    deletions = [Deletion(user, _mechanism(m)) for m in deletes]
+    with connect(args, CLIENT_ID) as cluster:
+        results = alter_user_scram_credentials(cluster, upsertions, deletions)
+    for error in results.values():
+        if error is not None:
+            raise ToolError(f"cannot alter the SCRAM credentials of user {user!r}: {error}")
     print(f"Completed updating config for user {user}.")
     return 0
 
 
 def describe(args: argparse.Namespace, user: str | None) -> int:
-    admin = admin_client(args)
-    try:
-        future = admin.describe_user_scram_credentials(
-            [user] if user else None, request_timeout=args.timeout
-        )
-        if isinstance(future, dict):
-            descriptions = {
-                name: wait(f, args.timeout + 5, "describing") for name, f in future.items()
-            }
-        else:
-            descriptions = wait(future, args.timeout + 5, "describing SCRAM credentials")
-    except ToolError:
-        raise
-    except Exception as exc:
-        raise ToolError(f"cannot describe SCRAM credentials: {describe_error(exc)}") from None
+    from .admin.scram_credentials import describe_user_scram_credentials
+
+    with connect(args, CLIENT_ID) as cluster:
+        try:
+            descriptions = describe_user_scram_credentials(cluster, [user] if user else None)
+        except ApiError as exc:
+            raise ToolError(f"cannot describe SCRAM credentials: {exc}") from None
     for name in sorted(descriptions):
         infos = ", ".join(
-            f"{info.mechanism.name.replace('_', '-')}=iterations={info.iterations}"
-            for info in descriptions[name].scram_credential_infos
+            f"{mechanism}=iterations={iterations}" for mechanism, iterations in descriptions[name]
         )
         print(f"SCRAM credential configs for user-principal '{name}' are {infos}")
     return 0

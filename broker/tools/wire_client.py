@@ -1,12 +1,18 @@
-"""The requests a tool needs that confluent-kafka does not expose, sent by hand.
+"""The tools' one Kafka client: `KafkaCluster`, Kafka's requests over broker/client.py.
 
-librdkafka has DeleteConsumerGroupOffsets, but the Python binding does not offer it,
-so `brook groups --delete-offsets` sends FindCoordinator v1 and OffsetDelete v0 itself.
-Nor does it offer the transaction admin APIs, so `brook transactions` reaches the
-cluster through `KafkaCluster`: Metadata, FindCoordinator (key type 1),
-ListTransactions, DescribeTransactions, DescribeProducers and WriteTxnMarkers. All are
-encoded with kio (the same message types the broker uses) by broker/client.py, over
-TLS and SASL as the tool's --command-config says (common.wire_security).
+Every `brook` tool that talks to a cluster goes through a KafkaCluster: requests and
+responses are kio's message types (the ones the broker serves), sent by broker/client.py's
+BlockingClient over TLS and SASL as the tool's --command-config says
+(common.client_settings). The requests themselves live in broker/tools/admin/, a module
+per concern; this module holds what they share: the connections, where each request
+goes, which errors are tried again, and how an error code reads in one line.
+
+A request goes where Kafka's AdminClient sends it: to any broker (the first bootstrap
+server that answers), to the controller (Metadata's controller id), to a group's or a
+transactional id's coordinator (FindCoordinator), or to a partition's leader. An answer
+with a retriable error (NOT_CONTROLLER, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER) is asked again,
+after a short pause and with the destination looked up again, until the tool's --timeout.
 """
 
 from __future__ import annotations
@@ -16,14 +22,14 @@ import datetime
 import ssl
 import time
 import types
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i8, i16, i32, i64
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i32Timedelta, i64
 
 from brook.broker.client import BlockingClient, ConnectionClosedError, InvalidResponseError
 from brook.broker.security.sasl_client import SaslAuthenticationError
@@ -33,26 +39,28 @@ from .common import ToolError, split_bootstrap
 if TYPE_CHECKING:
     from brook.broker.security.client_security import ClientSecurity
 
-CLIENT_ID = "brook-groups"
-TRANSACTION_KEY_TYPE = 1  # FindCoordinator's key type of a transactional id
-# What kio reads from an entity type besides its fields.
-KIO_CLASS_ATTRIBUTES = (
-    "__type__",
-    "__version__",
-    "__flexible__",
-    "__api_key__",
-    "__header_schema__",
-)
-# Errors after which asking for the coordinator again can succeed (Kafka retries these).
-COORDINATOR_RETRIABLE = frozenset(
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+GROUP_KEY_TYPE = 0  # FindCoordinator's key types
+TRANSACTION_KEY_TYPE = 1
+# Errors after which asking again, where the cluster now says, can succeed (Kafka retries).
+RETRIABLE = frozenset(
     {
+        ErrorCode.not_controller,
+        ErrorCode.not_coordinator,
         ErrorCode.coordinator_load_in_progress,
         ErrorCode.coordinator_not_available,
-        ErrorCode.not_coordinator,
+        ErrorCode.leader_not_available,
+        ErrorCode.not_leader_or_follower,
     }
 )
 RETRY_BACKOFF_S = 0.2
-# What an operator should read for the errors OffsetDelete answers with.
+# How much longer than the tool's timeout a connection waits for an answer: the broker
+# may take the whole timeout over an operation (a topic created) before it answers.
+ANSWER_MARGIN_S = 5.0
+# What an operator should read for the errors the tools meet most.
 ERROR_TEXTS = {
     ErrorCode.group_id_not_found: "the group does not exist",
     ErrorCode.non_empty_group: "the group is not empty",
@@ -64,6 +72,7 @@ ERROR_TEXTS = {
     ErrorCode.coordinator_not_available: "the group coordinator is not available",
     ErrorCode.coordinator_load_in_progress: "the group coordinator is still loading",
     ErrorCode.not_coordinator: "the broker is not the group's coordinator",
+    ErrorCode.not_controller: "the broker is not the controller",
     ErrorCode.transactional_id_not_found: "the transactional id could not be found",
     ErrorCode.not_leader_or_follower: "the broker is not the partition's leader or follower",
     ErrorCode.leader_not_available: "the partition has no leader",
@@ -72,7 +81,16 @@ ERROR_TEXTS = {
     ErrorCode.cluster_authorization_failed: "not authorized to act on the cluster",
     ErrorCode.transactional_id_authorization_failed: "not authorized for the transactional id",
     ErrorCode.kafka_storage_error: "the partition's log dir is offline",
+    ErrorCode.security_disabled: "the broker has no authorizer (authorizer.class.name)",
 }
+# What kio reads from an entity type besides its fields.
+KIO_CLASS_ATTRIBUTES = (
+    "__type__",
+    "__version__",
+    "__flexible__",
+    "__api_key__",
+    "__header_schema__",
+)
 
 
 def describe_code(code: ErrorCode) -> str:
@@ -80,6 +98,27 @@ def describe_code(code: ErrorCode) -> str:
     name = code.name.upper()
     text = ERROR_TEXTS.get(code)
     return f"{text} ({name})" if text else name
+
+
+def describe_error(code: ErrorCode, message: str | None = None) -> str:
+    """An error code with the broker's message when it sent one:
+    `Topic 'orders' already exists. (TOPIC_ALREADY_EXISTS)`."""
+    if message:
+        return f"{message} ({code.name.upper()})"
+    return describe_code(code)
+
+
+class ApiError(ToolError):
+    """An error code a broker answered (after retries), with its message if any."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(describe_error(code, message))
+        self.code = code
+        self.error_message = message
+
+
+class CoordinatorError(ApiError):
+    """An error code answered for a group or transactional id at its coordinator."""
 
 
 class _Connection:
@@ -90,7 +129,7 @@ class _Connection:
         host: str,
         port: int,
         timeout: float,
-        client_id: str = CLIENT_ID,
+        client_id: str,
         security: ClientSecurity | None = None,
     ) -> None:
         try:
@@ -106,8 +145,10 @@ class _Connection:
             ) from None
         except OSError as exc:
             raise ToolError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+        self.closed = False
 
     def close(self) -> None:
+        self.closed = True
         self.client.close()
 
     def request(self, request: Any, response_type: type | None = None) -> Any:
@@ -119,108 +160,282 @@ class _Connection:
             return self.client.receive(response_type)
         except ConnectionClosedError:
             # Kafka closes the connection on a request it does not serve.
+            self.close()
             api = type(request).__name__.removesuffix("Request")
-            raise ToolError(f"the broker closed the connection (does it serve {api}?)") from None
+            raise UnservedRequestError(
+                f"the broker closed the connection (does it serve {api}?)"
+            ) from None
         except TimeoutError:
+            self.close()
             raise ToolError("no answer from the broker in time") from None
         except OSError as exc:
+            self.close()
             raise ToolError(f"connection to the broker failed: {exc.strerror or exc}") from None
         except InvalidResponseError as exc:
+            self.close()
             raise ToolError(f"cannot read the broker's answer: {exc}") from None
 
 
-def _connect_any(
-    bootstrap: str,
-    timeout: float,
-    client_id: str = CLIENT_ID,
-    security: ClientSecurity | None = None,
-) -> _Connection:
-    """A connection to the first bootstrap server that accepts one."""
-    failure: ToolError | None = None
-    for host, port in split_bootstrap(bootstrap):
-        try:
-            return _Connection(host, port, timeout, client_id, security)
-        except ToolError as exc:
-            failure = exc
-    assert failure is not None
-    raise failure
+class UnservedRequestError(ToolError):
+    """The broker closed the connection on a request, as Kafka does on one it does not serve."""
 
 
-def _find_coordinator(
-    bootstrap: str, group: str, timeout: float, security: ClientSecurity | None
-) -> tuple[str, int]:
-    from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
-
-    connection = _connect_any(bootstrap, timeout, security=security)
-    try:
-        response = connection.request(FindCoordinatorRequest(key=group))
-    finally:
-        connection.close()
-    if response.error_code != ErrorCode.none:
-        raise _CoordinatorError(response.error_code)
-    return response.host, response.port
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = field(default=None, compare=False)
 
 
-class _CoordinatorError(Exception):
-    def __init__(self, code: ErrorCode) -> None:
-        super().__init__(code.name)
-        self.code = code
+@dataclass(frozen=True)
+class PartitionMetadata:
+    partition: int
+    leader: int  # -1: none
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...] = ()
 
 
-def delete_offsets(
-    bootstrap: str,
-    group: str,
-    partitions: list[tuple[str, int]],
-    timeout: float,
-    security: ClientSecurity | None = None,
-) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-    """OffsetDelete for `partitions` of `group`: the group-level error and one per partition."""
-    from kio.schema.offset_delete.v0.request import (
-        OffsetDeleteRequest,
-        OffsetDeleteRequestPartition,
-        OffsetDeleteRequestTopic,
-    )
+@dataclass
+class ClusterMetadata:
+    brokers: dict[int, Node]
+    topics: dict[str, list[PartitionMetadata]]  # the topics that exist, with partitions
+    internal: set[str]
+    missing: dict[str, ErrorCode]  # the topics asked for that could not be described
+    controller_id: int = -1
+    topic_ids: dict[str, str] = field(default_factory=dict)  # as Kafka prints them
 
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(partition)
-    request = OffsetDeleteRequest(
-        group_id=GroupId(group),
-        topics=tuple(
-            OffsetDeleteRequestTopic(
-                name=TopicName(topic),
-                partitions=tuple(
-                    OffsetDeleteRequestPartition(partition_index=i32(p)) for p in sorted(indexes)
-                ),
+
+class KafkaCluster:
+    """The brokers of one cluster, one connection per broker address opened when first
+    needed (over TLS and SASL with `security`) and kept until `close`."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.client_id = client_id
+        self.security = security
+        self._connections: dict[tuple[str, int], _Connection] = {}
+        self._bootstrapped: tuple[str, int] | None = None
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+    def __enter__(self) -> KafkaCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- where requests go --------------------------------------------------------------
+
+    def _connection(self, host: str, port: int) -> _Connection:
+        connection = self._connections.get((host, port))
+        if connection is None or connection.closed:
+            connection = _Connection(
+                host, port, self.timeout + ANSWER_MARGIN_S, self.client_id, self.security
             )
-            for topic, indexes in sorted(by_topic.items())
-        ),
-    )
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            host, port = _find_coordinator(bootstrap, group, timeout, security)
-            connection = _Connection(host, port, timeout, security=security)
+            self._connections[(host, port)] = connection
+        return connection
+
+    def _any_broker(self) -> _Connection:
+        """The first bootstrap server that accepts a connection (Kafka's least loaded node,
+        for a client that keeps one connection)."""
+        if self._bootstrapped is not None:
+            connection = self._connections.get(self._bootstrapped)
+            if connection is not None and not connection.closed:
+                return connection
+        failure: ToolError | None = None
+        for address in split_bootstrap(self.bootstrap):
             try:
-                response = connection.request(request)
-            finally:
-                connection.close()
-            code = response.error_code
-        except _CoordinatorError as exc:
-            code = exc.code
-        if code not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
-            break
-        time.sleep(RETRY_BACKOFF_S)  # the coordinator is loading or has moved
-    if code != ErrorCode.none:
-        return code, {}
-    return code, {
-        (topic.name, partition.partition_index): partition.error_code
-        for topic in response.topics
-        for partition in topic.partitions
-    }
+                connection = self._connection(*address)
+            except ToolError as exc:
+                failure = exc
+                continue
+            self._bootstrapped = address
+            return connection
+        assert failure is not None
+        raise failure
+
+    def request(self, node: Node | None, request: Any, response_type: type | None = None) -> Any:
+        """`request` answered by `node` (None: any broker)."""
+        connection = self._any_broker() if node is None else self._connection(node.host, node.port)
+        return connection.request(request, response_type)
+
+    def request_any(self, request: Any, response_type: type | None = None) -> Any:
+        return self.request(None, request, response_type)
+
+    def metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
+        """The brokers and the controller, and the partitions of `topics` (of every topic
+        when None); never creates a topic."""
+        from kio.schema.metadata.v11 import request as metadata11
+
+        response = self.request_any(
+            metadata11.MetadataRequest(
+                topics=None
+                if topics is None
+                else tuple(
+                    metadata11.MetadataRequestTopic(topic_id=None, name=TopicName(name))
+                    for name in topics
+                ),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+        found = ClusterMetadata(
+            brokers={b.node_id: Node(b.node_id, b.host, b.port, b.rack) for b in response.brokers},
+            topics={},
+            internal=set(),
+            missing={},
+            controller_id=response.controller_id,
+        )
+        for topic in response.topics:
+            if topic.error_code != ErrorCode.none:
+                found.missing[topic.name] = topic.error_code
+                continue
+            found.topics[topic.name] = sorted(
+                (
+                    PartitionMetadata(
+                        p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes)
+                    )
+                    for p in topic.partitions
+                ),
+                key=lambda p: p.partition,
+            )
+            found.topic_ids[topic.name] = kafka_uuid(topic.topic_id)
+            if topic.is_internal:
+                found.internal.add(topic.name)
+        return found
+
+    def node(self, broker_id: int, metadata: ClusterMetadata | None = None) -> Node:
+        """A broker by id, or a ToolError when the cluster has no such broker."""
+        brokers = (metadata or self.metadata(topics=())).brokers
+        node = brokers.get(broker_id)
+        if node is None:
+            known = ", ".join(str(b) for b in sorted(brokers)) or "none"
+            raise ToolError(f"broker {broker_id} is not in the cluster (brokers: {known})")
+        return node
+
+    def controller(self) -> Node:
+        """The controller, as Metadata names it; NOT_CONTROLLER while there is none."""
+        metadata = self.metadata(topics=())
+        node = metadata.brokers.get(metadata.controller_id)
+        if node is None:
+            raise ApiError(ErrorCode.not_controller)
+        return node
+
+    def find_coordinator(self, key: str, key_type: int = GROUP_KEY_TYPE) -> Node:
+        """The coordinator of a group (or, key type 1, of a transactional id)."""
+        from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
+
+        def attempt() -> Node:
+            response = self.request_any(FindCoordinatorRequest(key=key, key_type=i8(key_type)))
+            if response.error_code != ErrorCode.none:
+                raise CoordinatorError(response.error_code)
+            return Node(response.node_id, response.host, response.port)
+
+        return self.retrying(attempt)
+
+    def at_coordinator(
+        self,
+        key: str,
+        request: Any,
+        error_of: Callable[[Any], ErrorCode] = lambda response: response.error_code,
+        key_type: int = GROUP_KEY_TYPE,
+        response_type: type | None = None,
+    ) -> tuple[Node, Any]:
+        """`request` answered by the key's coordinator, found again and asked again while
+        it answers a retriable error (`error_of` reads the error of an answer); the
+        coordinator and its last answer."""
+
+        def attempt() -> tuple[Node, Any]:
+            node = self.find_coordinator(key, key_type)
+            response = self.request(node, request, response_type)
+            code = error_of(response)
+            if code in RETRIABLE:
+                raise CoordinatorError(code)
+            return node, response
+
+        return self.retrying(attempt)
+
+    # --- retries -------------------------------------------------------------------------
+
+    def retrying(self, attempt: Callable[[], T]) -> T:
+        """`attempt()` again while it raises an ApiError with a retriable code, until the
+        timeout (then that error)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return attempt()
+            except ApiError as exc:
+                if exc.code not in RETRIABLE or time.monotonic() >= deadline:
+                    raise
+            time.sleep(RETRY_BACKOFF_S)  # the controller, coordinator or leader has moved
+
+    def settle(
+        self,
+        keys: Iterable[K],
+        attempt: Callable[[list[K]], dict[K, R]],
+        error_of: Callable[[R], ErrorCode],
+    ) -> dict[K, R]:
+        """Each key's answer from `attempt(keys)`; the keys answered with a retriable error
+        (or all of them, when the attempt raises one) are asked again until the timeout,
+        as Kafka's AdminClient retries a topic or partition rather than the request."""
+        deadline = time.monotonic() + self.timeout
+        pending = list(dict.fromkeys(keys))
+        settled: dict[K, R] = {}
+        while pending:
+            try:
+                answered = attempt(pending)
+            except ApiError as exc:
+                if exc.code not in RETRIABLE or time.monotonic() >= deadline:
+                    raise
+                time.sleep(RETRY_BACKOFF_S)
+                continue
+            retry = [
+                key for key in pending if key in answered and error_of(answered[key]) in RETRIABLE
+            ]
+            if time.monotonic() >= deadline:
+                retry = []
+            settled.update({key: value for key, value in answered.items() if key not in retry})
+            pending = retry
+            if pending:
+                time.sleep(RETRY_BACKOFF_S)
+        return settled
 
 
-# --- the transaction admin APIs -----------------------------------------------------------
+def operation_timeout(cluster: KafkaCluster) -> i32Timedelta:
+    """How long the broker may take over an operation it waits on (a topic created, a
+    leader elected): the tool's timeout, as Kafka's tools pass theirs."""
+    return i32Timedelta.parse(datetime.timedelta(seconds=cluster.timeout))
+
+
+def kafka_uuid(value: Any) -> str:
+    """A topic id as Kafka prints it: URL-safe base64 of the 16 bytes, unpadded."""
+    if value is None:
+        return ""
+    import base64
+
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """Partitions grouped by topic, both sorted, each once."""
+    grouped: dict[str, set[int]] = {}
+    for topic, index in partitions:
+        grouped.setdefault(topic, set()).add(index)
+    return {topic: sorted(indexes) for topic, indexes in sorted(grouped.items())}
+
+
+# --- reading what kio cannot ---------------------------------------------------------------
 
 
 @cache
@@ -250,415 +465,3 @@ def _variant(entity: type, changed: dict[str, tuple[Any, dict[str, str]]]) -> ty
     return dataclasses.make_dataclass(
         entity.__name__, specs, namespace=namespace, frozen=True, slots=True, kw_only=True
     )
-
-
-@dataclass(frozen=True)
-class Node:
-    node_id: int
-    host: str
-    port: int
-
-
-@dataclass(frozen=True)
-class PartitionMetadata:
-    partition: int
-    leader: int  # -1: none
-    replicas: tuple[int, ...]
-
-
-@dataclass
-class ClusterMetadata:
-    brokers: dict[int, Node]
-    topics: dict[str, list[PartitionMetadata]]  # the topics that exist, with partitions
-    internal: set[str]
-    missing: dict[str, ErrorCode]  # the topics asked for that could not be described
-
-
-@dataclass(frozen=True)
-class TransactionListing:
-    transactional_id: str
-    producer_id: int
-    state: str
-
-
-@dataclass(frozen=True)
-class TransactionDescription:
-    coordinator_id: int
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    state: str
-    timeout_ms: int
-    start_time_ms: int  # -1: no transaction under way
-    partitions: tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True)
-class ProducerState:
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp: int
-    coordinator_epoch: int  # -1: no marker written yet
-    current_txn_start_offset: int  # -1: no open transaction
-
-
-@dataclass(frozen=True)
-class PartitionProducers:
-    error: ErrorCode
-    producers: tuple[ProducerState, ...]
-
-
-class CoordinatorError(ToolError):
-    """An error code answered for a transactional id (after retries)."""
-
-    def __init__(self, code: ErrorCode) -> None:
-        super().__init__(describe_code(code))
-        self.code = code
-
-
-class KafkaCluster:
-    """The brokers of one cluster, one connection per broker opened when first needed
-    (over TLS and SASL with `security`). Retriable coordinator errors are retried, as
-    Kafka's admin client does, until the tool's timeout."""
-
-    def __init__(
-        self,
-        bootstrap: str,
-        timeout: float,
-        client_id: str,
-        security: ClientSecurity | None = None,
-    ) -> None:
-        self.bootstrap = bootstrap
-        self.timeout = timeout
-        self.client_id = client_id
-        self.security = security
-        self._connections: dict[Node, _Connection] = {}
-
-    def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
-
-    def __enter__(self) -> KafkaCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _bootstrap_request(self, request: Any) -> Any:
-        connection = _connect_any(self.bootstrap, self.timeout, self.client_id, self.security)
-        try:
-            return connection.request(request)
-        finally:
-            connection.close()
-
-    def request(self, node: Node, request: Any, response_type: type | None = None) -> Any:
-        connection = self._connections.get(node)
-        if connection is None:
-            connection = _Connection(
-                node.host, node.port, self.timeout, self.client_id, self.security
-            )
-            self._connections[node] = connection
-        return connection.request(request, response_type)
-
-    def metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
-        """The brokers, and the partitions of `topics` (of every topic when None)."""
-        from kio.schema.metadata.v8 import request as metadata8
-
-        response = self._bootstrap_request(
-            metadata8.MetadataRequest(
-                topics=None
-                if topics is None
-                else tuple(metadata8.MetadataRequestTopic(name=TopicName(name)) for name in topics),
-                allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False,
-            )
-        )
-        found = ClusterMetadata(
-            brokers={b.node_id: Node(b.node_id, b.host, b.port) for b in response.brokers},
-            topics={},
-            internal=set(),
-            missing={},
-        )
-        for topic in response.topics:
-            if topic.error_code != ErrorCode.none:
-                found.missing[topic.name] = topic.error_code
-                continue
-            found.topics[topic.name] = sorted(
-                (
-                    PartitionMetadata(p.partition_index, p.leader_id, tuple(p.replica_nodes))
-                    for p in topic.partitions
-                ),
-                key=lambda p: p.partition,
-            )
-            if topic.is_internal:
-                found.internal.add(topic.name)
-        return found
-
-    def _retrying(self, attempt: Any) -> Any:
-        """`attempt()` again while it raises a retriable CoordinatorError, until the timeout."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                return attempt()
-            except CoordinatorError as exc:
-                if exc.code not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
-                    raise
-            time.sleep(RETRY_BACKOFF_S)  # the coordinator is loading or has moved
-
-    def find_transaction_coordinator(self, transactional_id: str) -> Node:
-        from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
-
-        def attempt() -> Node:
-            response = self._bootstrap_request(
-                FindCoordinatorRequest(key=transactional_id, key_type=i8(TRANSACTION_KEY_TYPE))
-            )
-            if response.error_code != ErrorCode.none:
-                raise CoordinatorError(response.error_code)
-            return Node(response.node_id, response.host, response.port)
-
-        node: Node = self._retrying(attempt)
-        return node
-
-    def describe_transaction(self, transactional_id: str) -> TransactionDescription:
-        """DescribeTransactions of one id at its coordinator; a CoordinatorError names
-        the error the coordinator answered (TRANSACTIONAL_ID_NOT_FOUND, ...)."""
-        from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
-
-        def attempt() -> TransactionDescription:
-            node = self.find_transaction_coordinator(transactional_id)
-            response = self.request(
-                node,
-                DescribeTransactionsRequest(transactional_ids=(TransactionalId(transactional_id),)),
-                describe_transactions_response(),
-            )
-            [state] = response.transaction_states
-            if state.error_code != ErrorCode.none:
-                raise CoordinatorError(state.error_code)
-            return TransactionDescription(
-                coordinator_id=node.node_id,
-                transactional_id=state.transactional_id,
-                producer_id=state.producer_id,
-                producer_epoch=state.producer_epoch,
-                state=state.transaction_state,
-                timeout_ms=state.transaction_timeout // datetime.timedelta(milliseconds=1),
-                start_time_ms=state.transaction_start_time,
-                partitions=tuple(
-                    (topic.topic, partition)
-                    for topic in state.topics
-                    for partition in topic.partitions
-                ),
-            )
-
-        description: TransactionDescription = self._retrying(attempt)
-        return description
-
-    def list_transactions(
-        self, node: Node, producer_ids: Iterable[int] = ()
-    ) -> list[TransactionListing]:
-        """ListTransactions at one broker: the ids its coordinator holds (of `producer_ids`
-        only, if given)."""
-        from kio.schema.list_transactions.v0.request import ListTransactionsRequest
-
-        def attempt() -> list[TransactionListing]:
-            response = self.request(
-                node,
-                ListTransactionsRequest(
-                    state_filters=(), producer_id_filters=tuple(ProducerId(p) for p in producer_ids)
-                ),
-            )
-            if response.error_code != ErrorCode.none:
-                raise CoordinatorError(response.error_code)
-            return [
-                TransactionListing(s.transactional_id, s.producer_id, s.transaction_state)
-                for s in response.transaction_states
-            ]
-
-        listings: list[TransactionListing] = self._retrying(attempt)
-        return listings
-
-    def describe_producers(
-        self, node: Node, partitions: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], PartitionProducers]:
-        """DescribeProducers at one broker: each partition's active producers or error."""
-        from kio.schema.describe_producers.v0.request import (
-            DescribeProducersRequest,
-            TopicRequest,
-        )
-
-        response = self.request(
-            node,
-            DescribeProducersRequest(
-                topics=tuple(
-                    TopicRequest(
-                        name=TopicName(topic), partition_indexes=tuple(i32(p) for p in indexes)
-                    )
-                    for topic, indexes in _by_topic(partitions).items()
-                )
-            ),
-        )
-        return {
-            (topic.name, partition.partition_index): PartitionProducers(
-                partition.error_code,
-                tuple(
-                    ProducerState(
-                        producer_id=p.producer_id,
-                        producer_epoch=p.producer_epoch,
-                        last_sequence=p.last_sequence,
-                        last_timestamp=p.last_timestamp,
-                        coordinator_epoch=p.coordinator_epoch,
-                        current_txn_start_offset=p.current_txn_start_offset,
-                    )
-                    for p in partition.active_producers
-                ),
-            )
-            for topic in response.topics
-            for partition in topic.partitions
-        }
-
-    def write_abort_marker(
-        self,
-        node: Node,
-        partition: tuple[str, int],
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
-        """WriteTxnMarkers v1 of one ABORT marker to one partition (at its leader)."""
-        from kio.schema.write_txn_markers.v1.request import (
-            WritableTxnMarker,
-            WritableTxnMarkerTopic,
-            WriteTxnMarkersRequest,
-        )
-
-        topic, index = partition
-        response = self.request(
-            node,
-            WriteTxnMarkersRequest(
-                markers=(
-                    WritableTxnMarker(
-                        producer_id=ProducerId(producer_id),
-                        producer_epoch=i16(producer_epoch),
-                        transaction_result=False,  # abort
-                        topics=(
-                            WritableTxnMarkerTopic(
-                                name=TopicName(topic), partition_indexes=(i32(index),)
-                            ),
-                        ),
-                        coordinator_epoch=i32(coordinator_epoch),
-                    ),
-                )
-            ),
-        )
-        for marker in response.markers:
-            for answered in marker.topics:
-                for result in answered.partitions:
-                    if (answered.name, result.partition_index) == partition:
-                        code: ErrorCode = result.error_code
-                        return code
-        raise ToolError(f"the broker did not answer for partition {topic}-{index}")
-
-
-def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
-    by_topic: dict[str, list[int]] = {}
-    for topic, index in partitions:
-        by_topic.setdefault(topic, []).append(index)
-    return {topic: sorted(indexes) for topic, indexes in sorted(by_topic.items())}
-
-
-# --- partition reassignments -----------------------------------------------------------
-
-REASSIGN_CLIENT_ID = "reassign-partitions-tool"  # Kafka's tool's client id
-ReplicaMove = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-
-
-def _to_controller(
-    bootstrap: str, timeout: float, request: Any, security: ClientSecurity | None
-) -> Any:
-    """`request` answered by any broker (it forwards it to the controller); NOT_CONTROLLER
-    (the controller moving) tried again until the timeout, as Kafka's admin client does."""
-    deadline = time.monotonic() + timeout
-    while True:
-        connection = _connect_any(bootstrap, timeout, REASSIGN_CLIENT_ID, security)
-        try:
-            response = connection.request(request)
-        finally:
-            connection.close()
-        if response.error_code != ErrorCode.not_controller or time.monotonic() >= deadline:
-            break
-        time.sleep(RETRY_BACKOFF_S)
-    if response.error_code != ErrorCode.none:
-        raise ToolError(describe_code(response.error_code))
-    return response
-
-
-def alter_partition_reassignments(
-    bootstrap: str,
-    timeout: float,
-    moves: dict[tuple[str, int], list[int] | None],
-    security: ClientSecurity | None = None,
-) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
-    """AlterPartitionReassignments v0: each partition's error and message (None: cancel)."""
-    from kio.schema.alter_partition_reassignments.v0 import request as alter0
-
-    by_topic: dict[str, list[alter0.ReassignablePartition]] = {}
-    for (topic, index), replicas in sorted(moves.items()):
-        by_topic.setdefault(topic, []).append(
-            alter0.ReassignablePartition(
-                partition_index=i32(index),
-                replicas=None if replicas is None else tuple(BrokerId(r) for r in replicas),
-            )
-        )
-    response = _to_controller(
-        bootstrap,
-        timeout,
-        alter0.AlterPartitionReassignmentsRequest(
-            topics=tuple(
-                alter0.ReassignableTopic(name=TopicName(topic), partitions=tuple(partitions))
-                for topic, partitions in by_topic.items()
-            ),
-        ),
-        security,
-    )
-    return {
-        (topic.name, p.partition_index): (p.error_code, p.error_message)
-        for topic in response.responses
-        for p in topic.partitions
-    }
-
-
-def list_partition_reassignments(
-    bootstrap: str,
-    timeout: float,
-    partitions: Iterable[tuple[str, int]] | None = None,
-    security: ClientSecurity | None = None,
-) -> dict[tuple[str, int], ReplicaMove]:
-    """ListPartitionReassignments v0: (replicas, adding, removing) of each partition being
-    moved, of `partitions` (None: every one)."""
-    from kio.schema.list_partition_reassignments.v0 import request as list0
-
-    topics = None
-    if partitions is not None:
-        topics = tuple(
-            list0.ListPartitionReassignmentsTopics(
-                name=TopicName(topic), partition_indexes=tuple(i32(p) for p in indexes)
-            )
-            for topic, indexes in _by_topic(partitions).items()
-        )
-    response = _to_controller(
-        bootstrap,
-        timeout,
-        list0.ListPartitionReassignmentsRequest(topics=topics),
-        security,
-    )
-    return {
-        (topic.name, p.partition_index): (
-            tuple(p.replicas),
-            tuple(p.adding_replicas),
-            tuple(p.removing_replicas),
-        )
-        for topic in response.topics
-        for p in topic.partitions
-    }
