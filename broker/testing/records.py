@@ -1,9 +1,15 @@
 """Seed a topic and read back what it holds, through a real Kafka client.
 
-The pytest fixtures' helpers (`brook_broker.produce(...)`, `brook_broker.records(...)`)
-use confluent-kafka, Brook's own dependency, over the broker's listener, exactly as the
-code under test talks to it: what they read is what any consumer would read, and what
-they write goes through the broker's full produce path (validation, offsets, indexes).
+The pytest fixtures' helpers (`brook_broker.produce(...)`, `brook_broker.records(...)`,
+`create_topic`) use confluent-kafka over the broker's listener, exactly as the code under
+test talks to it: what they read is what any consumer would read, and what they write
+goes through the broker's full produce path (validation, offsets, indexes). Their
+contract is that client's: `config` takes its (librdkafka's) names, a refused record
+carries its KafkaError, a missing topic raises its KafkaException.
+
+confluent-kafka is the `testing` extra (`pip install 'brook-broker[testing]'`), not a
+dependency of the broker: the fixtures start brokers without it, and a helper called
+without it says what to install.
 """
 
 from __future__ import annotations
@@ -20,6 +26,22 @@ Bytes = bytes | str | None
 RecordLike = Bytes | tuple[Bytes, Bytes] | Mapping[str, Any]
 
 DEFAULT_TIMEOUT_S = 30.0
+MISSING_CLIENT = (
+    "brook_broker.produce(), records() and create_topic() seed and read topics through"
+    " confluent-kafka, which is not installed: pip install 'brook-broker[testing]'"
+)
+
+
+class ClientLibraryMissingError(ImportError):
+    """confluent-kafka, which the helpers drive, is not installed."""
+
+
+def require_client_library() -> None:
+    """Import confluent-kafka, or say which extra brings it."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError as exc:
+        raise ClientLibraryMissingError(MISSING_CLIENT) from exc
 
 
 class ProduceError(Exception):
@@ -87,6 +109,7 @@ def produce(
     them; returns each record's partition and offset. A record the broker refuses
     raises ProduceError. `partition` applies to records that name none; `config` is
     more producer configuration by librdkafka's names (e.g. compression.type)."""
+    require_client_library()
     from confluent_kafka import Producer
 
     producer = Producer(
@@ -132,6 +155,7 @@ def read_records(
     is joined and no offset committed. A topic that does not exist raises KafkaException
     (UNKNOWN_TOPIC_OR_PART). read_committed leaves aborted records out and waits for
     open transactions below the high watermark to end (up to `timeout`)."""
+    require_client_library()
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     consumer = Consumer(
@@ -211,6 +235,7 @@ def create_topic(
     """Create a topic; `partitions` -1 takes the broker's num.partitions, as Kafka's
     CreateTopics does. Raises KafkaException as the admin client does, e.g.
     TOPIC_ALREADY_EXISTS."""
+    require_client_library()
     from confluent_kafka.admin import AdminClient
 
     # NewTopic is confluent_kafka.admin's, whose names mypy sees only in cimpl's stub.

@@ -1,6 +1,6 @@
 """A Kafka client that the image tests run in a container of its own, beside the broker's, on
-a user-defined network: the image's own Python and the confluent-kafka that Brook depends on,
-so the client needs nothing the runtime image lacks.
+a user-defined network: the image's own Python, with the tests' confluent-kafka mounted in
+(test_image._client_library: the image holds no client library).
 
     python network_client.py BOOTSTRAP TOPIC PRODUCE EXPECT
 

@@ -150,10 +150,26 @@ def _python_client(network: str, *options: str) -> tuple[str, ...]:
         *ULIMITS,
         "--network",
         network,
+        *_client_library(),
         *options,
         "--entrypoint",
         "python",
     )
+
+
+def _client_library() -> tuple[str, ...]:
+    """The image holds no Kafka client library (the broker and its tools use none), so a
+    client container gets the tests' own confluent-kafka (a manylinux wheel, for the
+    image's CPython 3.11), mounted read-only onto its PYTHONPATH."""
+    import confluent_kafka
+
+    package = Path(confluent_kafka.__file__).parent
+    site = "/run/brook-tests/site"
+    options = ["--volume", f"{package}:{site}/confluent_kafka:ro"]
+    libraries = package.with_name("confluent_kafka.libs")  # the wheel's own librdkafka
+    if libraries.is_dir():
+        options += ["--volume", f"{libraries}:{site}/confluent_kafka.libs:ro"]
+    return (*options, "--env", f"PYTHONPATH={site}")
 
 
 def network_metadata(podman: Podman, image: str, network: str, bootstrap: str) -> list[str]:
