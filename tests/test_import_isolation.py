@@ -315,3 +315,29 @@ def test_the_tools_act_without_a_client_library(tmp_path: Path):
         assert "SECURITY_DISABLED" in acls.stderr, acls
     finally:
         broker.stop()
+
+
+def test_the_pytest_helpers_name_the_extra_they_need_without_confluent_kafka(tmp_path: Path):
+    """Without confluent-kafka a test broker starts and serves; its produce() says which
+    extra brings the client it seeds topics through."""
+    code = WITHOUT_CLIENTS.replace(
+        "from brook.broker.entry import main\nmain()",
+        "from brook.broker.testing import BrokerThread\n"
+        "from brook.broker.testing.records import ClientLibraryMissingError\n"
+        "broker = BrokerThread(sys.argv[1]).start()\n"
+        "try:\n"
+        "    broker.produce('seeded', [b'x'])\n"
+        "except ClientLibraryMissingError as exc:\n"
+        "    print(exc)\n"
+        "finally:\n"
+        "    broker.stop()\n",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'brook-broker[testing]'" in done.stdout
