@@ -3,7 +3,7 @@ the wire (DescribeAcls' request and DeleteAcls' filters have the same fields).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from brook.protocol.errors import ErrorCode
 
@@ -11,6 +11,7 @@ from ..authorizer.acl import AclBindingFilter, PatternType, PermissionType, Reso
 from ..authorizer.authorizer import Authorizer
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
+from .views import AclFilterView
 
 if TYPE_CHECKING:
     from ..authorizer.store import AclStore
@@ -31,7 +32,7 @@ def acl_store_of(ctx: RequestContext) -> AclStore:
     return store
 
 
-def filter_from(request: Any) -> AclBindingFilter | ErrorCode:
+def filter_from(request: AclFilterView) -> AclBindingFilter | ErrorCode:
     """The filter a request names, or INVALID_REQUEST for a code Kafka does not know."""
     try:
         return AclBindingFilter(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -30,8 +31,41 @@ from .acl_requests import SECURITY_DISABLED_MESSAGE, acl_store_of, authorizer_of
 log = logging.getLogger("brook.apis.create_acls")
 
 
+class AclCreationView(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def resource_pattern_type(self) -> int: ...
+    @property
+    def principal(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
+
+
+class CreateAclsRequestView(Protocol):
+    """What the handler reads of a CreateAclsRequest (every served version has it)."""
+
+    @property
+    def creations(self) -> Sequence[AclCreationView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.create_acls import v1, v2, v3
+
+    def _served_requests_are_views(
+        r1: v1.CreateAclsRequest, r2: v2.CreateAclsRequest, r3: v3.CreateAclsRequest
+    ) -> list[CreateAclsRequestView]:
+        return [r1, r2, r3]
+
+
 @handles(ApiKey.CREATE_ACLS)
-async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequestView) -> Any:
     types = schema_module(ctx.response_type)
 
     def result(error: ErrorCode, message: str | None = None) -> Any:
@@ -81,7 +115,7 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
     return respond(results)
 
 
-def _binding(creation: Any) -> AclBinding | None:
+def _binding(creation: AclCreationView) -> AclBinding | None:
     """The ACL a creation asks for, or None when a code is not one of Kafka's."""
     try:
         return AclBinding(

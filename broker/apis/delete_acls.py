@@ -5,7 +5,8 @@ without an authorizer; a filter with an UNKNOWN element gets INVALID_REQUEST."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -17,6 +18,7 @@ from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 from .acl_requests import SECURITY_DISABLED_MESSAGE, acl_store_of, authorizer_of, filter_from
+from .views import AclFilterView
 
 if TYPE_CHECKING:
     from ..authorizer.store import AclStore
@@ -24,8 +26,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("brook.apis.delete_acls")
 
 
+class DeleteAclsRequestView(Protocol):
+    """What the handler reads of a DeleteAclsRequest (every served version has it)."""
+
+    @property
+    def filters(self) -> Sequence[AclFilterView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.delete_acls import v1, v2, v3
+
+    def _served_requests_are_views(
+        r1: v1.DeleteAclsRequest, r2: v2.DeleteAclsRequest, r3: v3.DeleteAclsRequest
+    ) -> list[DeleteAclsRequestView]:
+        return [r1, r2, r3]
+
+
 @handles(ApiKey.DELETE_ACLS)
-async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequestView) -> Any:
     types = schema_module(ctx.response_type)
 
     def filter_result(error: ErrorCode, message: str | None, removed: list[AclBinding]) -> Any:

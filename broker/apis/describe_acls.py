@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -15,12 +15,21 @@ from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 from .acl_requests import SECURITY_DISABLED_MESSAGE, authorizer_of, filter_from
+from .views import AclFilterView
 
 log = logging.getLogger("brook.apis.describe_acls")
 
+if TYPE_CHECKING:
+    from kio.schema.describe_acls import v1, v2, v3
+
+    def _served_requests_are_views(
+        r1: v1.DescribeAclsRequest, r2: v2.DescribeAclsRequest, r3: v3.DescribeAclsRequest
+    ) -> list[AclFilterView]:
+        return [r1, r2, r3]
+
 
 @handles(ApiKey.DESCRIBE_ACLS)
-def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_acls(ctx: RequestContext, request: AclFilterView) -> Any:
     types = schema_module(ctx.response_type)
 
     def respond(

@@ -8,7 +8,7 @@ mypy checks. A view of one API stays in that API's module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 
 class CommitPartitionView(Protocol):
@@ -42,3 +42,46 @@ class CommitRequestView(Protocol):
     def group_id(self) -> str: ...
     @property
     def topics(self) -> Sequence[CommitTopicView]: ...
+
+
+class AclFilterView(Protocol):
+    """An ACL filter: a DescribeAclsRequest itself, and each filter of a DeleteAclsRequest
+    (Kafka's DeleteAclsFilter), with the same fields (acl_requests.filter_from)."""
+
+    @property
+    def resource_type_filter(self) -> int: ...
+    @property
+    def resource_name_filter(self) -> str | None: ...
+    @property
+    def pattern_type_filter(self) -> int: ...
+    @property
+    def principal_filter(self) -> str | None: ...
+    @property
+    def host_filter(self) -> str | None: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
+
+
+class AlterConfigsResourceView(Protocol):
+    """A resource of an AlterConfigs or IncrementalAlterConfigs request (Kafka's
+    AlterConfigsResource in both), whose configs each API reads its own way."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+ResourceT_co = TypeVar("ResourceT_co", bound=AlterConfigsResourceView, covariant=True)
+
+
+class ConfigsAlterationView(Protocol[ResourceT_co]):
+    """An AlterConfigs or IncrementalAlterConfigs request, as both handlers read it
+    (incremental_alter_configs.alter_all), of resources of either API's kind."""
+
+    @property
+    def resources(self) -> Sequence[ResourceT_co]: ...
+    @property
+    def validate_only(self) -> bool: ...
