@@ -7,7 +7,8 @@ its own; validate_only checks without changing anything.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from brook.protocol.api_table import ApiKey
 
@@ -15,10 +16,37 @@ from ..config.changes import ConfigChange
 from ..server.request_context import RequestContext
 from . import handles
 from .incremental_alter_configs import alter_all
+from .views import AlterConfigsResourceView, ConfigsAlterationView
+
+
+class AlterableConfigView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class AlterConfigsRequestResourceView(AlterConfigsResourceView, Protocol):
+    """A resource with the whole of its new configs."""
+
+    @property
+    def configs(self) -> Sequence[AlterableConfigView]: ...
+
+
+AlterConfigsRequestView: TypeAlias = ConfigsAlterationView[AlterConfigsRequestResourceView]
+
+
+if TYPE_CHECKING:
+    from kio.schema.alter_configs import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.AlterConfigsRequest, r1: v1.AlterConfigsRequest, r2: v2.AlterConfigsRequest
+    ) -> list[AlterConfigsRequestView]:
+        return [r0, r1, r2]
 
 
 @handles(ApiKey.ALTER_CONFIGS)
-def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequestView) -> Any:
     return alter_all(
         ctx,
         request,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
@@ -19,12 +19,49 @@ from ..authorizer.operations import AclOperation
 from ..config.changes import ConfigChange, alter_resource
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
+from .views import AlterConfigsResourceView, ConfigsAlterationView
 
 log = logging.getLogger("brook.apis.alter_configs")
 
+Resource = TypeVar("Resource", bound=AlterConfigsResourceView)
+
+
+class IncrementalAlterableConfigView(Protocol):
+    """A key's change (Kafka's AlterableConfig of IncrementalAlterConfigs)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config_operation(self) -> int: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class IncrementalAlterConfigsResourceView(AlterConfigsResourceView, Protocol):
+    """A resource with the changes of its keys."""
+
+    @property
+    def configs(self) -> Sequence[IncrementalAlterableConfigView]: ...
+
+
+IncrementalAlterConfigsRequestView: TypeAlias = ConfigsAlterationView[
+    IncrementalAlterConfigsResourceView
+]
+
+
+if TYPE_CHECKING:
+    from kio.schema.incremental_alter_configs import v0, v1
+
+    def _served_requests_are_views(
+        r0: v0.IncrementalAlterConfigsRequest, r1: v1.IncrementalAlterConfigsRequest
+    ) -> list[IncrementalAlterConfigsRequestView]:
+        return [r0, r1]
+
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
+def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequestView
+) -> Any:
     return alter_all(
         ctx,
         request,
@@ -37,8 +74,8 @@ def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
 
 async def alter_all(
     ctx: RequestContext,
-    request: Any,
-    changes_of: Callable[[Any], Sequence[ConfigChange]],
+    request: ConfigsAlterationView[Resource],
+    changes_of: Callable[[Resource], Sequence[ConfigChange]],
     incremental: bool,
 ) -> Any:
     """Both alter APIs: one result per resource, in request order."""
