@@ -11,7 +11,8 @@ in force on this broker when the response goes out.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -25,11 +26,56 @@ from . import NO_THROTTLE, handles, schema_module
 log = logging.getLogger("brook.apis.alter_client_quotas")
 
 
+class AlterClientQuotasEntityDataView(Protocol):
+    """A part of an entity (Kafka's EntityData): its type and name (null: the default)."""
+
+    @property
+    def entity_type(self) -> str: ...
+    @property
+    def entity_name(self) -> str | None: ...
+
+
+class AlterClientQuotasOpDataView(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def remove(self) -> bool: ...
+
+
+class AlterClientQuotasEntryDataView(Protocol):
+    @property
+    def entity(self) -> Sequence[AlterClientQuotasEntityDataView]: ...
+    @property
+    def ops(self) -> Sequence[AlterClientQuotasOpDataView]: ...
+
+
+class AlterClientQuotasRequestView(Protocol):
+    """What the handler reads of an AlterClientQuotasRequest (every served version has it)."""
+
+    @property
+    def entries(self) -> Sequence[AlterClientQuotasEntryDataView]: ...
+    @property
+    def validate_only(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.alter_client_quotas import v0, v1
+
+    def _served_requests_are_views(
+        r0: v0.AlterClientQuotasRequest, r1: v1.AlterClientQuotasRequest
+    ) -> list[AlterClientQuotasRequestView]:
+        return [r0, r1]
+
+
 @handles(ApiKey.ALTER_CLIENT_QUOTAS)
-async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     allowed = authorize_cluster(ctx, AclOperation.ALTER_CONFIGS)
-    results: list[tuple[Any, ErrorCode, str | None]] = []
+    results: list[tuple[Sequence[AlterClientQuotasEntityDataView], ErrorCode, str | None]] = []
     changes: dict[QuotaEntity, dict[str, float | None]] = {}
     for entry in request.entries:
         wire = [(part.entity_type, part.entity_name) for part in entry.entity]

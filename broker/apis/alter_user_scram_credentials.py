@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -37,6 +38,44 @@ log = logging.getLogger("brook.security")
 _TWICE = "A user credential cannot be altered twice in the same request"
 
 
+class ScramCredentialDeletionView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def mechanism(self) -> int: ...
+
+
+class ScramCredentialUpsertionView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def mechanism(self) -> int: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def salt(self) -> bytes: ...
+    @property
+    def salted_password(self) -> bytes: ...
+
+
+class AlterUserScramCredentialsRequestView(Protocol):
+    """What the handler reads of an AlterUserScramCredentialsRequest (v0, the one served)."""
+
+    @property
+    def deletions(self) -> Sequence[ScramCredentialDeletionView]: ...
+    @property
+    def upsertions(self) -> Sequence[ScramCredentialUpsertionView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.alter_user_scram_credentials import v0
+
+    def _served_requests_are_views(
+        r0: v0.AlterUserScramCredentialsRequest,
+    ) -> list[AlterUserScramCredentialsRequestView]:
+        return [r0]
+
+
 def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
     if not name:
         return ErrorCode.unacceptable_credential, "Username must not be empty"
@@ -46,7 +85,9 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_user_scram_credentials(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequestView
+) -> Any:
     if not authorize_cluster(ctx, AclOperation.ALTER):
         # Every user named answered CLUSTER_AUTHORIZATION_FAILED, as Kafka does.
         types = schema_module(ctx.response_type)

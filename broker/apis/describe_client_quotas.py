@@ -9,7 +9,8 @@ out entities with types it does not name. Needs DescribeConfigs on the cluster.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -28,8 +29,38 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 Filter = list[tuple[str, int, str | None]]
 
 
+class DescribeClientQuotasComponentDataView(Protocol):
+    @property
+    def entity_type(self) -> str: ...
+    @property
+    def match_type(self) -> int: ...
+    @property
+    def match(self) -> str | None: ...
+
+
+class DescribeClientQuotasRequestView(Protocol):
+    """What the handler reads of a DescribeClientQuotasRequest (every served version has
+    it)."""
+
+    @property
+    def components(self) -> Sequence[DescribeClientQuotasComponentDataView]: ...
+    @property
+    def strict(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_client_quotas import v0, v1
+
+    def _served_requests_are_views(
+        r0: v0.DescribeClientQuotasRequest, r1: v1.DescribeClientQuotasRequest
+    ) -> list[DescribeClientQuotasRequestView]:
+        return [r0, r1]
+
+
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS)
-def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequestView
+) -> Any:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
         return _error(ctx, ErrorCode.cluster_authorization_failed, None)
     try:
@@ -69,7 +100,7 @@ def _error(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
     )
 
 
-def _filter(components: Any) -> Filter:
+def _filter(components: Iterable[DescribeClientQuotasComponentDataView]) -> Filter:
     """The components, validated as Kafka validates them."""
     found: Filter = []
     seen: set[str] = set()

@@ -10,7 +10,8 @@ UNKNOWN_TOPIC_OR_PARTITION; another broker's id gets INVALID_REQUEST.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import (
@@ -34,8 +35,39 @@ TOPIC = 2
 BROKER = 4
 
 
+class DescribeConfigsResourceView(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def configuration_keys(self) -> Sequence[str] | None: ...
+
+
+class DescribeConfigsRequestView(Protocol):
+    """What the handler reads of a DescribeConfigsRequest in every served version; the
+    include_documentation flag (v3+) is read where the version has it."""
+
+    @property
+    def resources(self) -> Sequence[DescribeConfigsResourceView]: ...
+    @property
+    def include_synonyms(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_configs import v1, v2, v3, v4
+
+    def _served_requests_are_views(
+        r1: v1.DescribeConfigsRequest,
+        r2: v2.DescribeConfigsRequest,
+        r3: v3.DescribeConfigsRequest,
+        r4: v4.DescribeConfigsRequest,
+    ) -> list[DescribeConfigsRequestView]:
+        return [r1, r2, r3, r4]
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS)
-def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     describer = ConfigDescriber(ctx.services.dynamic_config)
     with_documentation = getattr(request, "include_documentation", False)
@@ -75,7 +107,9 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
     return build(ctx.response_type, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-def _describe(ctx: RequestContext, describer: ConfigDescriber, resource: Any) -> list[ConfigEntry]:
+def _describe(
+    ctx: RequestContext, describer: ConfigDescriber, resource: DescribeConfigsResourceView
+) -> list[ConfigEntry]:
     name = resource.resource_name
     if resource.resource_type == TOPIC:
         validate_topic_name(name)

@@ -9,7 +9,8 @@ DUPLICATE_RESOURCE, one without a credential RESOURCE_NOT_FOUND, with Kafka's me
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -21,8 +22,32 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, handles, schema_module
 
 
+class DescribeUserScramCredentialsUserNameView(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class DescribeUserScramCredentialsRequestView(Protocol):
+    """What the handler reads of a DescribeUserScramCredentialsRequest: the users, null
+    (or empty) for every one."""
+
+    @property
+    def users(self) -> Sequence[DescribeUserScramCredentialsUserNameView] | None: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_user_scram_credentials import v0
+
+    def _served_requests_are_views(
+        r0: v0.DescribeUserScramCredentialsRequest,
+    ) -> list[DescribeUserScramCredentialsRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-async def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_user_scram_credentials(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return ctx.response_type(
