@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -32,8 +33,43 @@ log = logging.getLogger("brook.apis.reassignments")
 Results = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
 
+class ReassignablePartitionView(Protocol):
+    """A partition and its new replicas (null: cancel its reassignment)."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def replicas(self) -> Sequence[int] | None: ...
+
+
+class ReassignableTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[ReassignablePartitionView]: ...
+
+
+class AlterPartitionReassignmentsRequestView(Protocol):
+    """What the handler reads of an AlterPartitionReassignmentsRequest (v0, the one
+    served); the request goes to the controller as it came."""
+
+    @property
+    def topics(self) -> Sequence[ReassignableTopicView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments import v0
+
+    def _served_requests_are_views(
+        r0: v0.AlterPartitionReassignmentsRequest,
+    ) -> list[AlterPartitionReassignmentsRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
-async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequestView
+) -> Any:
     asked: dict[tuple[str, int], list[int] | None] = {}
     for topic in request.topics:
         for partition in topic.partitions:

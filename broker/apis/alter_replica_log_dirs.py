@@ -11,7 +11,8 @@ nothing to move.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -24,8 +25,43 @@ from . import NO_THROTTLE, build, handles, schema_module
 log = logging.getLogger("brook.apis.alter_replica_log_dirs")
 
 
+class AlterReplicaLogDirTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class AlterReplicaLogDirView(Protocol):
+    """A log dir and the replicas to move to it."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[AlterReplicaLogDirTopicView]: ...
+
+
+class AlterReplicaLogDirsRequestView(Protocol):
+    """What the handler reads of an AlterReplicaLogDirsRequest (every served version has
+    it)."""
+
+    @property
+    def dirs(self) -> Sequence[AlterReplicaLogDirView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.alter_replica_log_dirs import v1, v2
+
+    def _served_requests_are_views(
+        r1: v1.AlterReplicaLogDirsRequest, r2: v2.AlterReplicaLogDirsRequest
+    ) -> list[AlterReplicaLogDirsRequestView]:
+        return [r1, r2]
+
+
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS)
-def handle_alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
+def handle_alter_replica_log_dirs(
+    ctx: RequestContext, request: AlterReplicaLogDirsRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     results: dict[str, list[Any]] = {}
     allowed = authorize_cluster(ctx, AclOperation.ALTER)

@@ -16,7 +16,7 @@ it answers with nothing remaining (Kafka reports only replicated partitions).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.controlled_shutdown_schema import REMAINING_PARTITIONS
@@ -32,8 +32,34 @@ log = logging.getLogger("brook.apis.controlled_shutdown")
 NO_BROKER_EPOCH = -1
 
 
+class ControlledShutdownRequestView(Protocol):
+    """What the handler reads of a ControlledShutdownRequest in every served version (Brook's
+    own schema, protocol/controlled_shutdown_schema.py); the broker epoch (v2+) is read
+    where the version has it."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+
+if TYPE_CHECKING:
+    from brook.protocol.controlled_shutdown_schema import (
+        ControlledShutdownRequestV1,
+        ControlledShutdownRequestV2,
+        ControlledShutdownRequestV3,
+    )
+
+    def _served_requests_are_views(
+        r1: ControlledShutdownRequestV1,
+        r2: ControlledShutdownRequestV2,
+        r3: ControlledShutdownRequestV3,
+    ) -> list[ControlledShutdownRequestView]:
+        return [r1, r2, r3]
+
+
 @handles(ApiKey.CONTROLLED_SHUTDOWN)
-async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
+async def handle_controlled_shutdown(
+    ctx: RequestContext, request: ControlledShutdownRequestView
+) -> Any:
     remaining_type = REMAINING_PARTITIONS[ctx.api_version]
     error, remaining = await _shut_down(ctx, request)
     if error is not ErrorCode.none:
@@ -52,7 +78,9 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def _shut_down(ctx: RequestContext, request: Any) -> tuple[ErrorCode, list[tuple[str, int]]]:
+async def _shut_down(
+    ctx: RequestContext, request: ControlledShutdownRequestView
+) -> tuple[ErrorCode, list[tuple[str, int]]]:
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         return ErrorCode.cluster_authorization_failed, []
     membership = ctx.services.membership

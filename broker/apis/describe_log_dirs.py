@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -28,8 +29,35 @@ log = logging.getLogger("brook.apis.describe_log_dirs")
 PartitionFilter = dict[str, set[int]] | None
 
 
+class DescribableLogDirTopicView(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class DescribeLogDirsRequestView(Protocol):
+    """What the handler reads of a DescribeLogDirsRequest (every served version has it):
+    the partitions asked for, null for every one."""
+
+    @property
+    def topics(self) -> Sequence[DescribableLogDirTopicView] | None: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_log_dirs import v1, v2, v3, v4
+
+    def _served_requests_are_views(
+        r1: v1.DescribeLogDirsRequest,
+        r2: v2.DescribeLogDirsRequest,
+        r3: v3.DescribeLogDirsRequest,
+        r4: v4.DescribeLogDirsRequest,
+    ) -> list[DescribeLogDirsRequestView]:
+        return [r1, r2, r3, r4]
+
+
 @handles(ApiKey.DESCRIBE_LOG_DIRS)
-def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         # Kafka answers no log dir (and from v3 the error) to whom may not describe.
@@ -42,8 +70,8 @@ def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     wanted: PartitionFilter = None
     if request.topics is not None:
         wanted = defaultdict(set)
-        for topic in request.topics:
-            wanted[topic.topic].update(topic.partitions)
+        for asked in request.topics:
+            wanted[asked.topic].update(asked.partitions)
     manager = ctx.services.log_manager
     # (log dir -> topic -> [(partition, size, offset lag, is future)])
     found: dict[Path, dict[str, list[tuple[int, int, int, bool]]]] = defaultdict(

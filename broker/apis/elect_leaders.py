@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -33,8 +34,33 @@ log = logging.getLogger("brook.apis.elect_leaders")
 Results = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
 
+class ElectLeadersTopicPartitionsView(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class ElectLeadersRequestView(Protocol):
+    """What the handler reads of an ElectLeadersRequest in every served version: the
+    partitions, null for every one; the election type (v1+) is read where the version
+    has it, and the request goes to the controller as it came."""
+
+    @property
+    def topic_partitions(self) -> Sequence[ElectLeadersTopicPartitionsView] | None: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.elect_leaders import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.ElectLeadersRequest, r1: v1.ElectLeadersRequest, r2: v2.ElectLeadersRequest
+    ) -> list[ElectLeadersRequestView]:
+        return [r0, r1, r2]
+
+
 @handles(ApiKey.ELECT_LEADERS)
-async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
+async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequestView) -> Any:
     from ..zookeeper.controller_duties import ElectionType
 
     raw_type = getattr(request, "election_type", ElectionType.PREFERRED)
@@ -74,7 +100,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, ErrorCode.none, results, asked is None)
 
 
-def _partitions(request: Any) -> list[tuple[str, int]] | None:
+def _partitions(request: ElectLeadersRequestView) -> list[tuple[str, int]] | None:
     if request.topic_partitions is None:
         return None
     # Each partition once, in the order asked.
@@ -104,7 +130,9 @@ def _single_broker(ctx: RequestContext, asked: list[tuple[str, int]] | None) -> 
     return results
 
 
-async def _forward(ctx: RequestContext, request: Any, asked: list[tuple[str, int]] | None) -> Any:
+async def _forward(
+    ctx: RequestContext, request: ElectLeadersRequestView, asked: list[tuple[str, int]] | None
+) -> Any:
     forwarded = await forward_to_controller(ctx, request, "ElectLeaders")
     if forwarded is None:
         return _response(ctx, ErrorCode.none, _all(asked, ErrorCode.not_controller, None), False)

@@ -10,7 +10,8 @@ AlterPartitionReassignments). A single broker moves nothing: the answer is empty
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -23,8 +24,35 @@ from . import build, handles, schema_module
 from .controller_forwarding import forward_to_controller
 
 
+class ListPartitionReassignmentsTopicsView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+class ListPartitionReassignmentsRequestView(Protocol):
+    """What the handler reads of a ListPartitionReassignmentsRequest (v0, the one served):
+    the partitions asked for, null for every one; the request goes to the controller as
+    it came."""
+
+    @property
+    def topics(self) -> Sequence[ListPartitionReassignmentsTopicsView] | None: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.list_partition_reassignments import v0
+
+    def _served_requests_are_views(
+        r0: v0.ListPartitionReassignmentsRequest,
+    ) -> list[ListPartitionReassignmentsRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
-async def handle_list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequestView
+) -> Any:
     asked: list[tuple[str, int]] | None = None
     if request.topics is not None:
         asked = list(
