@@ -10,9 +10,11 @@ their fetches), bounded by the request's timeout, as Kafka's DelayedDeleteRecord
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -26,8 +28,42 @@ from . import NO_THROTTLE, build, handles, schema_module
 log = logging.getLogger("brook.apis.delete_records")
 
 
+class DeleteRecordsPartitionView(Protocol):
+    """A partition and the offset its records are deleted below."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
+class DeleteRecordsTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[DeleteRecordsPartitionView]: ...
+
+
+class DeleteRecordsRequestView(Protocol):
+    """What the handler reads of a DeleteRecordsRequest (every served version has it)."""
+
+    @property
+    def topics(self) -> Sequence[DeleteRecordsTopicView]: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.delete_records import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.DeleteRecordsRequest, r1: v1.DeleteRecordsRequest, r2: v2.DeleteRecordsRequest
+    ) -> list[DeleteRecordsRequestView]:
+        return [r0, r1, r2]
+
+
 @handles(ApiKey.DELETE_RECORDS)
-def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
+def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequestView) -> Any:
     results: list[tuple[str, list[_Result]]] = []
     waiting: list[tuple[_Result, asyncio.Future[None]]] = []
     refused = denied(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))

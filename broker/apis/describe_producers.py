@@ -12,7 +12,8 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise; an offline log dir KAFKA_STORAGE_ERROR.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import (
@@ -31,8 +32,33 @@ from . import NO_THROTTLE, build, handles, schema_module
 log = logging.getLogger("brook.apis.describe_producers")
 
 
+class DescribeProducersTopicRequestView(Protocol):
+    """A topic and the partitions asked for (Kafka's TopicRequest)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+class DescribeProducersRequestView(Protocol):
+    """What the handler reads of a DescribeProducersRequest (v0, the one served)."""
+
+    @property
+    def topics(self) -> Sequence[DescribeProducersTopicRequestView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_producers import v0
+
+    def _served_requests_are_views(
+        r0: v0.DescribeProducersRequest,
+    ) -> list[DescribeProducersRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.DESCRIBE_PRODUCERS)
-def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequestView) -> Any:
     types = schema_module(ctx.response_type)
     topics = []
     unreadable = denied(

@@ -9,7 +9,8 @@ of a transaction it may not describe are left out of the answer, as Kafka leaves
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.transaction_metadata import STATE_NAMES, TransactionMetadata
 from brook.protocol.api_table import ApiKey
@@ -25,8 +26,26 @@ from . import NO_THROTTLE, build, handles, schema_module
 NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
 
 
+class DescribeTransactionsRequestView(Protocol):
+    """What the handler reads of a DescribeTransactionsRequest (v0, the one served)."""
+
+    @property
+    def transactional_ids(self) -> Sequence[str]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_transactions import v0
+
+    def _served_requests_are_views(
+        r0: v0.DescribeTransactionsRequest,
+    ) -> list[DescribeTransactionsRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.DESCRIBE_TRANSACTIONS)
-async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_transactions(
+    ctx: RequestContext, request: DescribeTransactionsRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     transactions = ctx.services.transactions
     states = []

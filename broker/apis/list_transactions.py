@@ -6,7 +6,8 @@ A state filter that names no state comes back in `unknown_state_filters`, as in 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.transaction_metadata import STATE_NAMES, TransactionState
 from brook.protocol.api_table import ApiKey
@@ -21,8 +22,27 @@ from . import NO_THROTTLE, build, handles, schema_module
 STATES_BY_NAME = {name: state for state, name in STATE_NAMES.items()}
 
 
+class ListTransactionsRequestView(Protocol):
+    """What the handler reads of a ListTransactionsRequest in every served version; the
+    duration filter (v1) is read where the version has it."""
+
+    @property
+    def state_filters(self) -> Sequence[str]: ...
+    @property
+    def producer_id_filters(self) -> Sequence[int]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.list_transactions import v0, v1
+
+    def _served_requests_are_views(
+        r0: v0.ListTransactionsRequest, r1: v1.ListTransactionsRequest
+    ) -> list[ListTransactionsRequestView]:
+        return [r0, r1]
+
+
 @handles(ApiKey.LIST_TRANSACTIONS)
-def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
+def handle_list_transactions(ctx: RequestContext, request: ListTransactionsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     unknown = tuple(name for name in request.state_filters if name not in STATES_BY_NAME)
     wanted_states = {STATES_BY_NAME[n] for n in request.state_filters if n in STATES_BY_NAME}

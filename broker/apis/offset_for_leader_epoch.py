@@ -7,7 +7,8 @@ leader-epoch-checkpoint cache.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
@@ -19,8 +20,45 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 
+class OffsetForLeaderPartitionView(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def current_leader_epoch(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+class OffsetForLeaderTopicView(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[OffsetForLeaderPartitionView]: ...
+
+
+class OffsetForLeaderEpochRequestView(Protocol):
+    """What the handler reads of an OffsetForLeaderEpochRequest (every served version has
+    it)."""
+
+    @property
+    def topics(self) -> Sequence[OffsetForLeaderTopicView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.offset_for_leader_epoch import v2, v3, v4
+
+    def _served_requests_are_views(
+        r2: v2.OffsetForLeaderEpochRequest,
+        r3: v3.OffsetForLeaderEpochRequest,
+        r4: v4.OffsetForLeaderEpochRequest,
+    ) -> list[OffsetForLeaderEpochRequestView]:
+        return [r2, r3, r4]
+
+
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequestView
+) -> Any:
     types = schema_module(ctx.response_type)
     topics = []
     # ClusterAction (a follower) may ask of every topic; others need Describe on each.
@@ -53,7 +91,9 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _end_offset(ctx: RequestContext, topic: str, entry: Any) -> tuple[ErrorCode, int, int]:
+def _end_offset(
+    ctx: RequestContext, topic: str, entry: OffsetForLeaderPartitionView
+) -> tuple[ErrorCode, int, int]:
     try:
         partition = ctx.services.replicas.partition(topic, entry.partition)
         epoch, end_offset = partition.last_offset_for_leader_epoch(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.coordinator_records import ControlRecordType
@@ -25,8 +26,46 @@ from . import build, handles, schema_module
 log = logging.getLogger("brook.apis.write_txn_markers")
 
 
+class WritableTxnMarkerTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+class WritableTxnMarkerView(Protocol):
+    """A producer's transaction marker (committed or aborted) and where to write it."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def transaction_result(self) -> bool: ...
+    @property
+    def topics(self) -> Sequence[WritableTxnMarkerTopicView]: ...
+    @property
+    def coordinator_epoch(self) -> int: ...
+
+
+class WriteTxnMarkersRequestView(Protocol):
+    """What the handler reads of a WriteTxnMarkersRequest (v1, the one served)."""
+
+    @property
+    def markers(self) -> Sequence[WritableTxnMarkerView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.write_txn_markers import v1
+
+    def _served_requests_are_views(
+        r1: v1.WriteTxnMarkersRequest,
+    ) -> list[WriteTxnMarkersRequestView]:
+        return [r1]
+
+
 @handles(ApiKey.WRITE_TXN_MARKERS)
-async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
+async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequestView) -> Any:
     types = schema_module(ctx.response_type)
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         # Markers are written by transaction coordinators (brokers): ClusterAction is theirs.
@@ -87,7 +126,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     return build(ctx.response_type, markers=tuple(results))
 
 
-def _refused(ctx: RequestContext, types: Any, request: Any) -> Any:
+def _refused(ctx: RequestContext, types: Any, request: WriteTxnMarkersRequestView) -> Any:
     error = ErrorCode.cluster_authorization_failed
     return build(
         ctx.response_type,
