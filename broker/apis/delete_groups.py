@@ -7,8 +7,8 @@ writes tombstones to __consumer_offsets, so it survives a restart.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -20,8 +20,24 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 
+class DeleteGroupsRequestView(Protocol):
+    """What the handler reads of a DeleteGroupsRequest (every served version has it)."""
+
+    @property
+    def groups_names(self) -> Sequence[str]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.delete_groups import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.DeleteGroupsRequest, r1: v1.DeleteGroupsRequest, r2: v2.DeleteGroupsRequest
+    ) -> list[DeleteGroupsRequestView]:
+        return [r0, r1, r2]
+
+
 @handles(ApiKey.DELETE_GROUPS)
-def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequestView) -> Any:
     # Every group's deletion starts now; the response waits for those still writing.
     refused = denied(ctx, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
     answers = [
@@ -37,13 +53,13 @@ def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _await_all(
-    ctx: RequestContext, group_ids: Any, answers: list[ErrorCode | Awaitable[ErrorCode]]
+    ctx: RequestContext, group_ids: Sequence[str], answers: list[ErrorCode | Awaitable[ErrorCode]]
 ) -> Any:
     errors = [await a if inspect.isawaitable(a) else a for a in answers]
     return _response(ctx, group_ids, errors)
 
 
-def _response(ctx: RequestContext, group_ids: Any, errors: list[ErrorCode]) -> Any:
+def _response(ctx: RequestContext, group_ids: Sequence[str], errors: list[ErrorCode]) -> Any:
     types = schema_module(ctx.response_type)
     results = tuple(
         build(types.DeletableGroupResult, group_id=group_id, error_code=error)

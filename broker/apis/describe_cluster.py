@@ -10,7 +10,7 @@ unknown endpoint type UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -30,8 +30,25 @@ ENDPOINT_TYPE_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLL
 NO_CONTROLLER = -1
 
 
+class DescribeClusterRequestView(Protocol):
+    """What the handler reads of a DescribeClusterRequest in every served version; the
+    endpoint type (v1+) is read where the version has it."""
+
+    @property
+    def include_cluster_authorized_operations(self) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_cluster import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.DescribeClusterRequest, r1: v1.DescribeClusterRequest, r2: v2.DescribeClusterRequest
+    ) -> list[DescribeClusterRequestView]:
+        return [r0, r1, r2]
+
+
 @handles(ApiKey.DESCRIBE_CLUSTER)
-def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequestView) -> Any:
     services = ctx.services
     asked = getattr(request, "endpoint_type", BROKER_ENDPOINT)
     refusal = _refusal(asked)

@@ -5,7 +5,8 @@ An unknown group is described as Dead with no members, as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -18,8 +19,30 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
 
+class DescribeGroupsRequestView(Protocol):
+    """What the handler reads of a DescribeGroupsRequest in every served version; the
+    include_authorized_operations flag (v3+) is read where the version has it."""
+
+    @property
+    def groups(self) -> Sequence[str]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.describe_groups import v0, v1, v2, v3, v4, v5
+
+    def _served_requests_are_views(
+        r0: v0.DescribeGroupsRequest,
+        r1: v1.DescribeGroupsRequest,
+        r2: v2.DescribeGroupsRequest,
+        r3: v3.DescribeGroupsRequest,
+        r4: v4.DescribeGroupsRequest,
+        r5: v5.DescribeGroupsRequest,
+    ) -> list[DescribeGroupsRequestView]:
+        return [r0, r1, r2, r3, r4, r5]
+
+
 @handles(ApiKey.DESCRIBE_GROUPS)
-def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequestView) -> Any:
     types = schema_module(ctx.response_type)
     asked = getattr(request, "include_authorized_operations", False)  # v3+
     described = []

@@ -6,7 +6,8 @@ subscribe to, as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -18,8 +19,36 @@ from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
 
 
+class OffsetDeleteRequestPartitionView(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class OffsetDeleteRequestTopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[OffsetDeleteRequestPartitionView]: ...
+
+
+class OffsetDeleteRequestView(Protocol):
+    """What the handler reads of an OffsetDeleteRequest (v0, the one served)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[OffsetDeleteRequestTopicView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.offset_delete import v0
+
+    def _served_requests_are_views(r0: v0.OffsetDeleteRequest) -> list[OffsetDeleteRequestView]:
+        return [r0]
+
+
 @handles(ApiKey.OFFSET_DELETE)
-def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequestView) -> Any:
     wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return _response(ctx, request, ErrorCode.group_authorization_failed, {})
@@ -35,7 +64,7 @@ def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
 
 def _response(
     ctx: RequestContext,
-    request: Any,
+    request: OffsetDeleteRequestView,
     error: ErrorCode,
     errors: dict[tuple[str, int], ErrorCode],
 ) -> Any:

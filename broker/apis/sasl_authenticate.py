@@ -11,7 +11,7 @@ ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -32,8 +32,26 @@ def _response(
     )
 
 
+class SaslAuthenticateRequestView(Protocol):
+    """What the handler reads of a SaslAuthenticateRequest (every served version has it)."""
+
+    @property
+    def auth_bytes(self) -> bytes: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.sasl_authenticate import v0, v1, v2
+
+    def _served_requests_are_views(
+        r0: v0.SaslAuthenticateRequest,
+        r1: v1.SaslAuthenticateRequest,
+        r2: v2.SaslAuthenticateRequest,
+    ) -> list[SaslAuthenticateRequestView]:
+        return [r0, r1, r2]
+
+
 @handles(ApiKey.SASL_AUTHENTICATE)
-def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_authenticate(ctx: RequestContext, request: SaslAuthenticateRequestView) -> Any:
     from ..security.sasl_authenticator import SaslState
 
     sasl = ctx.connection.sasl

@@ -10,7 +10,7 @@ re-authenticate -- ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
@@ -19,8 +19,24 @@ from ..server.request_context import RequestContext
 from . import handles
 
 
+class SaslHandshakeRequestView(Protocol):
+    """What the handler reads of a SaslHandshakeRequest (every served version has it)."""
+
+    @property
+    def mechanism(self) -> str: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.sasl_handshake import v0, v1
+
+    def _served_requests_are_views(
+        r0: v0.SaslHandshakeRequest, r1: v1.SaslHandshakeRequest
+    ) -> list[SaslHandshakeRequestView]:
+        return [r0, r1]
+
+
 @handles(ApiKey.SASL_HANDSHAKE)
-def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_handshake(ctx: RequestContext, request: SaslHandshakeRequestView) -> Any:
     sasl = ctx.connection.sasl
     if sasl is None or sasl.authenticated:
         return ctx.response_type(error_code=ErrorCode.illegal_sasl_state, mechanisms=())
