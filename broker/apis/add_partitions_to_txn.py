@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.coordinator_state.transaction_metadata import TV_0, TV_2
@@ -272,7 +273,7 @@ def _when_done(
     return later()
 
 
-def _topic_results(types: Any, errors: Errors) -> tuple[Any, ...]:
+def _topic_results(types: ModuleType, errors: Errors) -> tuple[Any, ...]:
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(

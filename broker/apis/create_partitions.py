@@ -12,6 +12,7 @@ import datetime
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -135,7 +136,7 @@ def _partitions_asked(
 
 
 def _response(
-    ctx: RequestContext, types: Any, outcomes: list[tuple[str, KafkaError | None]]
+    ctx: RequestContext, types: ModuleType, outcomes: list[tuple[str, KafkaError | None]]
 ) -> Any:
     results = tuple(
         build(

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -154,7 +155,7 @@ def _partitions_asked(
     return total
 
 
-def _failed(types: Any, name: str, exc: KafkaError) -> Any:
+def _failed(types: ModuleType, name: str, exc: KafkaError) -> Any:
     return build(
         types.CreatableTopicResult,
         name=name,
@@ -202,7 +203,7 @@ def _check_assignments(
 
 async def _create(
     ctx: RequestContext,
-    types: Any,
+    types: ModuleType,
     request_topic: CreatableTopicView,
     timeout_ms: int,
     validate_only: bool,

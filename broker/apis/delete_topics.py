@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.protocol.api_table import ApiKey
@@ -124,7 +125,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
 
 
 def _result(
-    types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None
+    types: ModuleType, name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None
 ) -> Any:
     return build(
         types.DeletableTopicResult,
@@ -136,7 +137,10 @@ def _result(
 
 
 def _refused(
-    ctx: RequestContext, wanted: list[tuple[Any, uuid.UUID]], error: ErrorCode, message: str
+    ctx: RequestContext,
+    wanted: list[tuple[str | None, uuid.UUID]],
+    error: ErrorCode,
+    message: str,
 ) -> Any:
     types = schema_module(ctx.response_type)
     results = tuple(_result(types, name, topic_id, error, message) for name, topic_id in wanted)

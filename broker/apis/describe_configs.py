@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -135,7 +136,9 @@ def _describe(
     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
 
-def _entry(types: Any, entry: ConfigEntry, with_synonyms: bool, with_documentation: bool) -> Any:
+def _entry(
+    types: ModuleType, entry: ConfigEntry, with_synonyms: bool, with_documentation: bool
+) -> Any:
     synonyms = (
         tuple(
             build(types.DescribeConfigsSynonym, name=s.name, value=s.value, source=s.source)

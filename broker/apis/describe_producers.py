@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -80,7 +81,7 @@ def handle_describe_producers(ctx: RequestContext, request: DescribeProducersReq
     return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _describe(ctx: RequestContext, types: Any, topic: str, index: int) -> Any:
+def _describe(ctx: RequestContext, types: ModuleType, topic: str, index: int) -> Any:
     try:
         producers = _hosted(ctx, topic, index).active_producers()
     except KafkaError as exc:

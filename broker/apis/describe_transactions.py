@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.coordinator_state.transaction_metadata import STATE_NAMES, TransactionMetadata
@@ -75,7 +76,7 @@ async def handle_describe_transactions(
 
 
 def _state(
-    types: Any,
+    types: ModuleType,
     transactional_id: str,
     found: TransactionMetadata | None,
     error: ErrorCode,

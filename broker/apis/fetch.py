@@ -19,6 +19,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
@@ -496,7 +497,7 @@ def _respond(
     )
 
 
-def _aborted_transactions(types: Any, aborted: list[AbortedTxn] | None) -> Any:
+def _aborted_transactions(types: ModuleType, aborted: list[AbortedTxn] | None) -> Any:
     if aborted is None:
         return None
     return tuple(

@@ -7,6 +7,7 @@ partition the group has committed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from brook.protocol.api_table import ApiKey
@@ -133,7 +134,7 @@ def _requested(
 
 def _topics(
     ctx: RequestContext,
-    types: Any,
+    types: ModuleType,
     topic_type: str,
     partition_type: str,
     group_id: str,

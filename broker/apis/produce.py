@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -187,7 +188,7 @@ def _response(
     )
 
 
-def _partition_response(types: Any, index: int, result: PartitionResponse) -> Any:
+def _partition_response(types: ModuleType, index: int, result: PartitionResponse) -> Any:
     return build(
         types.PartitionProduceResponse,
         index=index,
@@ -200,7 +201,7 @@ def _partition_response(types: Any, index: int, result: PartitionResponse) -> An
     )
 
 
-def _record_errors(types: Any, errors: tuple[RecordError, ...]) -> tuple[Any, ...]:
+def _record_errors(types: ModuleType, errors: tuple[RecordError, ...]) -> tuple[Any, ...]:
     """The per-record errors, for versions that carry them (v8+)."""
     if not errors or not hasattr(types, "BatchIndexAndErrorMessage"):
         return ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -126,7 +127,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
     return build(ctx.response_type, markers=tuple(results))
 
 
-def _refused(ctx: RequestContext, types: Any, request: WriteTxnMarkersRequestView) -> Any:
+def _refused(ctx: RequestContext, types: ModuleType, request: WriteTxnMarkersRequestView) -> Any:
     error = ErrorCode.cluster_authorization_failed
     return build(
         ctx.response_type,
