@@ -14,9 +14,11 @@ Fixtures:
 
 Each broker seeds and reads topics through a real client, `produce(topic, records)` and
 `records(topic)` (a record it does not take raises `brook.broker.testing.ProduceError`),
-makes topics with `create_topic`, and injects faults (`faults`). With the admin endpoint
-on (`admin_listener="http://127.0.0.1:0"`), `admin_url` and `admin_port` say where it
-listens.
+makes topics with `create_topic`, and injects faults (`faults`). That client,
+confluent-kafka, is the `testing` extra (`pip install 'brook-broker[testing]'`): without it
+the fixtures start brokers all the same, and the three helpers say what to install.
+With the admin endpoint on (`admin_listener="http://127.0.0.1:0"`), `admin_url` and
+`admin_port` say where it listens.
 
 Broker configs for brook_broker and brook_async_broker come from the `brook_config`
 marker, `@pytest.mark.brook_config(num_partitions=3)`; for brook_session_broker from
