@@ -4,6 +4,15 @@ A handler is called on the event loop in the order requests arrive on a connecti
 It makes its state changes at once (so pipelined requests apply in order) and returns
 either the response, an awaitable of the response (long polls, acks waits), or
 NO_RESPONSE (Produce with acks=0).
+
+A handler reads its request through a view: a read-only Protocol of the fields it reads,
+typed as it uses them, at the top of its module (views.py holds those several APIs
+share). kio has one class per message version, and each satisfies the views; a field that
+only some versions have is read where present (getattr with a default), or through a view
+of those versions once the handler has checked the version. Each module proves its views
+for every version it serves in a `TYPE_CHECKING` block that mypy checks (a function,
+`_served_requests_are_views`, returning each version's request class as its view), and
+tests/broker/test_request_views.py checks that the proof names exactly the served versions.
 """
 
 from __future__ import annotations
