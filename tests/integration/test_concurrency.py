@@ -257,9 +257,10 @@ FIRST_RECORD = {
 }
 
 
-def _delay_of_record_produced_while_parked(client: str, bootstrap: str, topic: str) -> float:
-    """Start a consumer with a long fetch wait, produce once it is parked, and return how
-    long after the produce the record reached the consumer."""
+def _delay_of_record_produced_while_parked(client: str, brook_broker: Any, topic: str) -> float:
+    """Start a consumer with a long fetch wait, produce once the broker holds its fetch in
+    a long poll, and return how long after the produce the record reached the consumer."""
+    bootstrap = brook_broker.bootstrap
     ready = threading.Event()
 
     def consume() -> tuple[bytes | None, float]:
@@ -269,8 +270,9 @@ def _delay_of_record_produced_while_parked(client: str, bootstrap: str, topic: s
     with ThreadPoolExecutor(max_workers=1) as pool:
         received = pool.submit(consume)
         assert ready.wait(30)
-        # Give the consumer time to connect and park its first (empty) fetch.
-        time.sleep(1.5)
+        # Produced only once the broker holds the consumer's fetch: a record that came
+        # before the fetch would be answered at once, and the wake-up not exercised.
+        _wait_until_parked(brook_broker, 1)
         produced_at = time.monotonic()
         produce_with("confluent-kafka", bootstrap, topic, 0, [b"wake up"])
         value, arrived_at = received.result(timeout=PARKED_TIMEOUT_S + 20)
@@ -283,7 +285,7 @@ def test_parked_consumer_gets_new_record_without_waiting_out_max_wait(
     brook_broker, topic_name, client
 ):
     create_topic(brook_broker.bootstrap, topic_name)
-    delay = _delay_of_record_produced_while_parked(client, brook_broker.bootstrap, topic_name)
+    delay = _delay_of_record_produced_while_parked(client, brook_broker, topic_name)
     assert delay < WOKEN_WITHIN_S, f"record took {delay:.1f} s: the parked fetch was not woken"
 
 
