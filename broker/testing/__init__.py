@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config.broker_config import BrokerConfig
 from . import records as testing_records
@@ -36,9 +36,44 @@ __all__ = [
     "RecordLike",
     "free_port",
     "wait_for_port",
+    "wait_until",
 ]
 
 START_TIMEOUT_S = 30.0
+WAIT_TIMEOUT_S = 20.0
+# Between two looks at the state waited on: often enough not to add latency, seldom
+# enough not to hold the GIL against a broker thread (and the clients' threads) that
+# must make the change.
+WAIT_INTERVAL_S = 0.02
+
+T = TypeVar("T")
+
+
+def wait_until(
+    condition: Callable[[], T],
+    what: str = "the condition",
+    timeout: float = WAIT_TIMEOUT_S,
+    tick: Callable[[], object] | None = None,
+    interval: float = WAIT_INTERVAL_S,
+) -> T:
+    """Ask `condition` (after `tick`, e.g. a consumer's poll) until it gives a true
+    value, and return that value; AssertionError naming `what` after `timeout` seconds.
+
+    For waiting on the broker's own state (a watermark, a retention pass, a parked
+    fetch, read with BrokerThread.call) rather than sleeping a guessed time; a
+    condition that costs more to ask (a request to a container) asks less often
+    (`interval`).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if tick is not None:
+            tick()
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
 
 
 # Ports handed out by this process: the OS may offer a port again as soon as the probe

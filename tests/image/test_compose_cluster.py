@@ -7,7 +7,6 @@ leader of a partition stopped while they produce and consume, and started again.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brook.broker.testing import free_port
+from brook.broker.testing import free_port, wait_until
 from tests.integration.clients import consume_all, poll_until, produce
 from tests.test_dockerfile import parse
 
@@ -31,11 +30,9 @@ WAIT_S = 60.0
 
 
 def wait_for(what: str, done: Callable[[], bool]) -> None:
-    """Poll the cluster's state until `done()`; fail after WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while not done():
-        assert time.monotonic() < deadline, f"not reached in {WAIT_S:.0f} s: {what}"
-        time.sleep(0.2)
+    """Poll the cluster's state until `done()`; fail after WAIT_S (each look is a request
+    to a container: five a second)."""
+    wait_until(done, what, WAIT_S, interval=0.2)
 
 
 class Cluster:

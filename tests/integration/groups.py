@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,29 +25,6 @@ from .raw_client import RawClient
 T = TypeVar("T")
 
 MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
-
-
-def wait_for(
-    condition: Callable[[], T],
-    timeout: float = 20,
-    tick: Callable[[], Any] | None = None,
-    what: str = "the condition",
-) -> T:
-    """Call `tick` (e.g. poll the consumers) and then `condition` until it is truthy.
-
-    Each round pauses a little: a busy loop here would hold the GIL against the broker
-    thread and the clients' own threads, and slow everything it waits for.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        if tick is not None:
-            tick()
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 @dataclass

@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 from brook.coordinator_state.transaction_metadata import TransactionState
 from brook.protocol.coordinator_records import ControlRecordType, decode_control_key
 from brook.protocol.record_batch import Record, build_batch, decode_records, split_batches
 
 from .cli import Ran, assert_one_line_error, brook
 from .clients import create_topic
-from .groups import wait_for
 from .raw_client import RawClient, produce_request
 
 TIMEOUT_S = 20
@@ -63,7 +62,7 @@ def coordinator_state(broker: BrokerThread, transactional_id: str) -> Any:
 
 
 def wait_for_state(broker: BrokerThread, transactional_id: str, state: TransactionState) -> None:
-    wait_for(
+    wait_until(
         lambda: coordinator_state(broker, transactional_id).state is state,
         what=f"{transactional_id} to reach {state.name}",
     )

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kio.schema.fetch.v11.response import FetchResponse
 
+from brook.broker.testing import wait_until
 from brook.protocol.client_wire import decode_response, encode_request, frame_size
 from brook.protocol.record_batch import iter_records
 
@@ -328,10 +329,11 @@ def _parked_sockets(
 
 def _wait_until_parked(brook_broker, count: int, timeout: float = 30) -> None:
     """Until the broker itself holds `count` fetches in long polls."""
-    deadline = time.monotonic() + timeout
-    while brook_broker.call(lambda: len(brook_broker.broker.parked_fetches)) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} fetches were parked"
-        time.sleep(0.01)
+    wait_until(
+        lambda: brook_broker.call(lambda: len(brook_broker.broker.parked_fetches)) >= count,
+        f"{count} fetches parked",
+        timeout,
+    )
 
 
 def test_empty_fetch_is_held_for_max_wait(brook_broker, topic_name):

@@ -23,14 +23,14 @@ from kio.schema.api_versions.v4 import request as api_versions4
 
 from brook.broker.client import ConnectionClosedError
 from brook.broker.config.broker_config import BrokerConfig, ConfigError
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 from brook.protocol.api_table import SERVED, ApiKey
 from brook.protocol.client_wire import decode_response, encode_request, frame_size
 from brook.protocol.releases import KNOWN_RELEASES, RELEASE_RANGES
 
 from .cli import assert_one_line_error, brook
 from .clients import create_topic
-from .groups import broker_committed, wait_for
+from .groups import broker_committed
 from .raw_client import RawClient, make, nested
 from .test_kcat import KCAT, kcat, kcat_consume, kcat_produce
 
@@ -370,7 +370,7 @@ def test_kafka_python_takes_the_broker_for_2_8_and_runs_a_group(brook_broker, to
     try:
         assert consumer.config["api_version"] == (2, 8)
         records: list[Any] = []
-        wait_for(
+        wait_until(
             lambda: len(records) >= 5,
             tick=lambda: [
                 records.extend(batch) for batch in consumer.poll(timeout_ms=200).values()

@@ -22,12 +22,11 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as Fin
 from kio.schema.metadata.v4.request import MetadataRequest
 
 from brook.broker.faults import FaultSpecError
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import create_topic, stored_batches
-from .groups import wait_for
 from .raw_client import RawClient, make, nested
 
 TIMEOUT_S = 20
@@ -203,7 +202,7 @@ def test_a_broker_that_is_down_drops_connections_until_it_comes_back(brook_broke
         assert client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False))
     # With a duration it comes back by itself.
     brook_broker.faults.add(refuse_connections=True, duration_ms=300)
-    wait_for(lambda: not brook_broker.faults.list()["armed"], what="the outage to end")
+    wait_until(lambda: not brook_broker.faults.list()["armed"], what="the outage to end")
     with RawClient(brook_broker.port) as client:
         assert client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False))
 
@@ -214,7 +213,7 @@ def test_a_stalled_partition_holds_its_appends_until_released(brook_broker, topi
     producer = Producer({"bootstrap.servers": brook_broker.bootstrap, "linger.ms": 0})
     delivered = []
     producer.produce(topic_name, b"held", partition=0, on_delivery=lambda e, m: delivered.append(e))
-    wait_for(
+    wait_until(
         lambda: brook_broker.faults.fired(fault["id"]) >= 1,
         tick=lambda: producer.poll(0),
         what="the append to reach the stalled partition",

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 import pytest
 from kio.schema.errors import ErrorCode
 
+from brook.broker.testing import wait_until
+
 from .clients import create_topic, produce
 from .group_clients import CLIENTS, KCAT, GroupClient
 from .group_clients.base import (
@@ -39,7 +41,6 @@ from .groups import (
     produce_spread,
     split_evenly,
     stored_generation,
-    wait_for,
 )
 from .processes import watermarks
 
@@ -78,7 +79,7 @@ def needs(client: GroupClient, *features: str) -> None:
 
 def wait(client: GroupClient, condition: Callable[[], T], what: str, timeout: float = 20) -> T:
     """Wait for `condition`, failing at once if a member's background work failed."""
-    return wait_for(condition, timeout, tick=client.check, what=what)
+    return wait_until(condition, what, timeout, tick=client.check)
 
 
 def ends_of(bootstrap: str, topic: str, partitions: int) -> dict[TP, int]:

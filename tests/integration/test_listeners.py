@@ -26,11 +26,10 @@ from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.metadata.v4.request import MetadataRequest
 
 from brook.broker.config.broker_config import BrokerConfig, ConfigError
-from brook.broker.testing import BrokerThread, free_port
+from brook.broker.testing import BrokerThread, free_port, wait_until
 from brook.protocol.api_table import ApiKey
 
 from .clients import create_topic, kafka_python_producer
-from .groups import wait_for
 from .raw_client import RawClient, make, nested
 
 TIMEOUT_S = 20
@@ -256,7 +255,7 @@ def test_listeners_change_on_a_running_broker(brook_broker, tmp_path):
         },
     )
     listeners = brook_broker.broker.listeners
-    wait_for(lambda: listeners.is_open("DOCKER"), what="the DOCKER listener to open")
+    wait_until(lambda: listeners.is_open("DOCKER"), what="the DOCKER listener to open")
     assert _metadata_brokers(added) == [("localhost", added)]
     assert _metadata_brokers(port) == [("127.0.0.1", port)]
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -277,7 +276,7 @@ def test_listeners_change_on_a_running_broker(brook_broker, tmp_path):
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
         },
     )
-    wait_for(lambda: not listeners.is_open("DOCKER"), what="the DOCKER listener to close")
+    wait_until(lambda: not listeners.is_open("DOCKER"), what="the DOCKER listener to close")
     assert not _connects(added)
     assert _metadata_brokers(port) == [("127.0.0.1", port)]
 
@@ -373,7 +372,7 @@ def test_a_client_reaching_a_listener_by_another_address_is_warned_once(tmp_path
     try:
         # A bare TCP probe (a health check) is no client: no warning.
         with socket.create_connection(("127.0.0.1", port), timeout=5):
-            wait_for(
+            wait_until(
                 lambda: broker.call(lambda: len(broker.broker.connections)) == 1,
                 what="the broker to take the probe's connection",
             )

@@ -8,13 +8,13 @@ checkpoint, read on its event loop (BrokerThread.call), or its log lines for a p
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from brook.broker.server.crash_points import LOG_CLEANER_OLD_DELETED, LOG_CLEANER_SWAP_RENAMED
+from brook.broker.testing import wait_until
 
 from .clients import create_topic, poll_until
 from .processes import watermarks
@@ -28,13 +28,6 @@ COMPACTED = {
 }
 
 pytestmark = pytest.mark.brook_config(log_cleaner_backoff_ms=20)
-
-
-def _wait_until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"not reached in time: {what}"
-        time.sleep(0.02)
 
 
 def _produce_rounds(bootstrap: str, topic: str, rounds: range) -> dict[bytes, bytes]:
@@ -123,14 +116,14 @@ def test_a_compacted_topic_cleaned_while_produced_to_and_consumed(brook_broker, 
     cleaned_during, _, _ = _cleaner_state(brook_broker, topic_name)
     end = watermarks(bootstrap, topic_name, 1)[0][1]
     # The cleaner catches up with everything below the active segment.
-    _wait_until(
+    wait_until(
         lambda: (
             _cleaner_state(brook_broker, topic_name)[1]
             == _cleaner_state(brook_broker, topic_name)[2]
         ),
         "cleaner checkpoint at the active segment",
     )
-    _wait_until(lambda: bool(seen) and seen[-1].offset() >= end - 1, "reader at the end")
+    wait_until(lambda: bool(seen) and seen[-1].offset() >= end - 1, "reader at the end")
     done.set()
     reader.join(30)
     assert not errors, errors

@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigSource, ResourceType
 from kafka.admin import ConfigResource, KafkaAdminClient
 
+from brook.broker.testing import wait_until
 from brook.storage.offset_map import ENTRY_OVERHEAD
 
 from .clients import create_topic
@@ -28,7 +29,6 @@ from .test_log_cleaner import (
     _cleaner_state,
     _consume_from_start,
     _produce_rounds,
-    _wait_until,
 )
 
 SET = AlterConfigOpType.SET
@@ -77,7 +77,7 @@ def test_a_full_offset_map_cleans_as_far_as_it_fits(brook_broker, topic_name):
     # 40 keys a round: more than the map holds, so no cleaning covers a whole round.
     latest = _produce_rounds(bootstrap, topic_name, range(12))
     end = watermarks(bootstrap, topic_name, 1)[0][1]
-    _wait_until(
+    wait_until(
         lambda: _cleaned_to_the_active_segment(brook_broker, topic_name),
         "cleaner checkpoint at the active segment",
     )
@@ -154,7 +154,7 @@ def test_cleaner_keys_update_dynamically_and_are_checked(brook_broker, topic_nam
         ],
     )
     # The threads restart with the new settings: two of them, 25 MB of map each.
-    _wait_until(lambda: _cleaner(brook_broker) == (2, 25_000_000, 2500000.5), "new cleaner")
+    wait_until(lambda: _cleaner(brook_broker) == (2, 25_000_000, 2500000.5), "new cleaner")
     described = describe(bootstrap, ResourceType.BROKER, "0")
     entry = described["log.cleaner.threads"]
     assert (entry.value, entry.source) == ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
@@ -190,7 +190,7 @@ def test_cleaner_keys_update_dynamically_and_are_checked(brook_broker, topic_nam
     memory = int(
         describe(bootstrap, ResourceType.BROKER, "0")["log.cleaner.dedupe.buffer.size"].value
     )
-    _wait_until(lambda: _cleaner(brook_broker)[:2] == (4, memory // 4), "cleaner with 4 threads")
+    wait_until(lambda: _cleaner(brook_broker)[:2] == (4, memory // 4), "cleaner with 4 threads")
 
 
 @pytest.mark.brook_config(log_cleaner_backoff_ms=20, log_cleaner_threads=2)
@@ -203,7 +203,7 @@ def test_two_cleaner_threads_share_the_logs(brook_broker, topic_name):
     for topic in topics:
         latest[topic] = _produce_rounds(bootstrap, topic, range(15))
     for topic in topics:
-        _wait_until(lambda t=topic: _cleaned_to_the_active_segment(brook_broker, t), topic)
+        wait_until(lambda t=topic: _cleaned_to_the_active_segment(brook_broker, t), topic)
     assert _cleaner(brook_broker)[0] == 2
     for topic in topics:
         # No range of a log was cleaned twice: one thread at a time per log.
@@ -238,7 +238,7 @@ def test_io_throttle_slows_the_cleaner_down(brook_broker, topic_name):
     assert producer.flush(30) == 0
     end = watermarks(bootstrap, topic_name, 1)[0][1]
     incremental(bootstrap, ResourceType.TOPIC, topic_name, [("cleanup.policy", SET, "compact")])
-    _wait_until(
+    wait_until(
         lambda: _cleaned_to_the_active_segment(brook_broker, topic_name),
         "cleaner checkpoint at the active segment",
     )
@@ -256,14 +256,14 @@ def test_an_offset_map_too_small_waits_for_a_bigger_one(brook_broker, topic_name
     create_topic(bootstrap, topic_name, config=COMPACTED)
     latest = _produce_rounds(bootstrap, topic_name, range(10))
     end = watermarks(bootstrap, topic_name, 1)[0][1]
-    _wait_until(lambda: f"Cannot clean {topic_name}-0" in caplog.text, "the cleaner's complaint")
+    wait_until(lambda: f"Cannot clean {topic_name}-0" in caplog.text, "the cleaner's complaint")
     assert "log.cleaner.dedupe.buffer.size" in caplog.text
     assert _cleanings(brook_broker, topic_name) == []
     # Not given up on: with room in the map, the log is cleaned.
     incremental(
         bootstrap, ResourceType.BROKER, "0", [("log.cleaner.dedupe.buffer.size", SET, "10000000")]
     )
-    _wait_until(
+    wait_until(
         lambda: _cleaned_to_the_active_segment(brook_broker, topic_name),
         "cleaner checkpoint at the active segment",
     )

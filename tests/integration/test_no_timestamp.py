@@ -11,13 +11,14 @@ timestamp.) Kafka recomputes MaxTimestamp from the records, so each batch is sto
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from brook.broker.testing import wait_until
 
 from .clients import (
     aiokafka_producer,
@@ -90,13 +91,6 @@ def _retention_checks(broker) -> int:
     return broker.call(lambda: broker.broker.retention_checks)
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-
-
 def test_seven_day_retention_keeps_records_without_timestamp(brook_broker, topic_name):
     """The issue's trial: librdkafka's -1 records on a 7-day retention were all deleted
     at the next check, their batches' MaxTimestamp of 0 read as 1970."""
@@ -115,7 +109,7 @@ def test_seven_day_retention_keeps_records_without_timestamp(brook_broker, topic
     segments = segments_of(_partition_dir(brook_broker, topic_name))
     assert len(segments) >= 3
     checks = _retention_checks(brook_broker)
-    _wait_until(lambda: _retention_checks(brook_broker) >= checks + 3)
+    wait_until(lambda: _retention_checks(brook_broker) >= checks + 3)
     assert segments_of(_partition_dir(brook_broker, topic_name)) == segments
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "no-ts"})
     try:

@@ -15,11 +15,10 @@ from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.describe_producers.v0 import request as describe0
 from kio.schema.init_producer_id.v4 import request as init4
 
-from brook.broker.testing import BrokerProcess
+from brook.broker.testing import BrokerProcess, wait_until
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import consume_all, create_topic
-from .groups import wait_for
 from .raw_client import RawClient, produce_request
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -138,7 +137,7 @@ def test_state_after_sigkill_is_what_the_broker_had(tmp_path: Path, topic_name: 
         rolled = sorted(int(p.name[:20]) for p in partition_dir.glob("*.log"))[1:]
         assert len(rolled) >= 3
         # The broker's own checkpoint says the rolled segments are on disk.
-        wait_for(
+        wait_until(
             lambda: recovery_point(data, topic_name) >= rolled[-1],
             what="the recovery point to pass the last roll",
         )
@@ -239,7 +238,7 @@ def test_idle_producers_expire(brook_broker, topic_name: str) -> None:
             sequence += 2
             return set(producers(brook_broker.port, topic_name)) == {busy}
 
-        wait_for(only_busy_left, what="the idle producer to expire")
+        wait_until(only_busy_left, what="the idle producer to expire")
         # Forgotten: a batch that continues its sequence is out of order.
         assert raw_produce(client, topic_name, idle, 2, 2, int(time.time() * 1000))[0] == (
             OUT_OF_ORDER_SEQUENCE_NUMBER

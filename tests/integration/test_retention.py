@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 
 from .clients import consume_all, create_topic
 from .clocks import ShiftedClock
@@ -36,13 +36,6 @@ def _segments(data_dir: Path, topic: str, suffix: str = ".log") -> list[int]:
         for path in (data_dir / f"{topic}-0").iterdir()
         if path.name.endswith(suffix)
     )
-
-
-def _wait_until(condition, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def _earliest(bootstrap: str, topic: str) -> int:
@@ -86,7 +79,7 @@ def test_time_retention_deletes_only_segments_whose_newest_record_is_too_old(tmp
         # Eleven minutes on: the old records are past retention.ms, the new ones six
         # minutes old.
         clock.shift_ms += 11 * 60_000
-        _wait_until(lambda: _log_start(broker, topic_name) == 6)
+        wait_until(lambda: _log_start(broker, topic_name) == 6)
         assert _earliest(bootstrap, topic_name) == 6
         remaining = consume_all(bootstrap, topic_name, 3, offset=-2)
         assert [m.value()[:5] for m in remaining] == [b"new-0", b"new-1", b"new-2"]
@@ -113,7 +106,7 @@ def test_size_retention_keeps_the_newest_bytes(brook_broker, topic_name):
             lambda: brook_broker.broker.log_manager.get_log(topic_name, 0).size_in_bytes
         )
 
-    _wait_until(lambda: total_size() <= 2500 + 1000)
+    wait_until(lambda: total_size() <= 2500 + 1000)
     start = _earliest(bootstrap, topic_name)
     assert 0 < start < 12
     values = consume_all(bootstrap, topic_name, 12 - start, offset=-2)
@@ -140,14 +133,14 @@ def test_deleted_segments_wait_for_file_delete_delay(tmp_path, topic_name):
         _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(3)], old)
         _produce_batches(bootstrap, topic_name, [b"fresh"], clock())
         # The fresh record shares the third segment, whose newest timestamp keeps it.
-        _wait_until(lambda: _log_start(broker, topic_name) == 2)
+        wait_until(lambda: _log_start(broker, topic_name) == 2)
         renamed = _segments(broker.data_dir, topic_name, ".log.deleted")
         assert renamed == [0, 1]
         checks = _retention_checks(broker)
-        _wait_until(lambda: _retention_checks(broker) >= checks + 2)
+        wait_until(lambda: _retention_checks(broker) >= checks + 2)
         assert _segments(broker.data_dir, topic_name, ".log.deleted") == renamed  # not yet
         clock.shift_ms += 61_000
-        _wait_until(lambda: _segments(broker.data_dir, topic_name, ".deleted") == [])
+        wait_until(lambda: _segments(broker.data_dir, topic_name, ".deleted") == [])
         assert _segments(broker.data_dir, topic_name) == [2]
     finally:
         broker.stop()
@@ -159,7 +152,7 @@ def test_retention_minus_one_keeps_everything(brook_broker, topic_name):
     ancient = 1_000_000_000_000  # 2001
     _produce_batches(bootstrap, topic_name, [b"." * 600 for _ in range(4)], ancient)
     checks = _retention_checks(brook_broker)
-    _wait_until(lambda: _retention_checks(brook_broker) >= checks + 2)
+    wait_until(lambda: _retention_checks(brook_broker) >= checks + 2)
     assert _earliest(bootstrap, topic_name) == 0
     assert len(_segments(brook_broker.data_dir, topic_name)) >= 4
 

@@ -18,12 +18,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.index import load_request_schema
 
+from brook.broker.testing import wait_until
 from brook.coordinator_state.transaction_metadata import TransactionState
 from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import Record, build_batch
 
 from .clients import create_topic, stored_batches
-from .groups import wait_for
 from .raw_client import RawClient, make, nested, produce_request
 
 TIMEOUT_S = 20
@@ -193,7 +193,7 @@ def test_a_transaction_version_2_producer_commits_without_adding_partitions(
         error, pid, epoch = _end(client, first, commit=True)
         # EndTxn v5 answers the next epoch; the markers carry it.
         assert (error, pid, epoch) == ("none", first[0], first[1] + 1)
-        wait_for(
+        wait_until(
             lambda: _describe(brook_broker).state is TransactionState.COMPLETE_COMMIT,
             what="the markers of the commit",
         )
@@ -250,7 +250,7 @@ def test_end_txn_v5_retries_empty_aborts_and_refusals(brook_broker, topic_name):
         assert _end(client, (pid, epoch), commit=True) == ("invalid_txn_state", -1, -1)
         # Abort with nothing open bumps the epoch (no markers to write).
         assert _end(client, (pid, epoch), commit=False) == ("none", pid, epoch + 1)
-        wait_for(
+        wait_until(
             lambda: _describe(brook_broker).state is TransactionState.COMPLETE_ABORT,
             what="the empty abort to complete",
         )

@@ -25,10 +25,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from brook.broker.testing import BrokerThread, free_port
+from brook.broker.testing import BrokerThread, free_port, wait_until
 from brook.protocol.record_batch import Record, build_batch
 from tests.integration.clients import create_topic, poll_until, produce
-from tests.integration.groups import wait_for
 from tests.integration.raw_client import RawClient, produce_request
 
 from .conftest import Admin
@@ -222,8 +221,8 @@ def test_every_dashboard_query_resolves_to_series_with_data(traffic_broker: Admi
     target = traffic_broker.url.removeprefix("http://")
     prometheus = PrometheusProcess(tmp_path / "prometheus", target)
     try:
-        wait_for(prometheus.ready, timeout=60, what="prometheus to be ready")
-        wait_for(
+        wait_until(prometheus.ready, timeout=60, what="prometheus to be ready")
+        wait_until(
             lambda: any(t["health"] == "up" for t in prometheus.api("targets")["activeTargets"]),
             timeout=60,
             what="prometheus to scrape Brook",
@@ -244,7 +243,7 @@ def test_every_dashboard_query_resolves_to_series_with_data(traffic_broker: Admi
 
         try:
             # Rates need two scrapes in their window, quantiles a request in it.
-            wait_for(resolved, timeout=90, what="every dashboard query to resolve")
+            wait_until(resolved, timeout=90, what="every dashboard query to resolve")
         except AssertionError:
             missing = [expr for expr, series in results.items() if not series]
             raise AssertionError(f"queries without data: {missing}") from None

@@ -11,8 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from brook.broker.testing import BrokerProcess, free_port
-from tests.integration.groups import wait_for
+from brook.broker.testing import BrokerProcess, free_port, wait_until
 from tests.integration.processes import clean_env
 
 from .conftest import Admin
@@ -65,7 +64,7 @@ def test_brook_serve_turns_ready_and_its_endpoint_goes_with_it(tmp_path: Path):
             return -1
 
     try:
-        wait_for(lambda: ready() == 200, what="the broker to be ready")
+        wait_until(lambda: ready() == 200, what="the broker to be ready")
     finally:
         assert broker.stop() == 0
     assert ready() == -1
@@ -100,7 +99,7 @@ def test_a_starting_broker_is_live_but_not_ready(tmp_path: Path):
                 assert process.poll() is None, (tmp_path / "broker.log").read_text()
                 return None
 
-        status, body = wait_for(ready, what="the admin endpoint to answer")
+        status, body = wait_until(ready, what="the admin endpoint to answer")
         assert status == 503
         assert body == {"ready": False, "state": "Starting", "reason": "the broker is Starting"}
         with urllib.request.urlopen(admin_url + "/v1/health", timeout=10) as response:

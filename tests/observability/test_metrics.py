@@ -12,6 +12,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from brook.broker.testing import wait_until
 from brook.protocol.record_batch import Record, build_batch
 from tests.integration.clients import (
     aiokafka_producer,
@@ -20,7 +21,6 @@ from tests.integration.clients import (
     poll_until,
     produce,
 )
-from tests.integration.groups import wait_for
 from tests.integration.raw_client import RawClient, produce_request
 
 from .conftest import Admin, Samples
@@ -85,7 +85,7 @@ def test_messages_and_bytes_in_count_what_each_client_produced(
     before = admin_broker.metrics()
     assert before.value(MESSAGES_IN, topic=topic_name) == 0
     PRODUCERS[client](admin_broker.broker.bootstrap, topic_name, 50)
-    after = wait_for(
+    after = wait_until(
         lambda: (m := admin_broker.metrics()).value(MESSAGES_IN, topic=topic_name) >= 50 and m,
         what="50 messages in",
     )
@@ -209,7 +209,7 @@ def test_consumer_lag_shows_once_a_consumer_stops(admin_broker: Admin, topic_nam
         consumer.close()
     produce(bootstrap, topic_name, [(None, VALUE)] * 7)
     labels = {"consumergroup": "laggard", "topic": topic_name, "partition": 0}
-    metrics = wait_for(
+    metrics = wait_until(
         lambda: (m := admin_broker.metrics()).value("kafka_consumergroup_lag", **labels) == 7 and m,
         what="a lag of 7",
     )
@@ -231,7 +231,7 @@ def test_transactions_count_by_state(admin_broker: Admin, topic_name: str):
     ongoing = admin_broker.metrics()
     assert ongoing.value("brook_transaction_coordinator_transactions", state="Ongoing") == 1
     producer.commit_transaction(30)
-    committed = wait_for(
+    committed = wait_until(
         lambda: (
             (m := admin_broker.metrics()).get(
                 "brook_transaction_coordinator_transactions", state="CompleteCommit"
@@ -260,7 +260,7 @@ def test_connections_are_counted_per_listener(admin_broker: Admin):
             during.value("kafka_server_socket_server_metrics_connection_creation_total", **labels)
             == created + 1
         )
-    wait_for(
+    wait_until(
         lambda: admin_broker.metrics().value(connections, **labels) == opened,
         what="the connection to be counted closed",
     )
@@ -273,7 +273,7 @@ def test_log_flushes_are_timed(admin_broker: Admin, topic_name: str):
     create_topic(admin_broker.broker.bootstrap, topic_name)
     produce(admin_broker.broker.bootstrap, topic_name, [(None, VALUE)] * 3)
     # flush.messages=1: the flusher syncs the log after the writes (it runs every second).
-    wait_for(lambda: admin_broker.metrics().value(flushes) > before, what="a timed flush")
+    wait_until(lambda: admin_broker.metrics().value(flushes) > before, what="a timed flush")
 
 
 def test_the_broker_and_its_loop_report_themselves(admin_broker: Admin):
@@ -283,7 +283,7 @@ def test_the_broker_and_its_loop_report_themselves(admin_broker: Admin):
     assert metrics.value("kafka_server_replicamanager_underreplicatedpartitions") == 0
     assert metrics.value("brook_eventloop_lag_seconds") >= 0
     # The loop-lag task measures every quarter second: its histogram fills.
-    wait_for(
+    wait_until(
         lambda: admin_broker.metrics().value("brook_eventloop_lag_ms_count") > 0,
         what="an event-loop lag measurement",
     )
@@ -332,14 +332,14 @@ def test_metrics_answer_while_the_broker_is_under_load(admin_broker: Admin, topi
     thread = threading.Thread(target=load)
     thread.start()
     try:
-        wait_for(
+        wait_until(
             lambda: admin_broker.metrics().value(MESSAGES_IN, topic=topic_name) > 0,
             what="the load to start",
         )
         seen = []
         for _ in range(10):
             seen.append(admin_broker.metrics().value(MESSAGES_IN, topic=topic_name))
-            wait_for(
+            wait_until(
                 lambda: admin_broker.metrics().value(MESSAGES_IN, topic=topic_name) > seen[-1],
                 what="more messages in",
             )

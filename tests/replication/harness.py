@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from brook.broker.metadata.records import (
     UnregisterBrokerRecord,
 )
 from brook.broker.replica.partition import Partition
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 from brook.broker.transactions.producer_ids import STATE_FILE
 
 # Quick enough to see the ISR shrink within a test.
@@ -223,11 +222,7 @@ class ScriptedController:
 
     def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
         """Wait on the brokers' own state (read on their loops), not on time."""
-        deadline = time.monotonic() + timeout_s
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.02)
+        wait_until(condition, what, timeout_s)
 
 
 def _apply_on(thread: BrokerThread, records: list[MetadataRecord]) -> None:

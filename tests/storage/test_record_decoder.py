@@ -16,9 +16,9 @@ from brook.protocol.record_batch import (
     BatchHeader,
     Record,
     build_batch,
+    decode_records,
     encode_record,
     parse_header,
-    decode_records,
     split_batches,
     write_varint,
 )
