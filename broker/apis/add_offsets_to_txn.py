@@ -20,19 +20,14 @@ from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, answer_or_error, build, handles, respond_later
+from .views import TransactionalRequestView
 
 log = logging.getLogger("brook.apis.add_offsets_to_txn")
 
 
-class AddOffsetsToTxnRequestView(Protocol):
+class AddOffsetsToTxnRequestView(TransactionalRequestView, Protocol):
     """What the handler reads of an AddOffsetsToTxnRequest (every served version has it)."""
 
-    @property
-    def transactional_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
     @property
     def group_id(self) -> str: ...
 

@@ -27,6 +27,7 @@ from ..server.services import BrokerServices
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, build, handles, schema_module
+from .views import TransactionalRequestView
 
 log = logging.getLogger("brook.apis.add_partitions_to_txn")
 FIRST_BATCHED_VERSION = 4
@@ -56,13 +57,7 @@ class AddPartitionsToTxnRequestBeforeV4View(Protocol):
     def v3_and_below_topics(self) -> Sequence[AddPartitionsToTxnTopicView]: ...
 
 
-class AddPartitionsToTxnTransactionView(Protocol):
-    @property
-    def transactional_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
+class AddPartitionsToTxnTransactionView(TransactionalRequestView, Protocol):
     @property
     def verify_only(self) -> bool: ...
     @property

@@ -28,19 +28,14 @@ from ..server.request_context import RequestContext
 from ..transactions.errors import error_for_version
 from ..transactions.shard import ProducerIdAndEpoch
 from . import NO_THROTTLE, build, handles
+from .views import TransactionalRequestView
 
 log = logging.getLogger("brook.apis.end_txn")
 
 
-class EndTxnRequestView(Protocol):
+class EndTxnRequestView(TransactionalRequestView, Protocol):
     """What the handler reads of an EndTxnRequest (every served version has it)."""
 
-    @property
-    def transactional_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
     @property
     def committed(self) -> bool: ...
 

@@ -27,7 +27,7 @@ from ..transactions import verification
 from ..transactions.shard import ProducerIdAndEpoch
 from . import handles
 from .offset_commit import OffsetKey, commit_denials, commit_response, offsets_to_commit
-from .views import CommitRequestView
+from .views import CommitRequestView, TransactionalRequestView
 
 log = logging.getLogger("brook.apis.txn_offset_commit")
 
@@ -36,17 +36,10 @@ log = logging.getLogger("brook.apis.txn_offset_commit")
 ADD_TIMEOUT_S = verification.ADD_RETRY_MAX_S
 
 
-class TxnOffsetCommitRequestView(CommitRequestView, Protocol):
+class TxnOffsetCommitRequestView(CommitRequestView, TransactionalRequestView, Protocol):
     """What the handler reads of a TxnOffsetCommitRequest in every served version, with
     its topics and partitions (views.py); the member's generation id, member id and group
     instance id (v3+, KIP-447) are read where the version has them."""
-
-    @property
-    def transactional_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
 
 
 if TYPE_CHECKING:

@@ -11,6 +11,19 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 
+class TransactionalRequestView(Protocol):
+    """What a transactional producer's requests name it by (EndTxn, AddOffsetsToTxn,
+    TxnOffsetCommit, and AddPartitionsToTxn's transactions from v4): its transactional id,
+    and its producer id and epoch."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+
+
 class CommitPartitionView(Protocol):
     """A partition of an OffsetCommit or TxnOffsetCommit request (Kafka's
     OffsetCommitRequestPartition, TxnOffsetCommitRequestPartition). The committed leader
