@@ -22,6 +22,9 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 # ZooKeeper 3.8 for the cluster tests (tests/cluster/), run from its jars with the JVM.
 [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
+# Maven fetches Apache Kafka's jars (jvm/pom.xml) for the tests that hold Brook against
+# Kafka's own tools (tests/apache_kafka/), into a cache later runs reuse.
+command -v mvn >/dev/null 2>&1 || missing="$missing maven"
 # Prometheus (Debian's 2.42, with promtool) for the observability tests: it scrapes a live
 # broker and evaluates the Grafana dashboard's queries. Optional: where it cannot be
 # installed, those tests skip and say why. Without its recommends (node-exporter).
