@@ -146,3 +146,159 @@ def dump_log_segments(files: list[Path], *options: str) -> subprocess.CompletedP
         ",".join(str(f) for f in files),
         *options,
     )
+
+
+# --- a broker -----------------------------------------------------------------------------
+
+KAFKA_MAIN = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+# The broker's log: INFO to a file (the bench and the tests read it when a start fails).
+BROKER_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.state.name = state.change.logger
+logger.state.level = warn
+"""
+
+
+def random_cluster_id() -> str:
+    """A cluster id as Kafka makes one (kafka-storage.sh random-uuid): a random UUID,
+    base64url without padding."""
+    import base64
+    import uuid
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaBroker:
+    """One Apache Kafka broker in KRaft combined mode (broker and controller in one
+    process), on 127.0.0.1, started from the cached jars with a generated config: the
+    set-up of Kafka's quickstart, with the single-broker replication factors of its
+    config/server.properties. `overrides` are more server properties by Kafka's names."""
+
+    def __init__(
+        self,
+        home: Path,
+        port: int,
+        controller_port: int,
+        overrides: dict[str, str] | None = None,
+        heap: str = "1g",
+    ) -> None:
+        self.home = home
+        self.port = port
+        self.controller_port = controller_port
+        self.heap = heap
+        self.log_dir = home / "data"
+        self.log_file = home / "server.log"
+        self.config_file = home / "server.properties"
+        self.settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            **(overrides or {}),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def jvm_settings(self) -> list[str]:
+        """The JVM's flags, for a report: the heap and collector Kafka's scripts choose
+        (kafka-server-start.sh: -Xmx1G -Xms1G, G1 with a 20 ms pause goal)."""
+        return [
+            f"-Xmx{self.heap}",
+            f"-Xms{self.heap}",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35",
+        ]
+
+    def format(self, cluster_id: str | None = None) -> None:
+        """kafka-storage.sh format --standalone: the log dir made a KRaft voter's."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(
+            "".join(f"{key}={value}\n" for key, value in self.settings.items())
+        )
+        done = run_tool(
+            STORAGE_TOOL,
+            "format",
+            "-t",
+            cluster_id or random_cluster_id(),
+            "-c",
+            str(self.config_file),
+            "--standalone",
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed: {done.stdout}{done.stderr}")
+
+    def start(self) -> KafkaBroker:
+        from brook.broker.testing import wait_for_port
+
+        if not self.config_file.exists():
+            self.format()
+        log4j = self.home / "log4j2.properties"
+        log4j.write_text(BROKER_LOG4J2.format(log_file=self.log_file))
+        libs = kafka_jars()
+        command = [
+            "java",
+            *self.jvm_settings(),
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-cp",
+            f"{libs}/*",
+            KAFKA_MAIN,
+            str(self.config_file),
+        ]
+        with open(self.home / "stdout.log", "wb") as output:
+            self.process = subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, env=java_env()
+            )
+        try:
+            wait_for_port(self.port, START_TIMEOUT_S, self.process)
+        except (RuntimeError, TimeoutError) as exc:
+            self.stop()
+            raise RuntimeError(f"Apache Kafka did not start: {exc}\n{self.log_tail()}") from None
+        return self
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log_file.read_text() if self.log_file.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> int:
+        """A clean shutdown (SIGTERM, as kafka-server-stop.sh sends); the exit code."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        code = self.process.returncode
+        self.process = None
+        return code

@@ -96,17 +96,19 @@ class CheckpointFile(Generic[T]):
         atomic_write_text(self.path, f"{self.version}\n{len(lines)}\n{body}")
 
     def read(self) -> list[T]:
-        """The entries, or [] when the file does not exist."""
+        """The entries, or [] when the file does not exist or is empty."""
         try:
             text = self.path.read_text("utf-8")
         except FileNotFoundError:
             return []
         lines = text.splitlines()
-        if len(lines) < 2:
-            raise CorruptCheckpointError(f"{self.path} is truncated (no version or count line)")
+        # As Kafka's CheckpointReadBuffer: a file that ends before its version line, or
+        # right after it, holds no entries (Kafka creates its cleaner checkpoint empty).
+        if not lines:
+            return []
         try:
             version = int(lines[0].strip())
-            count = int(lines[1].strip())
+            count = int(lines[1].strip()) if len(lines) > 1 else 0
         except ValueError as exc:
             raise CorruptCheckpointError(f"{self.path} has a malformed header: {exc}") from None
         if version != self.version:

@@ -81,6 +81,10 @@ def generate_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
 
 
+# The partition directory of Kafka's KRaft metadata log (__cluster_metadata, partition 0).
+KRAFT_METADATA_DIR = "__cluster_metadata-0"
+
+
 def prepare_log_dirs(log_dirs: Iterable[Path]) -> None:
     """Make each configured log dir where it is missing; a path that is not a directory,
     or one that cannot be made, stops start-up with an error naming that configured
@@ -296,6 +300,11 @@ class LogManager:
                 continue
             if entry.name.endswith(files.STRAY_DIR_SUFFIX):
                 logger.warning("Skipping %s: stray logs are not supported", path)
+                continue
+            if entry.name == KRAFT_METADATA_DIR:
+                # A KRaft broker's metadata log (a log dir Apache Kafka 3.x/4.x wrote): Kafka
+                # keeps it apart from the topics' logs, and Brook has no KRaft quorum.
+                logger.info("Leaving %s alone: Kafka's KRaft metadata log, not a topic", path)
                 continue
             try:
                 topic_partition = files.parse_topic_partition(entry.name)

@@ -32,9 +32,20 @@ def test_offset_checkpoint_round_trip_in_kafka_format(tmp_path: Path) -> None:
     assert path.read_text() == "0\n0\n"
 
 
+@pytest.mark.parametrize("text", ["", "0\n"])
+def test_a_checkpoint_that_ends_before_its_count_is_empty_as_in_kafka(
+    tmp_path: Path, text: str
+) -> None:
+    """Kafka creates its cleaner-offset-checkpoint as an empty file, and reads a file that
+    ends before its version or count line as no entries (CheckpointReadBuffer)."""
+    path = tmp_path / "cleaner-offset-checkpoint"
+    path.write_text(text)
+    assert OffsetCheckpointFile(path).read() == {}
+
+
 @pytest.mark.parametrize(
     "text",
-    ["1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt zero 1\n", "0\n", "zero\n0\n"],
+    ["1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt zero 1\n", "1\n", "zero\n0\n"],
 )
 def test_malformed_checkpoints_are_reported(tmp_path: Path, text: str) -> None:
     path = tmp_path / "cp"
