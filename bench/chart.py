@@ -14,11 +14,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
 from matplotlib.ticker import FuncFormatter  # type: ignore[import-not-found, unused-ignore]
 
-from bench.brokers import BROOK, REFERENCE
+from bench.brokers import BROOK, KAFKA, REFERENCE
 from bench.metrics import METRICS, BrokerResult, Metric
 from bench.report import format_ratio, ratio
 
-COLORS = {REFERENCE: "#9e9e9e", BROOK: "#1f77b4"}
+COLORS = {REFERENCE: "#9e9e9e", BROOK: "#1f77b4", KAFKA: "#d62728"}
 # Ratios of a Python broker to a Rust one can span orders of magnitude; past this spread a linear
 # axis would flatten the small bars to nothing, so the axis turns logarithmic.
 LOG_SCALE_SPREAD = 10.0
@@ -35,12 +35,12 @@ def _bar_value(metric: Metric, name: str, results: dict[str, BrokerResult]) -> f
         return None
     if name == REFERENCE:
         return 1.0
-    return ratio(metric, results)
+    return ratio(metric, results, REFERENCE, name)
 
 
 def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Path:
-    names = [REFERENCE, BROOK]
-    width = 0.38
+    names = [REFERENCE, BROOK, KAFKA]
+    width = 0.27
     fig, ax = plt.subplots(figsize=(16, 7), layout="constrained")
     values = {name: [_bar_value(m, name, results) for m in METRICS] for name in names}
     present = [v for series in values.values() for v in series if v]
@@ -53,7 +53,7 @@ def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Pat
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     else:
         ax.set_ylim(0, top * 1.3)
-    for offset, name in zip((-width / 2, width / 2), names, strict=True):
+    for offset, name in zip((-width, 0.0, width), names, strict=True):
         xs = [i + offset for i in range(len(METRICS))]
         heights = [v if v else 0.0 for v in values[name]]
         bars = ax.bar(xs, heights, width, label=name, color=COLORS[name])

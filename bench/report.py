@@ -1,19 +1,23 @@
-"""The comparison table: one row per metric, both brokers, and Brook's ratio to the reference."""
+"""The comparison table: one row per metric, every broker, and Brook's ratio to the reference
+(Tansu) and to Apache Kafka."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bench.brokers import BROOK, REFERENCE
+from bench.brokers import BROOK, KAFKA, REFERENCE
 from bench.metrics import METRICS, BrokerResult, Metric
 
 FAILED = "FAILED"
 NOT_RUN = "-"
 
 
-def ratio(metric: Metric, results: dict[str, BrokerResult]) -> float | None:
-    """Brook / reference, or None when either side has no number."""
-    brook, ref = results.get(BROOK), results.get(REFERENCE)
+def ratio(
+    metric: Metric, results: dict[str, BrokerResult], other: str = REFERENCE, name: str = BROOK
+) -> float | None:
+    """`name`'s value over `other`'s (Brook / reference by default), or None when either
+    side has no number."""
+    brook, ref = results.get(name), results.get(other)
     if brook is None or ref is None:
         return None
     mine, theirs = brook.value(metric), ref.value(metric)
@@ -56,16 +60,18 @@ def rows(results: dict[str, BrokerResult]) -> list[list[str]]:
                 metric.unit,
                 cell(metric, results.get(BROOK)),
                 cell(metric, results.get(REFERENCE)),
+                cell(metric, results.get(KAFKA)),
                 format_ratio(r) if r is not None else NOT_RUN,
+                format_ratio(k) if (k := ratio(metric, results, KAFKA)) is not None else NOT_RUN,
                 f"{metric.better} is better",
             ]
         )
     return table
 
 
-HEADER = ["metric", "unit", "brook", "reference", "ratio b/r", "better"]
+HEADER = ["metric", "unit", "brook", "reference", "kafka", "ratio b/r", "ratio b/k", "better"]
 # Numbers read best right-aligned; words left-aligned.
-RIGHT_ALIGNED = {2, 3, 4}
+RIGHT_ALIGNED = {2, 3, 4, 5, 6}
 
 
 def render_table(table: Iterable[list[str]]) -> str:

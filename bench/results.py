@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.brokers import KAFKA
 from bench.metrics import METRICS, BrokerResult
 from bench.report import ratio
 
@@ -24,6 +25,7 @@ def to_json(
                 "better": m.better,
                 "values": {name: r.value(m) for name, r in results.items()},
                 "ratio_brook_over_reference": ratio(m, results),
+                "ratio_brook_over_kafka": ratio(m, results, KAFKA),
             }
             for m in METRICS
         ],
