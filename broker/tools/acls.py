@@ -280,7 +280,7 @@ def _pattern_text(b: AclBinding) -> str:
 def _entry_text(b: AclBinding) -> str:
     return (
         f"(principal={b.principal}, host={b.host}, operation={b.operation.name},"
-        f" permissionType={b.permission_type.name})"
+        f" permissionType={b.permission.name})"
     )
 
 

@@ -3,28 +3,17 @@ broker. The enums are the authorizer's own (broker/authorizer/acl.py), Kafka's c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
-from brook.broker.authorizer.acl import PatternType, PermissionType, ResourceType
+from brook.broker.authorizer.acl import AclBindingFilter, PatternType, PermissionType, ResourceType
 from brook.broker.authorizer.operations import AclOperation
 
 from ..wire_client import ApiError, KafkaCluster
 
-
-@dataclass(frozen=True)
-class AclBinding:
-    """An ACL; as a filter, None and the ANY values match anything."""
-
-    resource_type: ResourceType
-    name: str | None
-    pattern_type: PatternType
-    principal: str | None
-    host: str | None
-    operation: AclOperation
-    permission_type: PermissionType
+# An ACL, or (None and the ANY values matching anything) a filter of ACLs: the
+# authorizer's own type, whose fields both are.
+AclBinding = AclBindingFilter
 
 
 def create_acls(cluster: KafkaCluster, bindings: list[AclBinding]) -> list[ApiError | None]:
@@ -41,7 +30,7 @@ def create_acls(cluster: KafkaCluster, bindings: list[AclBinding]) -> list[ApiEr
                     principal=b.principal or "",
                     host=b.host or "",
                     operation=i8(b.operation),
-                    permission_type=i8(b.permission_type),
+                    permission_type=i8(b.permission),
                 )
                 for b in bindings
             )
@@ -67,7 +56,7 @@ def describe_acls(cluster: KafkaCluster, selected: AclBinding) -> list[AclBindin
             principal_filter=selected.principal,
             host_filter=selected.host,
             operation=i8(selected.operation),
-            permission_type=i8(selected.permission_type),
+            permission_type=i8(selected.permission),
         )
     )
     if response.error_code != ErrorCode.none:
@@ -101,7 +90,7 @@ def delete_acls(cluster: KafkaCluster, filters: list[AclBinding]) -> list[ApiErr
                     principal_filter=f.principal,
                     host_filter=f.host,
                     operation=i8(f.operation),
-                    permission_type=i8(f.permission_type),
+                    permission_type=i8(f.permission),
                 )
                 for f in filters
             )
