@@ -21,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "jvm" / "pom.xml"
+# Kafka 3.9, the last release with ZooKeeper (a peer for a Brook cluster's log dirs).
+ZOOKEEPER_KAFKA_POM = ROOT / "jvm" / "kafka-3.9" / "pom.xml"
 # Kafka's tools log WARN and above to stderr, the way its scripts' tools-log4j2 does.
 TOOLS_LOG4J2 = """\
 status = error
@@ -35,19 +37,22 @@ rootLogger.appenderRef.stderr.ref = STDERR
 FETCH_TIMEOUT_S = 900
 
 
-def kafka_version() -> str:
-    """The Apache Kafka release jvm/pom.xml names."""
-    found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
-    assert found is not None, f"{POM} names no kafka.version"
+def kafka_version(pom: Path = POM) -> str:
+    """The Apache Kafka release a pom names (jvm/pom.xml's by default)."""
+    found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom.read_text())
+    assert found is not None, f"{pom} names no kafka.version"
     return found.group(1)
 
 
-def cache_dir() -> Path:
+def cache_dir(pom: Path = POM) -> Path:
+    """Where a pom's jars are kept: BROOK_KAFKA_CACHE for jvm/pom.xml's (a directory of
+    that release's own otherwise), beside it for another release's."""
     configured = os.environ.get("BROOK_KAFKA_CACHE")
+    name = f"apache-kafka-{kafka_version(pom)}"
     if configured:
-        return Path(configured)
+        return Path(configured) if pom == POM else Path(configured).with_name(name)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "brook" / f"apache-kafka-{kafka_version()}"
+    return base / "brook" / name
 
 
 @contextlib.contextmanager
@@ -61,10 +66,11 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def kafka_jars() -> Path:
-    """The directory of Kafka's jars, fetched on first use (Maven and its own cache,
-    ~/.m2, do the downloading); raises RuntimeError with Maven's output if it fails."""
-    home = cache_dir()
+def kafka_jars(pom: Path = POM) -> Path:
+    """The directory of the jars a pom lists (jvm/pom.xml: Kafka 4), fetched on first use
+    (Maven and its own cache, ~/.m2, do the downloading); raises RuntimeError with Maven's
+    output if it fails."""
+    home = cache_dir(pom)
     libs = home / "libs"
     done = home / "fetched"
     if done.exists():
@@ -82,7 +88,7 @@ def kafka_jars() -> Path:
                 "-q",
                 "-B",
                 "-f",
-                str(POM),
+                str(pom),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
             ],
@@ -93,13 +99,13 @@ def kafka_jars() -> Path:
         )
         if fetched.returncode != 0:
             raise RuntimeError(
-                f"fetching Apache Kafka {kafka_version()} with Maven failed:\n"
+                f"fetching Apache Kafka {kafka_version(pom)} with Maven failed:\n"
                 f"{fetched.stdout[-3000:]}{fetched.stderr[-3000:]}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
         (home / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
-        done.write_text(kafka_version() + "\n")
+        done.write_text(kafka_version(pom) + "\n")
     return libs
 
 
