@@ -199,11 +199,15 @@ class KafkaBroker:
         controller_port: int,
         overrides: dict[str, str] | None = None,
         heap: str = "1g",
+        jvm_flags: list[str] | None = None,
     ) -> None:
         self.home = home
         self.port = port
         self.controller_port = controller_port
         self.heap = heap
+        # In place of the flags of kafka-server-start.sh (a test's short-lived broker
+        # wants start-up over peak speed: C1 alone, the serial collector).
+        self.jvm_flags = jvm_flags
         self.log_dir = home / "data"
         self.log_file = home / "server.log"
         self.config_file = home / "server.properties"
@@ -234,7 +238,10 @@ class KafkaBroker:
 
     def jvm_settings(self) -> list[str]:
         """The JVM's flags, for a report: the heap and collector Kafka's scripts choose
-        (kafka-server-start.sh: -Xmx1G -Xms1G, G1 with a 20 ms pause goal)."""
+        (kafka-server-start.sh: -Xmx1G -Xms1G, G1 with a 20 ms pause goal), unless the
+        caller gave its own."""
+        if self.jvm_flags is not None:
+            return [f"-Xmx{self.heap}", *self.jvm_flags]
         return [
             f"-Xmx{self.heap}",
             f"-Xms{self.heap}",

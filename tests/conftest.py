@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 
 import pytest
+
+from brook.broker.zookeeper.server import ZooKeeperServer
 
 # Every JVM the tests start (Spark's driver, executors, master and worker, spark-submit,
 # ZooKeeper) lives for seconds and reads little data: the C1 compiler alone and the serial
@@ -18,3 +21,14 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSeri
 @pytest.fixture
 def topic_name() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper server (Debian's 3.8, test.sh installs it) shared by a module's tests:
+    the cluster tests', and Apache Kafka 3.9's over a Brook cluster's dir."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

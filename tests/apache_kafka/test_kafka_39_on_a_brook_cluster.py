@@ -9,10 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from bench.apache_kafka import ZOOKEEPER_KAFKA_POM, java_env, kafka_jars
 from brook.broker.testing import BrokerProcess, free_port, wait_for_port, wait_until
@@ -29,15 +26,6 @@ log4j.appender.out=org.apache.log4j.ConsoleAppender
 log4j.appender.out.layout=org.apache.log4j.PatternLayout
 log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _kafka_39(
@@ -63,6 +51,7 @@ def _kafka_39(
             [
                 "java",
                 "-Xmx512m",
+                "-XX:TieredStopAtLevel=1",
                 "-XX:+UseSerialGC",
                 f"-Dlog4j.configuration=file:{log4j}",
                 "-cp",

@@ -185,6 +185,8 @@ def kafka_written(
         free_port(),
         free_port(),
         {"node.id": str(KAFKA_NODE_ID), "log.cleaner.backoff.ms": "100"},
+        heap="512m",
+        jvm_flags=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
     ).start()
     try:
         topics = _create(kafka.bootstrap)

@@ -1,4 +1,5 @@
-"""Fixtures of the cluster tests: a ZooKeeper server per module, a chroot per test."""
+"""Fixtures of the cluster tests: a chroot per test in the module's ZooKeeper server
+(tests/conftest.py), a view of it, a cluster of `brook serve` processes."""
 
 from __future__ import annotations
 
@@ -11,16 +12,6 @@ from kazoo.client import KazooClient
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .harness import Cluster, ZooKeeperView, new_chroot
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A ZooKeeper server (Debian's 3.8, test.sh installs it) shared by a module's tests."""
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
