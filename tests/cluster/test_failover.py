@@ -113,14 +113,19 @@ def test_a_broker_restarted_after_a_kill_waits_for_its_old_registration(
     cluster: Cluster, zk: ZooKeeperView
 ):
     """Kafka refuses a broker whose id is still registered by the session of the broker it
-    replaces; Brook waits (up to the session timeout) for that registration to go."""
-    first = cluster.start(1)
+    replaces; Brook waits (up to the session timeout) for that registration to go.
+
+    Broker 1's session lasts 15 s, not the tests' 2 s: on a loaded machine the restarted
+    process took longer than 2 s to reach ZooKeeper, found the old registration gone, and
+    had nothing to wait for."""
+    long_session = {"zookeeper.session.timeout.ms": 15_000}
+    first = cluster.start(1, long_session)
     second = cluster.start(2)
     zk.wait_broker_ids([1, 2])
     owner = zk.get("/brokers/ids/1")[1].ephemeralOwner
     first.kill()
     assert zk.exists("/brokers/ids/1") is not None  # still there: its session lives on
-    restarted = cluster.restart(first, 1)
+    restarted = cluster.restart(first, 1, extra=long_session)
     zk.wait_data(
         "/brokers/ids/1", lambda _, stat: stat is not None and stat.ephemeralOwner != owner
     )

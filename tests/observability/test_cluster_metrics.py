@@ -11,7 +11,7 @@ import urllib.request
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.testing import free_port
-from tests.cluster.conftest import chroot, cluster, zk, zookeeper  # noqa: F401 (fixtures)
+from tests.cluster.conftest import chroot, cluster, zk  # noqa: F401 (fixtures)
 from tests.cluster.harness import Cluster, ZooKeeperView, eventually
 
 from .conftest import Samples
