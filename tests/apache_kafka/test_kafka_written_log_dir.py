@@ -215,7 +215,13 @@ def test_every_record_is_served_at_its_offset_with_its_timestamp(
     topics = {topic: 2 if topic.startswith("codec-") else 1 for topic, _ in kafka_written.rows}
     served = _all_rows(brook_on_a_copy.bootstrap, topics)
     for key, rows in kafka_written.rows.items():
-        assert served[key] == rows, key
+        if key[0] == "compacted":
+            # Kafka's cleaner may run again between the read and the stop: what Brook serves
+            # is then a subset of what was read, with every key's last value kept.
+            assert set(served[key]) <= set(rows), key
+            assert _last_values(served[key]) == _last_values(rows), key
+        else:
+            assert served[key] == rows, key
     # The data set is what it claims to be: aborted records hidden from read_committed,
     # compacted keys.
     txn = {isolation: [row[4] for row in served[("txn", isolation)]] for _, isolation in served}
@@ -223,6 +229,10 @@ def test_every_record_is_served_at_its_offset_with_its_timestamp(
     assert b"aborted 0" not in txn["read_committed"] and b"kept 4" in txn["read_committed"]
     compacted = served[("compacted", "read_uncommitted")]
     assert len({row[3] for row in compacted}) == KEYS < len(compacted) < compacted[-1][1] + 1
+
+
+def _last_values(rows: list[Row]) -> dict[bytes | None, bytes | None]:
+    return {row[3]: row[4] for row in sorted(rows, key=lambda row: row[1])}
 
 
 def test_kafkas_own_metadata_log_is_not_a_topic(
@@ -280,7 +290,7 @@ def test_brook_audit_reads_the_kafka_written_dir(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["integrity_failures"] == 0
     for (topic, isolation), rows in kafka_written.rows.items():
-        if isolation == "read_uncommitted":
+        if isolation == "read_uncommitted" and topic != "compacted":  # see above
             assert summary["topics"][topic]["records"] == len(rows), topic
     transactions = summary["totals"]["transactions"]
     assert (transactions["committed"], transactions["aborted"], transactions["open"]) == (2, 1, 0)
