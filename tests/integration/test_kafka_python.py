@@ -617,7 +617,10 @@ def test_one_huge_batch_of_small_records(brook_broker, admin, topic_name):
         producer.close(5)
     assert offsets == list(range(20_000))
     batches = stored_batches(brook_broker.data_dir, topic_name)
-    assert len(batches) < 20 and {b.codec for b in batches} == {Codec.ZSTD}
+    # Once, on a loaded machine, the log held an uncompressed first batch of 58 records
+    # among the zstd ones, as kafka-python had sent it (Brook stores batches as sent).
+    codecs = {b.codec for b in batches}
+    assert len(batches) < 20 and Codec.ZSTD in codecs and codecs <= {Codec.ZSTD, Codec.NONE}
     assert sum(b.record_count for b in batches) == 20_000
     records = read_from(bootstrap, topic_name, 0, 20_000)
     assert [r.value for r in records] == [b"r%05d" % i for i in range(20_000)]
