@@ -117,6 +117,12 @@ class ApiError(ToolError):
         self.error_message = message
 
 
+def api_error(code: ErrorCode, message: str | None = None) -> ApiError | None:
+    """The error an answer's code means, None for success: what a per-item result
+    (an ACL created, a credential altered) comes back as."""
+    return None if code == ErrorCode.none else ApiError(code, message)
+
+
 class CoordinatorError(ApiError):
     """An error code answered for a group or transactional id at its coordinator."""
 

@@ -9,7 +9,7 @@ from kio.static.primitive import i8
 from brook.broker.authorizer.acl import AclBindingFilter, PatternType, PermissionType, ResourceType
 from brook.broker.authorizer.operations import AclOperation
 
-from ..wire_client import ApiError, KafkaCluster
+from ..wire_client import ApiError, KafkaCluster, api_error
 
 # An ACL, or (None and the ANY values matching anything) a filter of ACLs: the
 # authorizer's own type, whose fields both are.
@@ -36,12 +36,7 @@ def create_acls(cluster: KafkaCluster, bindings: list[AclBinding]) -> list[ApiEr
             )
         )
     )
-    return [
-        None
-        if result.error_code == ErrorCode.none
-        else ApiError(result.error_code, result.error_message)
-        for result in response.results
-    ]
+    return [api_error(result.error_code, result.error_message) for result in response.results]
 
 
 def describe_acls(cluster: KafkaCluster, selected: AclBinding) -> list[AclBinding]:
@@ -97,8 +92,5 @@ def delete_acls(cluster: KafkaCluster, filters: list[AclBinding]) -> list[ApiErr
         )
     )
     return [
-        None
-        if result.error_code == ErrorCode.none
-        else ApiError(result.error_code, result.error_message)
-        for result in response.filter_results
+        api_error(result.error_code, result.error_message) for result in response.filter_results
     ]

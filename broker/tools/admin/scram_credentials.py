@@ -17,7 +17,7 @@ from brook.broker.security.scram import (
     salted_password,
 )
 
-from ..wire_client import ApiError, KafkaCluster
+from ..wire_client import ApiError, KafkaCluster, api_error
 
 SALT_BYTES = 32
 
@@ -96,8 +96,6 @@ def alter_user_scram_credentials(
         )
     )
     return {
-        result.user: None
-        if result.error_code == ErrorCode.none
-        else ApiError(result.error_code, result.error_message)
+        result.user: api_error(result.error_code, result.error_message)
         for result in response.results
     }
