@@ -67,6 +67,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 class VersionRange(NamedTuple):
@@ -133,6 +134,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),
 }
 
 

@@ -90,6 +90,7 @@ def load_all() -> dict[int, Handler]:
         describe_groups,
         describe_log_dirs,
         describe_producers,
+        describe_topic_partitions,
         describe_transactions,
         describe_user_scram_credentials,
         elect_leaders,

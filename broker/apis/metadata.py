@@ -98,7 +98,7 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequestView) -> object
     metadata = services.metadata
     # Kafka's rule: every endpoint handed out is that of the listener the request came
     # in on; a leader without one leaves its partitions leaderless.
-    leaders = _Leaders(services, ctx.listener_name, version)
+    leaders = LeaderReachability(services, ctx.listener_name, version)
     results = []
     if requested is None or (version == 0 and not requested):
         # All topics (v0 uses an empty list for "all").
@@ -259,7 +259,7 @@ def _error_topic(
     )
 
 
-class _Leaders:
+class LeaderReachability:
     """Which partitions' leaders a client of this request can reach: a leader that is
     not alive leaves its partition LEADER_NOT_AVAILABLE, one alive without an endpoint
     on the request's listener LISTENER_NOT_FOUND (from v6; LEADER_NOT_AVAILABLE before);
@@ -297,7 +297,7 @@ def _describe(
     services: BrokerServices,
     types: ModuleType,
     topic: TopicMetadata,
-    leaders: _Leaders,
+    leaders: LeaderReachability,
 ) -> object:
     partitions = tuple(
         _describe_partition(
@@ -321,7 +321,7 @@ def _describe_partition(
     index: int,
     registration: PartitionRegistration,
     local: Partition | None,
-    leaders: _Leaders,
+    leaders: LeaderReachability,
 ) -> object:
     offline = tuple(broker for broker in registration.replicas if not leaders.alive(broker))
     error = leaders.error(registration.leader)

@@ -584,6 +584,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             "Create a topic when a client asks for its metadata.",
         ),
         _key("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+        _key(
+            "max.request.partition.size.limit",
+            "int",
+            2000,
+            "The most partitions a DescribeTopicPartitions answer holds.",
+            at_least=1,
+        ),
         _key("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", at_least=14),
         _key("log.roll.ms", "long", None, "Age at which a segment rolls (ms).", at_least=1),
         _key("log.roll.hours", "int", 168, "Age at which a segment rolls (hours).", at_least=1),

@@ -4,7 +4,7 @@ error and changes nothing, then served once the ACL Kafka asks for is granted.
 
 OffsetDelete, DescribeProducers, ListTransactions, DescribeTransactions,
 DescribeLogDirs, AlterReplicaLogDirs, WriteTxnMarkers, ControlledShutdown,
-OffsetForLeaderEpoch, AddOffsetsToTxn and TxnOffsetCommit.
+OffsetForLeaderEpoch, AddOffsetsToTxn, TxnOffsetCommit and DescribeTopicPartitions.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kio.schema.add_partitions_to_txn.v3 import request as add_partitions3
 from kio.schema.alter_replica_log_dirs.v2 import request as alter_dirs2
 from kio.schema.describe_log_dirs.v4 import request as describe_dirs4
 from kio.schema.describe_producers.v0 import request as producers0
+from kio.schema.describe_topic_partitions.v0 import request as dtp0
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -414,3 +415,23 @@ def test_offset_for_leader_epoch_needs_describe_on_the_topic(acl_broker):  # noq
     (allowed,) = _as_alice(acl_broker, request).topics[0].partitions
     assert allowed.error_code == ErrorCode.none
     assert (allowed.leader_epoch, allowed.end_offset) == (0, 3)
+
+
+def test_describe_topic_partitions_needs_describe_on_the_topic(acl_broker):  # noqa: F811
+    name = _name("described")
+    _topic(acl_broker, name)
+    named = dtp0.DescribeTopicPartitionsRequest(topics=(dtp0.TopicRequest(name=name),))
+    (refused,) = _as_alice(acl_broker, named).topics
+    # Refused without disclosing the topic's id or partitions.
+    assert (refused.error_code, refused.partitions) == (ErrorCode.topic_authorization_failed, ())
+    assert refused.topic_id is None  # the zero id, as kio reads it
+    # Asked for every topic, alice is not told of it at all.
+    every = dtp0.DescribeTopicPartitionsRequest(topics=())
+    assert name not in {topic.name for topic in _as_alice(acl_broker, every).topics}
+    _allow(acl_broker, ALICE, ResourceType.TOPIC, name, AclOperation.DESCRIBE)
+    (allowed,) = _as_alice(acl_broker, named).topics
+    assert allowed.error_code == ErrorCode.none
+    assert [p.partition_index for p in allowed.partitions] == [0]
+    assert name in {topic.name for topic in _as_alice(acl_broker, every).topics}
+    # Her operations on it: DESCRIBE only (bit 8 of Kafka's AclOperation codes).
+    assert allowed.topic_authorized_operations == 1 << 8
