@@ -1,0 +1,268 @@
+"""The Java client (kafka-clients 4.4) against one Brook broker over PLAINTEXT: its
+producers (idempotent, every codec, transactional), its consumers (read_committed, a
+classic group across rebalances) and its AdminClient (topics through
+DescribeTopicPartitions, configs, consumer-group offsets, the cluster), with the errors
+Kafka's client raises for bad requests. The records cross over to confluent-kafka both
+ways: what one client writes, the other reads."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from brook.broker.testing import BrokerThread
+
+from .harness import JavaClientError, JavaClients
+from .scenarios import (
+    create_topic,
+    group_rebalances,
+    idempotent_producer,
+    read_all,
+    transactions,
+    unique,
+)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    data = tmp_path_factory.mktemp("java-one-broker") / "data"
+    started = BrokerThread(
+        data, {"admin.listener": "http://127.0.0.1:0", "group.initial.rebalance.delay.ms": 0}
+    ).start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def config(broker: BrokerThread) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap}
+
+
+def test_idempotent_producer(java: JavaClients, config: dict[str, Any]) -> None:
+    idempotent_producer(java, config)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_from_java_reads_in_confluent_kafka(
+    java: JavaClients, config: dict[str, Any], codec: str
+) -> None:
+    topic = unique(f"java-{codec}")
+    create_topic(java, config, topic)
+    records = [{"key": f"k{i}", "value": f"{codec} value {i}" * 20} for i in range(100)]
+    java.call(
+        "produce",
+        config={**config, "compression.type": codec, "linger.ms": "20"},
+        topic=topic,
+        records=records,
+    )
+    consumer = Consumer(
+        {**config, "group.id": unique("confluent"), "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    read: list[tuple[str, str]] = []
+    try:
+        while len(read) < 100:
+            message = consumer.poll(15)
+            assert message is not None, f"read {len(read)} of 100"
+            assert message.error() is None, message.error()
+            read.append(
+                (bytes(message.key() or b"").decode(), bytes(message.value() or b"").decode())
+            )
+    finally:
+        consumer.close()
+    assert read == [(r["key"], r["value"]) for r in records]
+
+
+def test_java_reads_what_confluent_kafka_wrote(java: JavaClients, config: dict[str, Any]) -> None:
+    topic = unique("from-confluent")
+    create_topic(java, config, topic)
+    producer = Producer({**config, "compression.type": "zstd", "enable.idempotence": True})
+    for i in range(50):
+        producer.produce(
+            topic, key=None if i % 5 == 0 else f"k{i}", value=f"v{i}", headers={"h": f"{i}"}
+        )
+    assert producer.flush(30) == 0
+    read = read_all(java, config, topic, 50)
+    assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in read] == [
+        (i, None if i % 5 == 0 else f"k{i}", f"v{i}", {"h": f"{i}"}) for i in range(50)
+    ]
+
+
+def test_transactions_and_read_committed(java: JavaClients, config: dict[str, Any]) -> None:
+    transactions(java, config)
+
+
+def test_a_classic_group_across_rebalances(java: JavaClients, config: dict[str, Any]) -> None:
+    group_rebalances(java, config)
+
+
+def _requests_served(broker: BrokerThread, api: str) -> int:
+    with urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    prefix = f'kafka_network_requestmetrics_requests_total{{request="{api}"'
+    return sum(
+        int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith(prefix)
+    )
+
+
+def test_admin_topics(java: JavaClients, config: dict[str, Any], broker: BrokerThread) -> None:
+    topic = unique("java-admin")
+    create_topic(java, config, topic, partitions=5, configs={"cleanup.policy": "compact"})
+    assert topic in java.admin(config, "list_topics")
+    asked_before = _requests_served(broker, "DescribeTopicPartitions")
+    # Two partitions a page: the client follows the broker's cursor for the rest.
+    described = java.admin(config, "describe_topics", names=[topic], partition_limit=2)[topic]
+    assert _requests_served(broker, "DescribeTopicPartitions") >= asked_before + 3
+    broker_id = int(broker.config["broker.id"])
+    assert described["internal"] is False
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2, 3, 4]
+    assert all(
+        p["leader"] == broker_id and p["isr"] == [broker_id] for p in described["partitions"]
+    )
+    assert "DESCRIBE" in described["authorized_operations"]
+    assert java.admin(config, "create_partitions", counts={topic: 7}) == {topic: {"ok": None}}
+    grown = java.admin(config, "describe_topics", names=[topic])[topic]
+    assert len(grown["partitions"]) == 7
+    # Kafka's errors, by the client's exception classes.
+    again = java.admin(config, "create_topics", topics=[{"name": topic, "partitions": 1}])
+    assert again[topic]["error"]["type"] == "TopicExistsException"
+    unknown = java.admin(config, "describe_topics", names=["no-such-topic"])["no-such-topic"]
+    assert unknown["error"]["type"] == "UnknownTopicOrPartitionException"
+    fewer = java.admin(config, "create_partitions", counts={topic: 3})
+    assert fewer[topic]["error"]["type"] == "InvalidPartitionsException"
+    assert java.admin(config, "delete_topics", names=[topic]) == {topic: {"ok": None}}
+    gone = java.admin(config, "describe_topics", names=[topic])[topic]
+    assert gone["error"]["type"] == "UnknownTopicOrPartitionException"
+
+
+def test_admin_configs(java: JavaClients, config: dict[str, Any], broker: BrokerThread) -> None:
+    topic = unique("java-configs")
+    create_topic(java, config, topic)
+    resource = {"type": "TOPIC", "name": topic}
+    changed = java.admin(
+        config,
+        "alter_configs",
+        resources=[{**resource, "ops": [{"key": "retention.ms", "value": "3600000", "op": "SET"}]}],
+    )
+    assert list(changed.values()) == [{"ok": None}]
+    described = java.admin(config, "describe_configs", resources=[resource])[topic]
+    assert described["retention.ms"]["value"] == "3600000"
+    assert described["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert described["cleanup.policy"]["source"] == "DEFAULT_CONFIG"
+    deleted = java.admin(
+        config,
+        "alter_configs",
+        resources=[{**resource, "ops": [{"key": "retention.ms", "op": "DELETE"}]}],
+    )
+    assert list(deleted.values()) == [{"ok": None}]
+    after = java.admin(config, "describe_configs", resources=[resource])[topic]
+    assert after["retention.ms"]["source"] == "DEFAULT_CONFIG"
+    bad = java.admin(
+        config,
+        "alter_configs",
+        resources=[{**resource, "ops": [{"key": "retention.ms", "value": "soon", "op": "SET"}]}],
+    )
+    (bad_outcome,) = bad.values()
+    assert bad_outcome["error"]["type"] == "InvalidConfigurationException"
+    broker_id = broker.config["broker.id"]
+    broker_configs = java.admin(
+        config, "describe_configs", resources=[{"type": "BROKER", "name": str(broker_id)}]
+    )[str(broker_id)]
+    assert broker_configs["num.partitions"]["value"] == "1"
+    assert broker_configs["log.dirs"]["read_only"] is True
+
+
+def test_admin_group_offsets(java: JavaClients, config: dict[str, Any]) -> None:
+    topic = unique("java-offsets")
+    group = unique("java-offsets")
+    create_topic(java, config, topic, partitions=2)
+    java.call(
+        "produce",
+        config=config,
+        topic=topic,
+        records=[{"value": f"v{i}", "partition": i % 2} for i in range(10)],
+    )
+    java.call(
+        "consume",
+        config={
+            **config,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "false",
+        },
+        topic=topic,
+        count=10,
+        commit=True,
+    )
+    assert java.admin(config, "list_group_offsets", group=group) == {
+        f"{topic}:0": 5,
+        f"{topic}:1": 5,
+    }
+    listed = java.admin(config, "list_groups")
+    assert listed[group]["type"] == "CLASSIC" and listed[group]["state"] == "EMPTY"
+    altered = java.admin(config, "alter_group_offsets", group=group, offsets=[[topic, 0, 2]])
+    assert altered == {"all": {"ok": None}}
+    assert java.admin(config, "list_group_offsets", group=group) == {
+        f"{topic}:0": 2,
+        f"{topic}:1": 5,
+    }
+    # The next member of the group starts where the offsets say: three records of
+    # partition 0 again, none of partition 1.
+    again = java.call(
+        "consume",
+        config={**config, "group.id": group, "enable.auto.commit": "false"},
+        topic=topic,
+        count=3,
+        timeout_ms=15000,
+    )
+    assert sorted((r["partition"], r["offset"]) for r in again) == [(0, 2), (0, 3), (0, 4)]
+    deleted = java.admin(config, "delete_group_offsets", group=group, partitions=[[topic, 1]])
+    assert deleted == {"all": {"ok": None}}
+    assert java.admin(config, "list_group_offsets", group=group) == {f"{topic}:0": 2}
+    assert java.admin(config, "delete_groups", groups=[group]) == {group: {"ok": None}}
+    missing = java.admin(config, "describe_groups", groups=[group])[group]
+    assert missing["state"] == "DEAD"
+
+
+def test_admin_describe_cluster(
+    java: JavaClients, config: dict[str, Any], broker: BrokerThread
+) -> None:
+    cluster = java.admin(config, "describe_cluster")
+    broker_id = int(broker.config["broker.id"])
+    assert cluster["controller"] == broker_id
+    assert cluster["nodes"] == [
+        {"id": broker_id, "host": "127.0.0.1", "port": broker.port, "rack": None}
+    ]
+    assert cluster["cluster_id"]
+    assert "DESCRIBE" in cluster["authorized_operations"]
+
+
+def test_a_bad_request_gets_kafkas_exception_and_the_broker_serves_on(
+    java: JavaClients, config: dict[str, Any], tmp_path: Path
+) -> None:
+    topic = unique("java-bad")
+    refused = java.admin(config, "create_topics", topics=[{"name": "bad name!", "partitions": 1}])
+    assert refused["bad name!"]["error"]["type"] == "InvalidTopicException"
+    too_many = java.admin(
+        config, "create_topics", topics=[{"name": topic, "partitions": 1, "replication_factor": 3}]
+    )
+    assert too_many[topic]["error"]["type"] == "InvalidReplicationFactorException"
+    large = "x" * (2 * 1024 * 1024)
+    with pytest.raises(JavaClientError) as too_large:
+        java.call(
+            "produce",
+            config={**config, "max.request.size": str(4 * 1024 * 1024)},
+            topic=unique("java-large"),
+            records=[{"value": large}],
+        )
+    assert too_large.value.type == "RecordTooLargeException"
+    create_topic(java, config, topic)
+    java.call("produce", config=config, topic=topic, records=[{"value": "after"}])
+    assert [r["value"] for r in read_all(java, config, topic, 1)] == ["after"]
