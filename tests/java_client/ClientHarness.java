@@ -753,6 +753,12 @@ public class ClientHarness {
         ObjectNode error = JSON.createObjectNode();
         error.put("type", cause.getClass().getSimpleName());
         error.put("message", String.valueOf(cause.getMessage()));
+        // What lies under it (a client that could not be made says why only there).
+        StringBuilder under = new StringBuilder();
+        for (Throwable inner = cause.getCause(); inner != null; inner = inner.getCause()) {
+            under.append(" <- ").append(inner.getClass().getSimpleName()).append(": ").append(inner.getMessage());
+        }
+        error.put("causes", under.toString());
         return error;
     }
 }

@@ -29,8 +29,8 @@ CALL_TIMEOUT_S = 120.0
 
 
 class JavaClientError(Exception):
-    def __init__(self, type_: str, message: str) -> None:
-        super().__init__(f"{type_}: {message}")
+    def __init__(self, type_: str, message: str, causes: str = "") -> None:
+        super().__init__(f"{type_}: {message}{causes}")
         self.type = type_
         self.message = message
 
@@ -98,7 +98,8 @@ class JavaClients:
         answer = json.loads(self._read_line(timeout))
         assert answer["id"] == self._next_id, answer
         if not answer["ok"]:
-            raise JavaClientError(answer["error"]["type"], answer["error"]["message"])
+            error = answer["error"]
+            raise JavaClientError(error["type"], error["message"], error.get("causes", ""))
         return answer["result"]
 
     def admin(self, config: dict[str, Any], action: str, **arguments: Any) -> Any:
