@@ -135,6 +135,7 @@ public class ClientHarness {
             case "produce": return produce(command);
             case "produce_transactions": return produceTransactions(command);
             case "consume": return consume(command);
+            case "read_to_end": return readToEnd(command);
             case "member_start": return memberStart(command);
             case "member_state": return member(command).state(false);
             case "member_stop": return memberStop(command);
@@ -222,18 +223,22 @@ public class ClientHarness {
 
     // --- consumers -------------------------------------------------------------------
 
-    static KafkaConsumer<String, String> consumer(Properties properties) {
-        return new KafkaConsumer<>(properties, new StringDeserializer(), new StringDeserializer());
+    /** A consumer of strings unless the config names other deserializers (a Streams
+     * application's counts are longs). */
+    static KafkaConsumer<Object, Object> consumer(Properties properties) {
+        properties.putIfAbsent(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        properties.putIfAbsent(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        return new KafkaConsumer<>(properties);
     }
 
-    static ObjectNode json(ConsumerRecord<String, String> record) {
+    static ObjectNode json(ConsumerRecord<Object, Object> record) {
         ObjectNode node = JSON.createObjectNode();
         node.put("topic", record.topic());
         node.put("partition", record.partition());
         node.put("offset", record.offset());
         node.put("timestamp", record.timestamp());
-        node.put("key", record.key());
-        node.put("value", record.value());
+        node.put("key", record.key() == null ? null : String.valueOf(record.key()));
+        node.put("value", record.value() == null ? null : String.valueOf(record.value()));
         ObjectNode headers = node.putObject("headers");
         for (Header header : record.headers()) {
             headers.put(header.key(), new String(header.value(), StandardCharsets.UTF_8));
@@ -250,7 +255,7 @@ public class ClientHarness {
         int count = command.get("count").asInt();
         long deadline = System.currentTimeMillis() + command.path("timeout_ms").asLong(30000);
         ArrayNode records = JSON.createArrayNode();
-        try (KafkaConsumer<String, String> consumer = consumer(properties)) {
+        try (KafkaConsumer<Object, Object> consumer = consumer(properties)) {
             if (properties.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
                 consumer.subscribe(List.of(topic));
             } else {
@@ -260,7 +265,7 @@ public class ClientHarness {
                 consumer.seekToBeginning(partitions);
             }
             while (records.size() < count && System.currentTimeMillis() < deadline) {
-                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                for (ConsumerRecord<Object, Object> record : consumer.poll(Duration.ofMillis(200))) {
                     records.add(json(record));
                 }
             }
@@ -271,10 +276,36 @@ public class ClientHarness {
         return records;
     }
 
+    /** Every record of every partition of the topic, from the start to the end offsets
+     * the consumer's isolation level sees (the last stable offset for read_committed),
+     * asked once the read begins. */
+    static JsonNode readToEnd(JsonNode command) throws Exception {
+        Properties properties = properties(command);
+        String topic = command.get("topic").asText();
+        long deadline = System.currentTimeMillis() + command.path("timeout_ms").asLong(60000);
+        ArrayNode records = JSON.createArrayNode();
+        try (KafkaConsumer<Object, Object> consumer = consumer(properties)) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            consumer.partitionsFor(topic).forEach(info -> partitions.add(new TopicPartition(topic, info.partition())));
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+            while (partitions.stream().anyMatch(tp -> consumer.position(tp) < ends.get(tp))) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new java.util.concurrent.TimeoutException("read " + records.size() + " records, short of " + ends);
+                }
+                for (ConsumerRecord<Object, Object> record : consumer.poll(Duration.ofMillis(200))) {
+                    records.add(json(record));
+                }
+            }
+        }
+        return records;
+    }
+
     /** A member of a consumer group on its own thread: it polls until stopped, commits
      * after each poll, and records the assignments its rebalance listener is given. */
     static final class GroupMember implements Runnable, ConsumerRebalanceListener {
-        final KafkaConsumer<String, String> consumer;
+        final KafkaConsumer<Object, Object> consumer;
         final String topic;
         final Thread thread;
         final List<ObjectNode> records = new ArrayList<>();
@@ -295,9 +326,9 @@ public class ClientHarness {
             try {
                 consumer.subscribe(List.of(topic), this);
                 while (!stopping) {
-                    ConsumerRecords<String, String> polled = consumer.poll(Duration.ofMillis(100));
+                    ConsumerRecords<Object, Object> polled = consumer.poll(Duration.ofMillis(100));
                     synchronized (this) {
-                        for (ConsumerRecord<String, String> record : polled) {
+                        for (ConsumerRecord<Object, Object> record : polled) {
                             records.add(json(record));
                         }
                         generation = consumer.groupMetadata().generationId();
