@@ -4,8 +4,9 @@ The jars are Maven Central's, listed by jvm/pom.xml and copied by
 `mvn dependency:copy-dependencies` into a cache the tests and the bench share
 (`$XDG_CACHE_HOME/brook/apache-kafka-<version>`, ~/.cache by default; BROOK_KAFKA_CACHE
 names another). The first caller fetches them (about a minute, 94 jars); the others wait
-on a file lock and reuse them. Nothing here is a product dependency: only tests and the
-bench run Kafka.
+on a file lock and reuse them. Spark's Kafka connector (jvm/spark-kafka/pom.xml) is fetched
+the same way, for the PySpark tests. Nothing here is a product dependency: only tests and
+the bench run them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "jvm" / "pom.xml"
 # Kafka 3.9, the last release with ZooKeeper (a peer for a Brook cluster's log dirs).
 ZOOKEEPER_KAFKA_POM = ROOT / "jvm" / "kafka-3.9" / "pom.xml"
+# Spark's Kafka source and sink (spark-sql-kafka-0-10), for the PySpark tests.
+SPARK_KAFKA_POM = ROOT / "jvm" / "spark-kafka" / "pom.xml"
 # Kafka's tools log WARN and above to stderr, the way its scripts' tools-log4j2 does.
 TOOLS_LOG4J2 = """\
 status = error
@@ -39,16 +42,28 @@ FETCH_TIMEOUT_S = 900
 
 def kafka_version(pom: Path = POM) -> str:
     """The Apache Kafka release a pom names (jvm/pom.xml's by default)."""
-    found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom.read_text())
-    assert found is not None, f"{pom} names no kafka.version"
+    return _property(pom, "kafka.version")
+
+
+def spark_version(pom: Path = SPARK_KAFKA_POM) -> str:
+    """The Spark release whose Kafka connector jvm/spark-kafka/pom.xml names."""
+    return _property(pom, "spark.version")
+
+
+def _property(pom: Path, name: str) -> str:
+    found = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", pom.read_text())
+    assert found is not None, f"{pom} names no {name}"
     return found.group(1)
 
 
 def cache_dir(pom: Path = POM) -> Path:
     """Where a pom's jars are kept: BROOK_KAFKA_CACHE for jvm/pom.xml's (a directory of
-    that release's own otherwise), beside it for another release's."""
+    that release's own otherwise), beside it for another pom's."""
     configured = os.environ.get("BROOK_KAFKA_CACHE")
-    name = f"apache-kafka-{kafka_version(pom)}"
+    if pom == SPARK_KAFKA_POM:
+        name = f"spark-sql-kafka-{spark_version(pom)}"
+    else:
+        name = f"apache-kafka-{kafka_version(pom)}"
     if configured:
         return Path(configured) if pom == POM else Path(configured).with_name(name)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -71,6 +86,24 @@ def kafka_jars(pom: Path = POM) -> Path:
     (Maven and its own cache, ~/.m2, do the downloading); raises RuntimeError with Maven's
     output if it fails."""
     home = cache_dir(pom)
+    libs = _fetched(pom, home, f"Apache Kafka {kafka_version(pom)}")
+    log4j2 = home / "tools-log4j2.properties"
+    if not log4j2.exists():
+        log4j2.write_text(TOOLS_LOG4J2)
+    return libs
+
+
+def spark_kafka_jars() -> list[Path]:
+    """Spark's Kafka source and sink with what they need beside a PySpark install
+    (jvm/spark-kafka/pom.xml), for `spark.jars`; fetched on first use as kafka_jars'."""
+    home = cache_dir(SPARK_KAFKA_POM)
+    libs = _fetched(SPARK_KAFKA_POM, home, f"spark-sql-kafka {spark_version()}")
+    return sorted(libs.glob("*.jar"))
+
+
+def _fetched(pom: Path, home: Path, what: str) -> Path:
+    """`home`/libs, holding the pom's jars, copied by Maven the first time (under a file
+    lock, so that one of several processes asking at once fetches them)."""
     libs = home / "libs"
     done = home / "fetched"
     if done.exists():
@@ -79,7 +112,7 @@ def kafka_jars(pom: Path = POM) -> Path:
         if done.exists():  # another process fetched them while this one waited
             return libs
         if shutil.which("mvn") is None:
-            raise RuntimeError("Apache Kafka's jars are fetched with Maven: mvn is not on PATH")
+            raise RuntimeError(f"{what} is fetched with Maven: mvn is not on PATH")
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
         fetched = subprocess.run(
@@ -99,13 +132,12 @@ def kafka_jars(pom: Path = POM) -> Path:
         )
         if fetched.returncode != 0:
             raise RuntimeError(
-                f"fetching Apache Kafka {kafka_version(pom)} with Maven failed:\n"
+                f"fetching {what} with Maven failed:\n"
                 f"{fetched.stdout[-3000:]}{fetched.stderr[-3000:]}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
-        (home / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
-        done.write_text(kafka_version(pom) + "\n")
+        done.write_text(what + "\n")
     return libs
 
 

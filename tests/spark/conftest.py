@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.apache_kafka import spark_kafka_jars
 from brook.spark import register
 
 SPARK_TESTS = Path(__file__).parent
@@ -63,6 +64,8 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
+        # Spark's own Kafka source and sink (test_spark_kafka.py), from the jar cache.
+        .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jars()))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
