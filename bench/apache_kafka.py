@@ -215,7 +215,12 @@ def random_cluster_id() -> str:
     import base64
     import uuid
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Kafka's Uuid.randomUuid draws again for a string that starts with "-", which a
+    # command line would read as an option (kafka-storage format -t -abc... fails).
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaBroker:

@@ -72,12 +72,14 @@ def served_versions() -> list[tuple[int, int]]:
 
 
 def example(entity_type: type) -> Any:
-    """An instance with every required field set to a plain value, arrays of one element."""
+    """An instance with every required field set to a plain value, arrays of one element,
+    and every nullable struct present (non_nullable_paths steps into it)."""
     values = {}
     for field in fields(entity_type):
-        if field.default is not MISSING or field.default_factory is not MISSING:
-            continue
         kind = classify_field(field)
+        defaulted = field.default is not MISSING or field.default_factory is not MISSING
+        if defaulted and not (isinstance(kind, EntityField) and field.default is None):
+            continue
         match kind:
             case EntityTupleField(inner):
                 values[field.name] = (example(inner),)

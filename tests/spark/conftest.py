@@ -4,7 +4,9 @@ Spark starts a JVM (a few seconds), so a session is shared: the tests are put in
 groups (test.sh runs pytest with `--dist loadgroup`), each of which gets one worker, and so
 one JVM, for all of its tests. Two, not one, because the Spark tests run one after another
 within a group and were the suite's longest chain: the audit's tests over the shared audit
-log dir in one, the data source, compaction and the standalone cluster's in the other.
+log dir (and Spark's own Kafka source, for balance) in one, the data source, compaction and
+the standalone cluster's in the other. The sessions carry Spark's Kafka connector
+(spark.jars, from the jar cache bench/apache_kafka.py fills).
 Spark's Python workers run this interpreter (PYSPARK_PYTHON), the one where brook.spark is
 installed.
 """
@@ -43,6 +45,8 @@ AUDIT_GROUP = {
     "test_audit_lost_data.py",
     "test_audit_report.py",
     "test_read_committed.py",
+    # Not over the audit's log dirs, but the other group is the longer chain.
+    "test_spark_kafka.py",
 }
 
 

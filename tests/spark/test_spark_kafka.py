@@ -29,7 +29,12 @@ WAIT_S = 120.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
-    started = BrokerThread(tmp_path_factory.mktemp("spark-kafka") / "data").start()
+    # One partition each for the offsets and transaction-state topics: the audit at the
+    # end reads every partition of the dir, and 50 empty ones cost it time, not checks.
+    started = BrokerThread(
+        tmp_path_factory.mktemp("spark-kafka") / "data",
+        {"offsets.topic.num.partitions": 1, "transaction.state.log.num.partitions": 1},
+    ).start()
     try:
         yield started
     finally:
