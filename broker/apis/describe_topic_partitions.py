@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -110,15 +111,18 @@ def handle_describe_topic_partitions(
         topic = metadata.get(name)
         if topic is None:
             if not every_topic:
-                topics.append(_error_topic(types, name, _unknown_topic_error(name)))
+                # Kafka gives the asker's operations on a name it may describe, known or not.
+                unknown = _error_topic(types, name, _unknown_topic_error(name))
+                topics.append(replace(unknown, topic_authorized_operations=_operations(ctx, name)))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor_topic else 0
-        end = min(len(topic.partitions), first + remaining)
-        topics.append(_describe(ctx, types, topic, range(max(first, 0), end), leaders))
-        if end < len(topic.partitions):
-            next_cursor = build(types.Cursor, topic_name=name, partition_index=end)
+        # A cursor past the topic's last partition gives the topic without partitions.
+        indexes = range(max(first, 0), min(len(topic.partitions), first + remaining))
+        topics.append(_describe(ctx, types, topic, indexes, leaders))
+        if indexes.stop < len(topic.partitions):
+            next_cursor = build(types.Cursor, topic_name=name, partition_index=indexes.stop)
             break
-        remaining -= end - first
+        remaining -= len(indexes)
     topics.extend(
         _error_topic(types, name, ErrorCode.topic_authorization_failed) for name in refused
     )
@@ -193,7 +197,10 @@ def _describe(
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=tuple(partitions),
-        topic_authorized_operations=authorized_operations(
-            ctx, AclResource.TOPIC, topic.name, asked=True
-        ),
+        topic_authorized_operations=_operations(ctx, topic.name),
     )
+
+
+def _operations(ctx: RequestContext, name: str) -> int:
+    """The principal's operations on the topic, which Kafka always fills in here."""
+    return authorized_operations(ctx, AclResource.TOPIC, name, asked=True)

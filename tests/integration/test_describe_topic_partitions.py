@@ -96,6 +96,24 @@ def test_the_broker_limit_caps_a_larger_request_limit(brook_broker, topic_name):
     assert answer.next_cursor.partition_index == 3
 
 
+def test_a_cursor_past_the_last_partition_gives_the_topic_without_partitions(
+    brook_broker, topic_name
+):
+    """As Kafka 4.4 answers it (asked beside Brook): the topic, no partition, no cursor."""
+    create_topic(brook_broker.bootstrap, topic_name, partitions=3)
+    answer = _ask(brook_broker.port, [topic_name], limit=5, cursor=(topic_name, 7))
+    assert [(t.name, t.error_code, t.partitions) for t in answer.topics] == [
+        (topic_name, ErrorCode.none, ())
+    ]
+    assert answer.next_cursor is None
+    # The page's count is not thrown off: a later topic still gets its partitions.
+    second = f"{topic_name}-z"
+    create_topic(brook_broker.bootstrap, second, partitions=4)
+    answer = _ask(brook_broker.port, [topic_name, second], limit=2, cursor=(topic_name, 7))
+    assert [len(t.partitions) for t in answer.topics] == [0, 2]
+    assert (answer.next_cursor.topic_name, answer.next_cursor.partition_index) == (second, 2)
+
+
 def test_every_topic_when_none_is_named(brook_broker, topic_name):
     create_topic(brook_broker.bootstrap, topic_name, partitions=2)
     answer = _ask(brook_broker.port, [])
@@ -106,11 +124,14 @@ def test_every_topic_when_none_is_named(brook_broker, topic_name):
 
 def test_unknown_and_invalid_names_get_kafkas_errors_and_nothing_is_created(brook_broker):
     answer = _ask(brook_broker.port, ["no-such-topic", "bad name!"])
-    errors = {t.name: (t.error_code, t.partitions) for t in answer.topics}
-    assert errors == {
-        "no-such-topic": (ErrorCode.unknown_topic_or_partition, ()),
-        "bad name!": (ErrorCode.invalid_topic_exception, ()),
-    }
+    errors = [(t.name, t.error_code, t.partitions) for t in answer.topics]
+    assert errors == [
+        ("bad name!", ErrorCode.invalid_topic_exception, ()),
+        ("no-such-topic", ErrorCode.unknown_topic_or_partition, ()),
+    ]
+    # Kafka fills in the asker's operations on these names too (every one a topic
+    # supports, without an authorizer).
+    assert {t.topic_authorized_operations for t in answer.topics} == {3576}
     # Auto-creation is on, but this API creates nothing.
     assert _ask(brook_broker.port, ["no-such-topic"]).topics[0].error_code == (
         ErrorCode.unknown_topic_or_partition
