@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,7 +25,7 @@ from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..authorizer.acl import ResourceType as AclResource
 from ..authorizer.checks import authorize, authorized_operations
-from ..authorizer.operations import AclOperation
+from ..authorizer.operations import NOT_PROVIDED, AclOperation
 from ..metadata.cache import TopicMetadata
 from ..metadata.topics import validate_topic_name
 from ..server.request_context import RequestContext
@@ -112,8 +111,8 @@ def handle_describe_topic_partitions(
         if topic is None:
             if not every_topic:
                 # Kafka gives the asker's operations on a name it may describe, known or not.
-                unknown = _error_topic(types, name, _unknown_topic_error(name))
-                topics.append(replace(unknown, topic_authorized_operations=_operations(ctx, name)))
+                error = _unknown_topic_error(name)
+                topics.append(_error_topic(types, name, error, _operations(ctx, name)))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         # A cursor past the topic's last partition gives the topic without partitions.
@@ -143,7 +142,9 @@ def _unknown_topic_error(name: str) -> ErrorCode:
     return ErrorCode.unknown_topic_or_partition
 
 
-def _error_topic(types: ModuleType, name: str, error: ErrorCode) -> object:
+def _error_topic(
+    types: ModuleType, name: str, error: ErrorCode, operations: int = NOT_PROVIDED
+) -> object:
     # No id: an unknown topic has none, and a refused one's is not disclosed.
     return build(
         types.DescribeTopicPartitionsResponseTopic,
@@ -152,6 +153,7 @@ def _error_topic(types: ModuleType, name: str, error: ErrorCode) -> object:
         topic_id=ZERO_UUID,
         is_internal=False,
         partitions=(),
+        topic_authorized_operations=operations,
     )
 
 
