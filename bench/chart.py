@@ -40,9 +40,11 @@ def _bar_value(metric: Metric, name: str, results: dict[str, BrokerResult]) -> f
 
 def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Path:
     names = [REFERENCE, BROOK, KAFKA]
+    # MB/s gives the same ratios as msgs/s (a phase's values have one size): one bar each.
+    metrics = [m for m in METRICS if m.unit != "MB/s"]
     width = 0.27
     fig, ax = plt.subplots(figsize=(16, 7), layout="constrained")
-    values = {name: [_bar_value(m, name, results) for m in METRICS] for name in names}
+    values = {name: [_bar_value(m, name, results) for m in metrics] for name in names}
     present = [v for series in values.values() for v in series if v]
     top = max(present, default=1.0)
     if present and top / min(present) > LOG_SCALE_SPREAD:
@@ -54,10 +56,10 @@ def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Pat
     else:
         ax.set_ylim(0, top * 1.3)
     for offset, name in zip((-width, 0.0, width), names, strict=True):
-        xs = [i + offset for i in range(len(METRICS))]
+        xs = [i + offset for i in range(len(metrics))]
         heights = [v if v else 0.0 for v in values[name]]
         bars = ax.bar(xs, heights, width, label=name, color=COLORS[name])
-        for bar, value, metric in zip(bars, values[name], METRICS, strict=True):
+        for bar, value, metric in zip(bars, values[name], metrics, strict=True):
             x = bar.get_x() + bar.get_width() / 2
             if value:
                 coords: str | tuple[str, str] = "data"
@@ -79,8 +81,8 @@ def write_chart(results: dict[str, BrokerResult], title: str, path: Path) -> Pat
             )
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(
-        range(len(METRICS)),
-        [_label(m) for m in METRICS],
+        range(len(metrics)),
+        [_label(m) for m in metrics],
         fontsize=7,
         rotation=45,
         ha="right",

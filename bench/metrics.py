@@ -49,6 +49,9 @@ def _throughput(phase: str, label: str) -> list[Metric]:
     return [
         Metric(f"{phase}|msgs", label, "msgs/s", "higher", phase),
         Metric(f"{phase}|mb", label, "MB/s", "higher", phase),
+        # What the broker spent on each MB of the phase's values (all its rounds): the
+        # cost of the work, apart from how fast one Python client can drive it.
+        Metric(f"{phase}|cpu_per_mb", label, "broker CPU ms/MB", "lower", phase),
     ]
 
 

@@ -154,8 +154,18 @@ class _Run:
             assert isinstance(by_phase, dict)
             by_phase[name] = cpu_after - cpu_before
             summary += f" [broker CPU {cpu_after - cpu_before:.2f}s]"
+            self._cpu_per_mb(name, cpu_after - cpu_before)
         _say(self.spec.name, f"{name}: {summary}")
         return True
+
+    def _cpu_per_mb(self, phase: str, cpu_s: float) -> None:
+        """A throughput phase's broker CPU over the MB of values its rounds carried."""
+        rounds = self.result.details.get(phase)
+        if not isinstance(rounds, list):
+            return  # not a throughput phase
+        payload = sum(r["payload_bytes"] for r in rounds)
+        if payload:
+            self.result.values[f"{phase}|cpu_per_mb"] = cpu_s * 1e3 / (payload / 1e6)
 
     def startup(self, env: dict[str, str] | None = None, key: str = "startup") -> str:
         times: list[float] = []
