@@ -266,3 +266,23 @@ def test_a_bad_request_gets_kafkas_exception_and_the_broker_serves_on(
     create_topic(java, config, topic)
     java.call("produce", config=config, topic=topic, records=[{"value": "after"}])
     assert [r["value"] for r in read_all(java, config, topic, 1)] == ["after"]
+
+
+def test_the_consumer_group_protocol_of_kip_848_is_refused_as_kafka_3_refuses_it(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    """Not served yet (README's compatibility table): ApiVersions leaves out
+    ConsumerGroupHeartbeat, and the Java consumer with group.protocol=consumer fails with
+    the exception it gives a Kafka cluster that predates the protocol."""
+    topic = unique("java-kip-848")
+    create_topic(java, config, topic)
+    with pytest.raises(JavaClientError) as refused:
+        java.call(
+            "consume",
+            config={**config, "group.id": unique("kip-848"), "group.protocol": "consumer"},
+            topic=topic,
+            count=1,
+            timeout_ms=15000,
+        )
+    assert refused.value.type == "UnsupportedVersionException"
+    assert "does not support the new CONSUMER group protocol" in refused.value.message
