@@ -264,30 +264,50 @@ def test_a_retried_batch_of_an_inherited_producer_is_a_duplicate(
     assert len(_read(brook_on_a_copy.bootstrap, "codec-none", 2, "read_uncommitted")) == end_before
 
 
-def test_brook_audit_reads_the_kafka_written_dir(
-    kafka_written: KafkaWritten, tmp_path: Path
-) -> None:
-    """`brook audit` (Spark, through the kafka-segments data source) over Kafka's own log
-    dir: no finding against it, every record counted where a consumer read it, the
-    transactions as they ended."""
-    out = tmp_path / "audit"
+@dataclass
+class SparkReads:
+    rows: dict[str, list[list[Any]]]  # "topic/isolation" -> the data source's rows
+    audit_exit_status: int
+    audit_dir: Path
+
+
+@pytest.fixture(scope="module")
+def spark_reads(
+    kafka_written: KafkaWritten, tmp_path_factory: pytest.TempPathFactory
+) -> SparkReads:
+    """Brook's Spark data source and `brook audit` over Kafka's own log dir, in one Spark
+    process (tests/apache_kafka/spark_reads.py)."""
+    out = tmp_path_factory.mktemp("spark-reads")
+    topics = sorted({topic for topic, _ in kafka_written.rows})
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "brook.broker.cli",
-            "audit",
+            "tests.apache_kafka.spark_reads",
             str(kafka_written.data_dir),
-            "--out",
-            str(out),
+            ",".join(topics),
+            str(out / "rows.json"),
+            str(out / "audit"),
         ],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    read = json.loads((out / "rows.json").read_text())
+    return SparkReads(read["rows"], read["audit_exit_status"], out / "audit")
+
+
+def test_brook_audit_reads_the_kafka_written_dir(
+    kafka_written: KafkaWritten, spark_reads: SparkReads
+) -> None:
+    """`brook audit` (Spark, through the kafka-segments data source) over Kafka's own log
+    dir: no finding against it, every record counted where a consumer read it, the
+    transactions as they ended."""
+    assert spark_reads.audit_exit_status == 0
+    summary = json.loads((spark_reads.audit_dir / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["integrity_failures"] == 0
     for (topic, isolation), rows in kafka_written.rows.items():
         if isolation == "read_uncommitted" and topic != "compacted":  # see above
@@ -314,30 +334,12 @@ def _as_row(found: list[Any]) -> Row:
 
 
 def test_the_spark_data_source_reads_the_kafka_written_dir(
-    kafka_written: KafkaWritten, tmp_path: Path
+    kafka_written: KafkaWritten, spark_reads: SparkReads
 ) -> None:
     """Brook's `kafka-segments` data source over Kafka's own files gives, at each isolation
     level, exactly the records a consumer of Kafka was given: offsets, timestamps, keys,
     values and headers, aborted records left out of read_committed."""
-    out = tmp_path / "rows.json"
-    topics = sorted({topic for topic, _ in kafka_written.rows})
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.apache_kafka.segment_rows",
-            str(kafka_written.data_dir),
-            ",".join(topics),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    read = json.loads(out.read_text())
+    read = spark_reads.rows
     for (topic, isolation), rows in kafka_written.rows.items():
         found = sorted(_as_row(row) for row in read[f"{topic}/{isolation}"])
         if topic == "compacted":

@@ -1,8 +1,10 @@
-"""Every record of a log dir's topics as Brook's Spark data source (`kafka-segments`)
-reads it, at each isolation level: run as a script in a process of its own (its own
-Spark JVM), written as JSON for the test that compares them with a consumer's reads.
+"""Brook's Spark jobs over a log dir, in one process (one Spark JVM for both): every
+record of the given topics as the `kafka-segments` data source reads it at each
+isolation level, written as JSON for the test that compares them with a consumer's
+reads; then `brook audit` of the whole dir, through the command's own entry point (its
+session is this one, which it stops), its exit status written beside the rows.
 
-    python -m tests.apache_kafka.segment_rows LOG_DIR TOPICS OUT.json
+    python -m tests.apache_kafka.spark_reads LOG_DIR TOPICS OUT.json AUDIT_DIR
 """
 
 from __future__ import annotations
@@ -50,13 +52,18 @@ def rows(log_dir: str, topics: str) -> dict[str, list[list[Any]]]:
                 found.setdefault(f"{row.topic}/{isolation}", []).append(
                     [row.partition, row.offset, row.timestamp, row.key, row.value, row.headers]
                 )
-    finally:
+    except BaseException:
         spark.stop()
+        raise
     return found
 
 
 if __name__ == "__main__":
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    log_dir, topics, out = sys.argv[1:4]
+    log_dir, topics, out, audit_dir = sys.argv[1:5]
+    found = rows(log_dir, topics)
+    from brook.broker.tools.audit import main as brook_audit
+
+    status = brook_audit([log_dir, "--out", audit_dir])
     with open(out, "w") as written:
-        json.dump(rows(log_dir, topics), written)
+        json.dump({"rows": found, "audit_exit_status": status}, written)
