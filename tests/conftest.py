@@ -23,10 +23,12 @@ def topic_name() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A ZooKeeper server (Debian's 3.8, test.sh installs it) shared by a module's tests:
-    the cluster tests', and Apache Kafka 3.9's over a Brook cluster's dir."""
+    """A ZooKeeper server (Debian's 3.8, test.sh installs it) shared by every test of a
+    pytest process (an xdist worker) that asks for it: the cluster tests', the Java
+    client's and Apache Kafka 3.9's. Each test works in a chroot of its own, so one
+    server serves them all; one per module cost a JVM start per module (about 25)."""
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
     try:
         yield server
