@@ -157,6 +157,10 @@ def test_a_full_log_dir_goes_offline_and_the_others_keep_serving(disk_brokers, t
     brokers, disk = disk_brokers
     full_dir, other_dir = disk / "data", tmp_path / "other"
     both_dirs = {"log.dirs": f"{full_dir},{other_dir}", "offsets.topic.num.partitions": "2"}
+    # Space to free before the restart: the records fill the rest. (Without it the dir
+    # stays full, and its recovery at the restart may find no byte to write.)
+    filler = disk / "filler"
+    _fill(filler, 2)
     broker = brokers.start(both_dirs, data_dir=full_dir)
     # New partitions go to the least loaded dir, the first listed on a tie.
     create_topic(broker.bootstrap, "filling", 1)
@@ -206,7 +210,7 @@ def test_a_full_log_dir_goes_offline_and_the_others_keep_serving(disk_brokers, t
 
     # A clean stop leaves the failed dir unmarked; after space is freed it is recovered.
     assert broker.stop() == 0
-    (disk / "filler").unlink(missing_ok=True)
+    filler.unlink()
     broker = brokers.restart(broker, both_dirs)
     assert_all_acked_kept(read_all(broker.bootstrap, "filling", 1), acked)
     assert [v for _, v in read_all(broker.bootstrap, "safe", 1)[0]][:10] == [
