@@ -10,6 +10,9 @@ import pytest
 
 from brook.broker.zookeeper.server import ZooKeeperServer
 
+# BROOK_CPU_PROFILE=FILE: each test's CPU, its brokers' and JVMs' included (tests/cpu_profile.py).
+pytest_plugins = ["tests.cpu_profile"]
+
 # Every JVM the tests start (Spark's driver, executors, master and worker, spark-submit,
 # ZooKeeper) lives for seconds and reads little data: the C1 compiler alone and the serial
 # collector cut the CPU the suite spends on them by about 40% (a standalone-cluster audit:
