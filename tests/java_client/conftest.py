@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from brook.broker.zookeeper.server import ZooKeeperServer
+
+from .cluster import JavaTestCluster
 from .harness import JavaClients
 
 HERE = Path(__file__).parent
@@ -31,3 +34,15 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaClients]:
         yield clients
     finally:
         clients.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[JavaTestCluster]:
+    """Three brokers for the module's tests (tests/java_client/cluster.py)."""
+    brokers = JavaTestCluster(tmp_path_factory.mktemp("java-cluster"), zookeeper.connect)
+    try:
+        yield brokers.start_all()
+    finally:
+        brokers.stop()

@@ -4,11 +4,12 @@ and security settings) and asserts what came back."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+from tests.cluster.harness import eventually
 
 from .harness import JavaClients
 
@@ -24,14 +25,7 @@ def wait_for(
 ) -> Any:
     """Ask again until the answer satisfies `predicate` (the client's own view of a
     group or a move changes as the broker's does)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = read()
-        if predicate(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still {value!r} after {timeout} s")
-        time.sleep(0.1)
+    return eventually(read, predicate, timeout)
 
 
 def create_topic(

@@ -9,12 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .cluster import JavaTestCluster
 from .harness import JavaClients
@@ -22,17 +17,6 @@ from .scenarios import create_topic, unique, wait_for
 
 WORDS = [f"word{i:02d}" for i in range(24)]
 LONG_DESERIALIZER = "org.apache.kafka.common.serialization.LongDeserializer"
-
-
-@pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
-) -> Iterator[JavaTestCluster]:
-    brokers = JavaTestCluster(tmp_path_factory.mktemp("java-streams"), zookeeper.connect)
-    try:
-        yield brokers.start_all()
-    finally:
-        brokers.stop()
 
 
 def _lines(rng: random.Random, count: int) -> list[str]:

@@ -6,12 +6,9 @@ reassignments, carried out by the controller."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .cluster import JavaTestCluster
 from .harness import JavaClients
@@ -24,17 +21,6 @@ from .scenarios import (
     unique,
     wait_for,
 )
-
-
-@pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
-) -> Iterator[JavaTestCluster]:
-    brokers = JavaTestCluster(tmp_path_factory.mktemp("java-three"), zookeeper.connect)
-    try:
-        yield brokers.start_all()
-    finally:
-        brokers.stop()
 
 
 @pytest.fixture(params=["PLAINTEXT", "SASL_SSL"])
