@@ -14,6 +14,8 @@ from tests.cluster.harness import eventually
 from .harness import JavaClients
 
 WAIT_S = 60.0
+COOPERATIVE_STICKY = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+ASSIGNOR_NAMES = {COOPERATIVE_STICKY: "cooperative-sticky"}
 
 
 def unique(prefix: str) -> str:
@@ -129,12 +131,16 @@ def transactions(java: JavaClients, config: dict[str, Any], replication_factor: 
 
 
 def group_rebalances(
-    java: JavaClients, config: dict[str, Any], replication_factor: int = 1
+    java: JavaClients,
+    config: dict[str, Any],
+    replication_factor: int = 1,
+    assignor: str | None = None,
 ) -> None:
     """Two members of a classic group share four partitions, one leaves, the other takes
     all four; each record produced along the way is read exactly once (the members
     commit after each poll and when their partitions are revoked), and the group's
-    committed offsets end at the log end."""
+    committed offsets end at the log end. `assignor`: a partition.assignment.strategy
+    class (the client's default list, range first, otherwise)."""
     topic = unique("java-group")
     group = unique("java-group")
     create_topic(java, config, topic, partitions=4, replication_factor=replication_factor)
@@ -146,6 +152,8 @@ def group_rebalances(
         "session.timeout.ms": "10000",
         "heartbeat.interval.ms": "500",
     }
+    if assignor is not None:
+        member_config["partition.assignment.strategy"] = assignor
     produced: list[str] = []
 
     def produce(batch: str, count: int) -> None:
@@ -176,6 +184,9 @@ def group_rebalances(
     described = java.admin(config, "describe_groups", groups=[group])[group]
     assert described["state"] == "STABLE"
     assert described["type"] == "CLASSIC"
+    if assignor is not None:
+        # The protocol the group chose is the assignor's name, as the coordinator says.
+        assert described["assignor"] == ASSIGNOR_NAMES[assignor]
     assigned = [p for member in described["members"] for p in member["assignment"]]
     assert sorted(assigned) == every_partition
     produce("two", 200)

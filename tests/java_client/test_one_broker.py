@@ -19,6 +19,7 @@ from brook.broker.testing import BrokerThread
 
 from .harness import JavaClientError, JavaClients
 from .scenarios import (
+    COOPERATIVE_STICKY,
     create_topic,
     group_rebalances,
     idempotent_producer,
@@ -99,8 +100,14 @@ def test_transactions_and_read_committed(java: JavaClients, config: dict[str, An
     transactions(java, config)
 
 
-def test_a_classic_group_across_rebalances(java: JavaClients, config: dict[str, Any]) -> None:
-    group_rebalances(java, config)
+@pytest.mark.parametrize("assignor", [None, COOPERATIVE_STICKY], ids=["eager-range", "cooperative"])
+def test_a_classic_group_across_rebalances(
+    java: JavaClients, config: dict[str, Any], assignor: str | None
+) -> None:
+    """With the client's default assignors (range: every partition revoked at each
+    rebalance) and with incremental cooperative rebalancing (KIP-429: only the moved
+    partitions revoked, in two rounds)."""
+    group_rebalances(java, config, assignor=assignor)
 
 
 def _requests_served(broker: BrokerThread, api: str) -> int:
