@@ -136,6 +136,7 @@ public class ClientHarness {
             case "produce_transactions": return produceTransactions(command);
             case "consume": return consume(command);
             case "read_to_end": return readToEnd(command);
+            case "offsets": return offsets(command);
             case "member_start": return memberStart(command);
             case "member_state": return member(command).state(false);
             case "member_stop": return memberStop(command);
@@ -163,9 +164,10 @@ public class ClientHarness {
 
     static ProducerRecord<String, String> record(String topic, JsonNode spec) {
         Integer partition = spec.hasNonNull("partition") ? spec.get("partition").asInt() : null;
+        Long timestamp = spec.hasNonNull("timestamp") ? spec.get("timestamp").asLong() : null;
         String key = spec.hasNonNull("key") ? spec.get("key").asText() : null;
         String value = spec.hasNonNull("value") ? spec.get("value").asText() : null;
-        ProducerRecord<String, String> record = new ProducerRecord<>(topic, partition, key, value);
+        ProducerRecord<String, String> record = new ProducerRecord<>(topic, partition, timestamp, key, value);
         if (spec.has("headers")) {
             spec.get("headers").properties().forEach(header ->
                 record.headers().add(header.getKey(), header.getValue().asText().getBytes(StandardCharsets.UTF_8)));
@@ -300,6 +302,28 @@ public class ClientHarness {
             }
         }
         return records;
+    }
+
+    /** A partition's offsets as the consumer's ListOffsets calls give them: the first, the
+     * end (for the config's isolation level), and the first at or after each timestamp
+     * (null past the last record). */
+    static JsonNode offsets(JsonNode command) {
+        TopicPartition partition = new TopicPartition(command.get("topic").asText(), command.get("partition").asInt());
+        ObjectNode result = JSON.createObjectNode();
+        try (KafkaConsumer<Object, Object> consumer = consumer(properties(command))) {
+            result.put("beginning", consumer.beginningOffsets(List.of(partition)).get(partition));
+            result.put("end", consumer.endOffsets(List.of(partition)).get(partition));
+            ArrayNode found = result.putArray("for_times");
+            for (JsonNode timestamp : command.get("timestamps")) {
+                var offset = consumer.offsetsForTimes(Map.of(partition, timestamp.asLong())).get(partition);
+                if (offset == null) {
+                    found.addNull();
+                } else {
+                    found.add(JSON.createArrayNode().add(offset.offset()).add(offset.timestamp()));
+                }
+            }
+        }
+        return result;
     }
 
     /** A member of a consumer group on its own thread: it polls until stopped, commits
@@ -439,6 +463,7 @@ public class ClientHarness {
                 case "list_groups": return listGroups(admin);
                 case "delete_groups": return outcomes(admin.deleteConsumerGroups(strings(command.get("groups"))).deletedGroups());
                 case "describe_cluster": return describeCluster(admin);
+                case "delete_records": return deleteRecords(admin, command);
                 default: throw new IllegalArgumentException("unknown admin action " + action);
             }
         }
@@ -700,6 +725,15 @@ public class ClientHarness {
             group.put("state", listing.groupState().map(Enum::name).orElse(null));
         }
         return result;
+    }
+
+    /** DeleteRecords: the partition's records before `before` go; answers the new low
+     * watermark. */
+    static JsonNode deleteRecords(Admin admin, JsonNode command) throws Exception {
+        TopicPartition partition = new TopicPartition(command.get("topic").asText(), command.get("partition").asInt());
+        var deleted = admin.deleteRecords(Map.of(partition,
+            org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(command.get("before").asLong())));
+        return JSON.getNodeFactory().numberNode(deleted.lowWatermarks().get(partition).get().lowWatermark());
     }
 
     static JsonNode describeCluster(Admin admin) throws Exception {

@@ -96,6 +96,37 @@ def test_java_reads_what_confluent_kafka_wrote(java: JavaClients, config: dict[s
     ]
 
 
+def test_offsets_by_time_and_the_log_ends(java: JavaClients, config: dict[str, Any]) -> None:
+    """The consumer's beginningOffsets, endOffsets and offsetsForTimes (ListOffsets) over
+    records with the producer's own timestamps; a DeleteRecords moves the beginning."""
+    topic = unique("java-times")
+    create_topic(java, config, topic)
+    base = 1_700_000_000_000
+    records = [{"value": f"v{i}", "timestamp": base + 1000 * i} for i in range(10)]
+    java.call("produce", config=config, topic=topic, records=records)
+    found = java.call(
+        "offsets",
+        config=config,
+        topic=topic,
+        partition=0,
+        timestamps=[base - 1, base + 1000 * 3, base + 1000 * 3 + 1, base + 1000 * 20],
+    )
+    assert (found["beginning"], found["end"]) == (0, 10)
+    # The first record at or after each time, with its timestamp; none past the last.
+    assert found["for_times"] == [
+        [0, base],
+        [3, base + 3000],
+        [4, base + 4000],
+        None,
+    ]
+    read = read_all(java, config, topic, 10)
+    assert [r["timestamp"] for r in read] == [base + 1000 * i for i in range(10)]
+    assert java.admin(config, "delete_records", topic=topic, partition=0, before=4) == 4
+    after = java.call("offsets", config=config, topic=topic, partition=0, timestamps=[base])
+    # The beginning moved; the earliest time now finds the first record kept.
+    assert (after["beginning"], after["end"], after["for_times"]) == (4, 10, [[4, base + 4000]])
+
+
 def test_transactions_and_read_committed(java: JavaClients, config: dict[str, Any]) -> None:
     transactions(java, config)
 
