@@ -69,6 +69,12 @@ done
 unset PYTHONDONTWRITEBYTECODE
 "$venv/bin/python" -m compileall -q -j 0 protocol storage coordinator_state broker spark bench \
     >/dev/null
+# pytest rewrites each test module's asserts and keeps the result as bytecode: six workers
+# starting at once on a clean checkout would each rewrite all of them (12 CPU-s apiece),
+# so one collection first leaves them cached (5 CPU-s apiece then). Its errors, if any,
+# are the run's to report.
+"$venv/bin/python" -m pytest --collect-only -q -p no:xdist -p no:cacheprovider "$@" \
+    >/dev/null 2>&1 || true
 # Six workers: most tests wait on brokers, sockets and ZooKeeper sessions, so two cores keep
 # six busy (the suite took 11:31 with four here, 10:20 with six).
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
