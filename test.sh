@@ -14,7 +14,8 @@ cd "$(dirname "$0")"
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
-command -v java >/dev/null 2>&1 || missing="$missing openjdk-17-jre-headless"
+# A JDK, not a JRE alone: tests/java_client/ compiles its harness with javac.
+command -v javac >/dev/null 2>&1 || missing="$missing openjdk-17-jdk-headless"
 command -v podman >/dev/null 2>&1 || missing="$missing podman"
 command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing="$missing runc"
 command -v mmdebstrap >/dev/null 2>&1 || missing="$missing mmdebstrap"
@@ -23,7 +24,9 @@ command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 # ZooKeeper 3.8 for the cluster tests (tests/cluster/), run from its jars with the JVM.
 [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
 # Maven fetches Apache Kafka's jars (jvm/pom.xml) for the tests that hold Brook against
-# Kafka's own tools (tests/apache_kafka/), into a cache later runs reuse.
+# Kafka's own tools, its Java client and Kafka Streams (tests/apache_kafka/,
+# tests/java_client/), and Spark's Kafka connector (jvm/spark-kafka/pom.xml), into a cache
+# later runs reuse.
 command -v mvn >/dev/null 2>&1 || missing="$missing maven"
 # Prometheus (Debian's 2.42, with promtool) for the observability tests: it scrapes a live
 # broker and evaluates the Grafana dashboard's queries. Optional: where it cannot be
