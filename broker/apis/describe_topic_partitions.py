@@ -93,7 +93,8 @@ def handle_describe_topic_partitions(
     authorized = [
         name for name in names if authorize(ctx, AclOperation.DESCRIBE, AclResource.TOPIC, name)
     ]
-    refused = [] if every_topic else [name for name in names if name not in set(authorized)]
+    allowed = set(authorized)
+    refused = [] if every_topic else [name for name in names if name not in allowed]
     limit = min(
         request.response_partition_limit,
         int(ctx.services.config["max.request.partition.size.limit"]),
@@ -167,21 +168,15 @@ def _describe(
     partitions = []
     for index in indexes:
         registration = topic.partitions[index]
-        offline = tuple(broker for broker in registration.replicas if not leaders.alive(broker))
         local = ctx.services.replicas.hosted(topic.name, index)
-        if local is not None and local.is_offline:
-            offline = (*offline, local.local_broker_id)
-        # A leader down, without an endpoint on this listener, or leading from this
-        # broker's failed log dir is none the client can reach.
-        reachable = leaders.error(registration.leader) is None and not (
-            local is not None and local.is_offline and registration.leader == local.local_broker_id
-        )
+        # As Metadata finds them; here an unreachable leader is -1, without an error.
+        unreachable, offline = leaders.of_partition(registration, local)
         partitions.append(
             build(
                 types.DescribeTopicPartitionsResponsePartition,
                 error_code=ErrorCode.none,
                 partition_index=index,
-                leader_id=registration.leader if reachable else -1,
+                leader_id=-1 if unreachable is not None else registration.leader,
                 leader_epoch=registration.leader_epoch,
                 replica_nodes=registration.replicas,
                 isr_nodes=registration.isr,

@@ -292,6 +292,21 @@ class LeaderReachability:
             reachable = services.metadata.endpoint(leader, self._listener_name) is not None
         return None if reachable else self._no_listener
 
+    def of_partition(
+        self, registration: PartitionRegistration, local: Partition | None
+    ) -> tuple[ErrorCode | None, tuple[int, ...]]:
+        """Why the partition's leader cannot be reached (None when it can), and its
+        offline replicas: those on brokers not alive, and this broker's own when its
+        replica sits in a failed log dir (then, when it leads, the partition has no
+        leader: Kafka reports an offline partition so)."""
+        offline = tuple(broker for broker in registration.replicas if not self.alive(broker))
+        error = self.error(registration.leader)
+        if local is not None and local.is_offline:
+            offline = (*offline, local.local_broker_id)
+            if registration.leader == local.local_broker_id:
+                error = ErrorCode.leader_not_available
+        return error, offline
+
 
 def _describe(
     services: BrokerServices,
@@ -323,14 +338,7 @@ def _describe_partition(
     local: Partition | None,
     leaders: LeaderReachability,
 ) -> object:
-    offline = tuple(broker for broker in registration.replicas if not leaders.alive(broker))
-    error = leaders.error(registration.leader)
-    if local is not None and local.is_offline:
-        # This broker's replica sits in a failed log dir: offline, and when it leads,
-        # the partition has no leader (Kafka reports an offline partition so).
-        offline = (*offline, local.local_broker_id)
-        if registration.leader == local.local_broker_id:
-            error = ErrorCode.leader_not_available
+    error, offline = leaders.of_partition(registration, local)
     return build(
         types.MetadataResponsePartition,
         error_code=error or ErrorCode.none,
