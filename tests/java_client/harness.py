@@ -14,13 +14,14 @@ import hashlib
 import json
 import os
 import select
+import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.apache_kafka import java_env, kafka_jars
+from bench.apache_kafka import java_command, java_env, kafka_jars
 
 SOURCE = Path(__file__).with_name("ClientHarness.java")
 # Long enough for a transaction across a broker's failover; a test that waits longer
@@ -55,7 +56,7 @@ def compiled_harness() -> Path:
         staging.rename(classes)
     except OSError:
         # Another worker compiled the same source first: its classes are as good.
-        subprocess.run(["rm", "-rf", str(staging)], check=True)
+        shutil.rmtree(staging, ignore_errors=True)
     return classes
 
 
@@ -63,21 +64,10 @@ class JavaClients:
     """One JVM running ClientHarness; stopped by its own pid."""
 
     def __init__(self, log_path: Path) -> None:
-        libs = kafka_jars()
-        classes = compiled_harness()
         self.log_path = log_path
         self._log = open(log_path, "w")  # noqa: SIM115 (kept open for the JVM's life)
         self.process = subprocess.Popen(
-            [
-                "java",
-                "-Xmx384m",
-                "-XX:TieredStopAtLevel=1",
-                "-XX:+UseSerialGC",
-                f"-Dlog4j2.configurationFile={libs.parent / 'tools-log4j2.properties'}",
-                "-cp",
-                f"{classes}:{libs}/*",
-                "ClientHarness",
-            ],
+            java_command("ClientHarness", heap="384m", classes=compiled_harness()),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
