@@ -7,7 +7,6 @@ ways: what one client writes, the other reads."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from brook.broker.testing import BrokerThread
+from tests.observability.conftest import Admin
 
 from .harness import JavaClientError, JavaClients
 from .scenarios import (
@@ -141,12 +141,13 @@ def test_a_classic_group_across_rebalances(
     group_rebalances(java, config, assignor=assignor)
 
 
-def _requests_served(broker: BrokerThread, api: str) -> int:
-    with urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    prefix = f'kafka_network_requestmetrics_requests_total{{request="{api}"'
+def _requests_served(broker: BrokerThread, api: str) -> float:
+    """How many requests of `api` the broker has served, by its own /metrics."""
+    samples = Admin(broker).metrics().samples
     return sum(
-        int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith(prefix)
+        value
+        for (name, labels), value in samples.items()
+        if name == "kafka_network_requestmetrics_requests_total" and ("request", api) in labels
     )
 
 
