@@ -3,7 +3,8 @@
 Offset commits go through OffsetCommitReplay (offsets.py: the pending transactional
 ones wait for their marker); a classic group's metadata record is handed over as it is
 (a tombstone as None): the broker rebuilds the group's members from it, the audit shows
-it. Records this broker cannot read the meaning of (a key type of a newer group
+it. Kafka 4's consumer group records (protocol/consumer_group_records.py) are handed over
+decoded. Records this broker cannot read the meaning of (a key type of a newer group
 protocol, a value version newer than the schemas it knows) are skipped, and the owner is
 told so it can count or log them; bytes that do not parse as what they claim raise
 CoordinatorRecordError.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from brook.protocol import consumer_group_records as cgr
 from brook.protocol.coordinator_records import (
     CONSUMER_OFFSETS_TOPIC,
     GroupMetadataKey,
@@ -42,6 +44,12 @@ class ConsumerOffsetsState(Protocol):
         """A classic group's metadata record (None: the group was deleted)."""
         ...
 
+    def consumer_group_changed(
+        self, key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None, offset: int
+    ) -> None:
+        """A record of a consumer group of Kafka 4's protocol (None: a tombstone)."""
+        ...
+
     def skipped(self, offset: int, key: Key, value_version: int | None) -> None:
         """The record at `offset` was not applied: its key type (value_version None) or
         its value version is not one this broker knows."""
@@ -59,7 +67,17 @@ class ConsumerOffsetsReplay:
         """The record at log `offset` of a batch written by `producer_id`."""
         decoded = decode_key(key, CONSUMER_OFFSETS_TOPIC)
         if isinstance(decoded, UnknownRecord):
-            self._state.skipped(offset, decoded, None)
+            if decoded.version not in cgr.RECORD_TYPES:
+                self._state.skipped(offset, decoded, None)
+                return
+            consumer_group = cgr.decode(decoded.version, key, value)
+            if consumer_group is None:
+                assert value is not None  # a tombstone always decodes
+                self._state.skipped(offset, decoded, cgr.value_version(value))
+            elif consumer_group[0].__version__ == cgr.PARTITION_METADATA_TYPE:
+                pass  # Kafka 4.0's subscription metadata: Kafka 4.1 and Brook ignore it
+            else:
+                self._state.consumer_group_changed(consumer_group[0], consumer_group[1], offset)
             return
         decoded_value = decode_value(decoded, value)
         if isinstance(decoded_value, UnknownValue):

@@ -75,6 +75,8 @@ def load_all() -> dict[int, Handler]:
         alter_replica_log_dirs,
         alter_user_scram_credentials,
         api_versions,
+        consumer_group_describe,
+        consumer_group_heartbeat,
         controlled_shutdown,
         create_acls,
         create_partitions,

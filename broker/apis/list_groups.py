@@ -1,5 +1,6 @@
 """ListGroups (key 16), v0-v5: the groups this broker coordinates, filtered by state (v4+)
-and type (v5+; every classic group is of type "classic")."""
+and type (v5+): classic groups are of type "classic", Kafka 4's consumer groups (KIP-848)
+of type "consumer", both with protocol type "consumer" when their members consume."""
 
 from __future__ import annotations
 
@@ -24,25 +25,26 @@ def handle_list_groups(ctx: RequestContext, request: object) -> Any:
     kinds = {kind.lower() for kind in getattr(request, "types_filter", ()) or ()}
     listed = []
     # A list: the ACL check below reads the groups once before they are listed.
-    groups = list(ctx.services.groups.list_groups())
+    groups: list[tuple[Any, str]] = [(g, "classic") for g in ctx.services.groups.list_groups()]
+    groups += [(g, "consumer") for g in ctx.services.groups.list_consumer_groups()]
     # Describe on the cluster lists every group; else those the principal may describe.
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_denial=False):
         hidden = denied(
-            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups)
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g, _ in groups)
         )
-        groups = [group for group in groups if group.group_id not in hidden]
-    for group in groups:
+        groups = [(group, kind) for group, kind in groups if group.group_id not in hidden]
+    for group, kind in groups:
         if states and group.state.value.lower() not in states:
             continue
-        if kinds and "classic" not in kinds:
+        if kinds and kind not in kinds:
             continue
         listed.append(
             build(
                 types.ListedGroup,
                 group_id=group.group_id,
-                protocol_type=group.protocol_type or "",
+                protocol_type="consumer" if kind == "consumer" else group.protocol_type or "",
                 group_state=group.state.value,
-                group_type="classic",
+                group_type=kind,
             )
         )
     return build(

@@ -88,6 +88,14 @@ async def _offsets_of_groups(ctx: RequestContext, request: OffsetFetchRequestFro
     types = schema_module(ctx.response_type)
     groups = []
     for group in request.groups:
+        # v9+: a consumer group's member fetches with its id and epoch (KIP-848).
+        member_id = getattr(group, "member_id", None)
+        member_epoch = getattr(group, "member_epoch", -1)
+        member_error = ErrorCode.none
+        if member_id is not None or member_epoch >= 0:
+            member_error = ctx.services.groups.validate_fetch_member(
+                group.group_id, member_id, member_epoch
+            )
         error, topics = _topics(
             ctx,
             types,
@@ -96,6 +104,7 @@ async def _offsets_of_groups(ctx: RequestContext, request: OffsetFetchRequestFro
             group.group_id,
             _requested(group.topics),
             request.require_stable,
+            member_error,
         )
         groups.append(
             build(
@@ -140,6 +149,7 @@ def _topics(
     group_id: str,
     requested: list[tuple[str, int]] | None,
     require_stable: bool,
+    member_error: ErrorCode = ErrorCode.none,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """The group's error and its offsets; when the coordinator cannot answer, each
     requested partition carries its error too (v1 has no other place for it). With
@@ -148,6 +158,8 @@ def _topics(
     groups = ctx.services.groups
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         error, found = ErrorCode.group_authorization_failed, dict.fromkeys(requested or [])
+    elif member_error:
+        error, found = member_error, dict.fromkeys(requested or [])
     else:
         error, found = groups.fetch_offsets(group_id, requested)
         if error:

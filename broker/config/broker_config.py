@@ -156,6 +156,14 @@ def _check_zookeeper_connect(value: Any) -> str | None:
     return None
 
 
+def _check_rebalance_protocols(value: Any) -> str | None:
+    return None if "classic" in value else "The classic protocol must be enabled."
+
+
+def _check_not_empty(value: Any) -> str | None:
+    return None if value else "The list must not be empty."
+
+
 def _key(name: str, type_: str, default: Any, doc: str, **kwargs: Any) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, **kwargs)
 
@@ -770,6 +778,72 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             at_least=0,
         ),
         _key("group.max.size", "int", INT_MAX, "Most members a group may have.", at_least=1),
+        _key(
+            "group.coordinator.rebalance.protocols",
+            "list",
+            ["classic", "consumer"],
+            "The group protocols served: classic (JoinGroup/SyncGroup) and consumer"
+            " (KIP-848's ConsumerGroupHeartbeat); classic is required.",
+            choices=("classic", "consumer"),
+            check=_check_rebalance_protocols,
+        ),
+        _key(
+            "group.consumer.assignors",
+            "list",
+            ["uniform", "range"],
+            "The server-side assignors of consumer groups; the first is the default.",
+            choices=("uniform", "range"),
+            check=_check_not_empty,
+        ),
+        _key(
+            "group.consumer.session.timeout.ms",
+            "int",
+            45000,
+            "A consumer group member is fenced after this long without a heartbeat.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.min.session.timeout.ms",
+            "int",
+            45000,
+            "Smallest session timeout a consumer group may be configured with.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.max.session.timeout.ms",
+            "int",
+            60000,
+            "Largest session timeout a consumer group may be configured with.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            5000,
+            "How often consumer group members heartbeat.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.min.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Smallest heartbeat interval a consumer group may be configured with.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.max.heartbeat.interval.ms",
+            "int",
+            15000,
+            "Largest heartbeat interval a consumer group may be configured with.",
+            at_least=1,
+        ),
+        _key(
+            "group.consumer.max.size",
+            "int",
+            INT_MAX,
+            "Most members a consumer group may have.",
+            at_least=1,
+        ),
         _key(
             "offsets.topic.num.partitions",
             "int",

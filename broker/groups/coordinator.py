@@ -30,6 +30,8 @@ from ..coordinator.runtime import CoordinatorRuntime
 from ..coordinator.shard import CoordinatorResult
 from ..coordinator.timer import Timer
 from ..coordinator.write_errors import coordinator_error
+from .consumer_group import ConsumerGroup
+from .consumer_groups import HeartbeatRequest, HeartbeatResponse, TopicImage, validate_heartbeat
 from .group import Group, JoinRequest, JoinResult, SyncRequest
 from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
 
@@ -68,6 +70,7 @@ class GroupCoordinator:
         writer: PartitionWriter,
         timer: Timer,
         clock: Clock,
+        topics: TopicImage | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -75,7 +78,9 @@ class GroupCoordinator:
         self.rebalance_stats = RebalanceStats()
 
         def build_shard(tp: TopicPartition, shard_timer: CoordinatorTimer) -> GroupCoordinatorShard:
-            return GroupCoordinatorShard(tp, shard_timer, config, clock, self.rebalance_stats)
+            return GroupCoordinatorShard(
+                tp, shard_timer, config, clock, self.rebalance_stats, topics
+            )
 
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
             topic, writer, timer, clock, build_shard
@@ -128,6 +133,63 @@ class GroupCoordinator:
     def list_groups(self) -> Iterator[Group]:
         for shard in self.runtime.active_shards():
             yield from shard.groups.values()
+
+    def list_consumer_groups(self) -> Iterator[ConsumerGroup]:
+        """Kafka 4's consumer groups (KIP-848) this broker coordinates."""
+        for shard in self.runtime.active_shards():
+            yield from shard.consumer_groups.values()
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        shard = self._shard_if_loaded(group_id)
+        return shard.consumer_groups.get(group_id) if shard is not None else None
+
+    def consumer_group_describe(
+        self, group_id: str
+    ) -> tuple[ErrorCode, ConsumerGroup | None, str | None]:
+        """The group as its coordinator has it: an error, the group, the assignor."""
+        try:
+            group = self.runtime.schedule_read_operation(
+                self._partition(group_id), lambda shard: shard.consumer_groups.get(group_id)
+            )
+        except KafkaError as exc:
+            return coordinator_error(exc), None, None
+        if group is None:
+            return ErrorCode.group_id_not_found, None, None
+        assignor = group.preferred_assignor() or self.config["group.consumer.assignors"][0]
+        return ErrorCode.none, group, assignor
+
+    # --- Kafka 4's consumer group protocol ------------------------------------------------
+
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> Answer[HeartbeatResponse]:
+        if not request.group_id:
+            return HeartbeatResponse(ErrorCode.invalid_group_id, "GroupId can't be empty.")
+        invalid = validate_heartbeat(request, self.config["group.consumer.assignors"])
+        if invalid is not None:
+            log.info(
+                "ConsumerGroupHeartbeat of member %s of group %s refused: %s: %s",
+                request.member_id,
+                request.group_id,
+                invalid.error_code.name.upper(),
+                invalid.message,
+            )
+            return HeartbeatResponse(invalid.error_code, invalid.message)
+        return self._write(
+            "consumer-group-heartbeat",
+            request.group_id,
+            lambda shard: shard.consumer_group_heartbeat(request),
+            lambda error: HeartbeatResponse(error),
+        )
+
+    def validate_fetch_member(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> ErrorCode:
+        try:
+            return self.runtime.schedule_read_operation(
+                self._partition(group_id),
+                lambda shard: shard.validate_fetch_member(group_id, member_id, member_epoch),
+            )
+        except KafkaError as exc:
+            return coordinator_error(exc)
 
     # --- the group protocol -----------------------------------------------------------
 

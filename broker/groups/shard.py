@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
 from brook.coordinator_state.offsets import CommittedOffset
+from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
@@ -34,6 +35,9 @@ from ..coordinator.records import CoordinatorRecord, TransactionalProducer
 from ..coordinator.shard import CoordinatorResult, WriteCallback
 from ..coordinator.write_errors import coordinator_error
 from . import records
+from .consumer_group import ConsumerGroup
+from .consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResponse, TopicImage
+from .consumer_groups import replay as replay_consumer_group
 from .consumer_protocol import subscribed_topics
 from .group import (
     Group,
@@ -83,6 +87,7 @@ class GroupCoordinatorShard:
         config: Any,
         clock: Clock,
         stats: RebalanceStats | None = None,
+        topics: TopicImage | None = None,
     ):
         self.tp = tp
         # Shared by the coordinator's shards: they come and go with leadership.
@@ -90,7 +95,13 @@ class GroupCoordinatorShard:
         self.timer = timer
         self.config = config
         self.clock = clock
+        # Classic groups (and "simple" ones: offsets without members), and Kafka 4's
+        # consumer groups: a group id is in one of the two at most.
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.consumer = ConsumerGroups(
+            self.consumer_groups, self.groups, timer, config, clock, topics
+        )
         # Offsets written inside transactions wait there for their marker.
         self._replay = ConsumerOffsetsReplay(self)
         # Group records that the running operation writes, and what waits on them.
@@ -116,6 +127,13 @@ class GroupCoordinatorShard:
     def offset_changed(
         self, key: cr.OffsetCommitKey, committed: CommittedOffset | None, offset: int
     ) -> None:
+        consumer_group = self.consumer_groups.get(key.group)
+        if consumer_group is not None:
+            if committed is None:
+                consumer_group.offsets.pop((key.topic, key.partition), None)
+            else:
+                consumer_group.offsets[(key.topic, key.partition)] = committed
+            return
         group = self.groups.get(key.group)
         if committed is None:
             if group is not None:
@@ -147,6 +165,11 @@ class GroupCoordinatorShard:
         records.restore_group(group, value, self.clock())
         self.groups[group_id] = group
 
+    def consumer_group_changed(
+        self, key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None, offset: int
+    ) -> None:
+        replay_consumer_group(self.consumer_groups, self.groups, key, value, self.clock())
+
     def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         if value_version is None:
             return  # other record types (KIP-848 groups, newer Kafkas) are not this shard's
@@ -165,9 +188,15 @@ class GroupCoordinatorShard:
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_session_expiry(group, member)
+        self.consumer.on_loaded()
         self._schedule_offsets_expiry()
-        if self.groups:
-            log.info("%s: loaded %d consumer group(s)", self.tp, len(self.groups))
+        if self.groups or self.consumer_groups:
+            log.info(
+                "%s: loaded %d classic and %d consumer group(s)",
+                self.tp,
+                len(self.groups),
+                len(self.consumer_groups),
+            )
 
     def on_unloaded(self) -> None:
         for group in self.groups.values():
@@ -180,6 +209,9 @@ class GroupCoordinatorShard:
                     member.sync_waiter.set_result((ErrorCode.not_coordinator, b""))
             group.transition(GroupState.DEAD, self.clock())
         self.groups.clear()
+        for consumer_group in self.consumer_groups.values():
+            consumer_group.dead = True
+        self.consumer_groups.clear()
 
     # --- operations' records ----------------------------------------------------------
 
@@ -222,6 +254,17 @@ class GroupCoordinatorShard:
             <= self.config["group.max.session.timeout.ms"]
         ):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty:
+                log.info(
+                    "JoinGroup of %s into consumer group %s refused: its members use the"
+                    " consumer protocol (KIP-848)",
+                    member_id or request.client_id,
+                    group_id,
+                )
+                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+            self._classic_from_empty_consumer_group(consumer_group)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -241,6 +284,16 @@ class GroupCoordinatorShard:
             member = request.new_member(member_id)
             return self._add_and_rebalance(group, member, f"{member_id} joined")
         return self._join_known_member(group, request)
+
+    def _classic_from_empty_consumer_group(self, consumer_group: ConsumerGroup) -> None:
+        """A classic member joining an empty consumer group makes it a classic group, as
+        in Kafka: the consumer group's records are deleted, its offsets stay."""
+        group_id = consumer_group.group_id
+        self._records.extend(self.consumer.delete(consumer_group))
+        del self.consumer_groups[group_id]
+        group = self.groups[group_id] = Group(group_id, self.clock())
+        group.offsets = consumer_group.offsets
+        log.info("Empty consumer group %s becomes a classic group", group_id)
 
     def _accepts_joining_member(self, group: Group, member_id: str) -> bool:
         """Kafka's group.max.size rule. While the group rebalances it counts the members
@@ -765,6 +818,17 @@ class GroupCoordinatorShard:
     ) -> CoordinatorResult[ErrorCode]:
         """The group-level check of an OffsetCommit, then the offsets' records, which
         take effect when the partition has them."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_commit(
+                consumer_group, member_id, instance_id, generation_id, api_version, False
+            )
+            if error:
+                return CoordinatorResult([], error)
+            return CoordinatorResult(
+                [records.offset_commit_record(group_id, key, c) for key, c in offsets.items()],
+                ErrorCode.none,
+            )
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -800,6 +864,18 @@ class GroupCoordinatorShard:
         """TxnOffsetCommit: the offsets are written inside the producer's transaction and
         take effect only when its COMMIT marker reaches this partition (KIP-447: a
         member's generation is checked as for OffsetCommit)."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_commit(
+                consumer_group, member_id, instance_id, generation_id, 9, True
+            )
+            if error:
+                return CoordinatorResult([], error)
+            return CoordinatorResult(
+                [records.offset_commit_record(group_id, key, c) for key, c in offsets.items()],
+                ErrorCode.none,
+                producer=producer,
+            )
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -851,15 +927,42 @@ class GroupCoordinatorShard:
     def fetch_offsets(
         self, group_id: str, partitions: list[OffsetKey] | None
     ) -> dict[OffsetKey, CommittedOffset | None]:
-        group = self.groups.get(group_id)
+        group: Group | ConsumerGroup | None = self.groups.get(group_id)
+        if group is None:
+            group = self.consumer_groups.get(group_id)
         stored = group.offsets if group is not None else {}
         if partitions is None:
             return dict(stored)
         return {key: stored.get(key) for key in partitions}
 
+    def validate_fetch_member(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> ErrorCode:
+        """OffsetFetch v9+ from a member of a consumer group: its id and epoch."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is None:
+            return ErrorCode.none
+        return self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
+
+    def consumer_group_heartbeat(
+        self, request: HeartbeatRequest
+    ) -> CoordinatorResult[HeartbeatResponse]:
+        return self.consumer.heartbeat(request)
+
     def delete_offsets(
         self, group_id: str, partitions: list[OffsetKey]
     ) -> CoordinatorResult[tuple[ErrorCode, dict[OffsetKey, ErrorCode]]]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            subscribed = consumer_group.subscribed_topic_names()
+            errors = {
+                key: ErrorCode.group_subscribed_to_topic if key[0] in subscribed else ErrorCode.none
+                for key in partitions
+            }
+            deletable = [k for k, e in errors.items() if not e and k in consumer_group.offsets]
+            return CoordinatorResult(
+                records.offset_tombstones(group_id, deletable), (ErrorCode.none, errors)
+            )
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return CoordinatorResult([], (ErrorCode.group_id_not_found, {}))
@@ -897,6 +1000,14 @@ class GroupCoordinatorShard:
 
     def delete_group(self, group_id: str) -> CoordinatorResult[ErrorCode]:
         """Tombstones for the group's offsets and metadata; their replay removes it."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty:
+                return CoordinatorResult([], ErrorCode.non_empty_group)
+            tombstones = records.offset_tombstones(group_id, consumer_group.offsets)
+            tombstones += self.consumer.delete(consumer_group)
+            log.info("Deleting consumer group %s", group_id)
+            return CoordinatorResult(tombstones, ErrorCode.none)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return CoordinatorResult([], ErrorCode.group_id_not_found)
@@ -941,4 +1052,26 @@ class GroupCoordinatorShard:
             if len(expired) == len(group.offsets):
                 tombstones.append(records.group_tombstone(group.group_id))
                 log.info("Removing group %s: empty and without committed offsets", group.group_id)
+        for consumer_group in list(self.consumer_groups.values()):
+            # Kafka keeps the offsets of topics a consumer group still subscribes to.
+            subscribed = consumer_group.subscribed_topic_names()
+            expired = [
+                key
+                for key, offset in consumer_group.offsets.items()
+                if key[0] not in subscribed and now - offset.commit_timestamp >= retention_ms
+            ]
+            if expired:
+                tombstones += records.offset_tombstones(consumer_group.group_id, expired)
+                expired_total += len(expired)
+                log.info(
+                    "Expiring %d committed offset(s) of consumer group %s",
+                    len(expired),
+                    consumer_group.group_id,
+                )
+            if consumer_group.is_empty and len(expired) == len(consumer_group.offsets):
+                tombstones += self.consumer.delete(consumer_group)
+                log.info(
+                    "Removing consumer group %s: empty and without committed offsets",
+                    consumer_group.group_id,
+                )
         return CoordinatorResult(tombstones, expired_total)

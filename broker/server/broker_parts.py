@@ -239,6 +239,7 @@ def _coordinators(
             LogPartitionWriter(replicas),
             timer,
             clock,
+            metadata,
         )
         transactions = TransactionCoordinator(
             config,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import struct
 
 import pytest
+from kio.static.primitive import i32
 
 from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.coordinator_state.transaction_log import TransactionLogReplay, value_of
 from brook.coordinator_state.transaction_metadata import TransactionMetadata, TransactionState
+from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
 
 NOT_TRANSACTIONAL = cr.NO_PRODUCER_ID
@@ -23,6 +25,7 @@ class Seen:
         self.offsets: dict[tuple[str, str, int], tuple[int | None, int]] = {}
         self.groups: dict[str, int] = {}
         self.skipped_records: list[tuple[int, int | None]] = []
+        self.consumer_groups: list[tuple[int, object, object]] = []
 
     def offset_changed(
         self, key: cr.OffsetCommitKey, committed: CommittedOffset | None, offset: int
@@ -38,6 +41,11 @@ class Seen:
             self.groups.pop(group, None)
         else:
             self.groups[group] = value.generation
+
+    def consumer_group_changed(
+        self, key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None, offset: int
+    ) -> None:
+        self.consumer_groups.append((offset, key, value))
 
     def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         self.skipped_records.append((offset, value_version))
@@ -86,14 +94,26 @@ def test_group_metadata_and_records_of_unknown_kinds() -> None:
     replay.replay(0, NOT_TRANSACTIONAL, group_key, cr.encode_value(metadata))
     assert seen.groups == {"g": 3}
     # A value version newer than the schemas known, and a key type of a newer protocol
-    # (KIP-848's ConsumerGroupMetadataKey is type 3): skipped, the owner told which.
+    # (17, a streams group's): skipped, the owner told which.
     newer_value = struct.pack(">h", 99) + b"\x00" * 8
     replay.replay(1, NOT_TRANSACTIONAL, group_key, newer_value)
-    replay.replay(2, NOT_TRANSACTIONAL, struct.pack(">hh", 3, 1) + b"g", b"\x00\x00")
+    replay.replay(2, NOT_TRANSACTIONAL, struct.pack(">hh", 17, 1) + b"g", b"\x00\x00")
     assert seen.skipped_records == [(1, 99), (2, None)]
     assert seen.groups == {"g": 3}
     replay.replay(3, NOT_TRANSACTIONAL, group_key, None)
     assert seen.groups == {}
+    # KIP-848's records (ConsumerGroupMetadataKey is type 3) are handed over decoded.
+    epoch_key = cgr.encode_key(cgr.ConsumerGroupMetadataKey(group_id="c"))
+    epoch = cgr.ConsumerGroupMetadataValue(epoch=i32(4))
+    replay.replay(4, NOT_TRANSACTIONAL, epoch_key, cgr.encode_value(epoch))
+    replay.replay(5, NOT_TRANSACTIONAL, epoch_key, None)
+    assert seen.consumer_groups == [
+        (4, cgr.ConsumerGroupMetadataKey(group_id="c"), epoch),
+        (5, cgr.ConsumerGroupMetadataKey(group_id="c"), None),
+    ]
+    # A value of a version newer than v0 is a newer Kafka's: skipped, unread.
+    replay.replay(6, NOT_TRANSACTIONAL, epoch_key, struct.pack(">h", 1) + b"\x00")
+    assert seen.skipped_records[-1] == (6, 1)
 
 
 def test_bytes_that_do_not_parse_raise() -> None:

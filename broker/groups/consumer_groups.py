@@ -1,0 +1,740 @@
+"""ConsumerGroupHeartbeat and the rest of Kafka 4's consumer group protocol on one shard.
+
+Each heartbeat is one operation, computed as Kafka's GroupMetadataManager computes it:
+the member as the request updates it; a new group epoch if the subscriptions or the
+subscribed topics' metadata changed; a new target assignment if the group epoch moved
+past it (the assignor runs over every member); the member's next step towards its
+target (reconciliation.py). Each of those writes its records, and the group changes
+only when the runtime replays them (`replay`), so a write the partition refuses leaves
+the group as it was. Timers fence members whose session ends or who do not revoke
+partitions within their rebalance timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from brook.protocol import consumer_group_records as cgr
+from brook.protocol.errors import ErrorCode, KafkaError
+
+from ..coordinator.coordinator_timer import CoordinatorTimer
+from ..coordinator.records import CoordinatorRecord
+from ..coordinator.shard import CoordinatorResult
+from . import consumer_records as records
+from .assignors import ASSIGNORS, Assignment, MemberSubscription, TopicId
+from .consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    preferred_assignor,
+)
+from .reconciliation import reconcile
+
+if TYPE_CHECKING:
+    from brook.storage.clock import Clock
+
+    from ..metadata.cache import TopicMetadata
+    from .group import Group
+
+log = logging.getLogger("brook.groups")
+
+
+class TopicImage(Protocol):
+    """What the coordinator reads of the cluster's topics (the MetadataCache)."""
+
+    def get(self, name: str) -> TopicMetadata | None: ...
+    def get_by_id(self, topic_id: TopicId) -> TopicMetadata | None: ...
+    def names(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class HeartbeatRequest:
+    """A ConsumerGroupHeartbeat in the coordinator's terms; None is "unchanged"."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Mapping[TopicId, frozenset[int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+    @property
+    def is_full(self) -> bool:
+        """A request with every field a (re)joining member sends: it gets its assignment."""
+        return self.member_epoch == 0 or (
+            self.rebalance_timeout_ms != -1
+            and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None)
+            and self.owned is not None
+        )
+
+
+@dataclass
+class HeartbeatResponse:
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+def _error(code: ErrorCode, message: str) -> KafkaError:
+    return KafkaError.with_code(code, message)
+
+
+def validate_heartbeat(request: HeartbeatRequest, assignors: Iterable[str]) -> KafkaError | None:
+    """Kafka's checks of a heartbeat before any group is read: INVALID_REQUEST for a
+    malformed one, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION."""
+    epoch = request.member_epoch
+    if not request.member_id.strip() and (request.api_version >= 1 or epoch > 0 or epoch == -1):
+        return _error(ErrorCode.invalid_request, "MemberId can't be empty.")
+    for name, value in (("InstanceId", request.instance_id), ("RackId", request.rack_id)):
+        if value is not None and not value.strip():
+            return _error(ErrorCode.invalid_request, f"{name} can't be empty.")
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            return _error(
+                ErrorCode.invalid_request, "RebalanceTimeoutMs must be provided in first request."
+            )
+        if request.owned is None or any(request.owned.values()):
+            return _error(
+                ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining."
+            )
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            return _error(
+                ErrorCode.invalid_request,
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when"
+                " (re-)joining.",
+            )
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if request.instance_id is None:
+            return _error(ErrorCode.invalid_request, "InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        return _error(ErrorCode.invalid_request, f"MemberEpoch {epoch} is invalid.")
+    names = list(assignors)
+    if request.server_assignor is not None and request.server_assignor not in names:
+        return _error(
+            ErrorCode.unsupported_assignor,
+            f"ServerAssignor {request.server_assignor} is not supported. Supported assignors:"
+            f" {', '.join(names)}.",
+        )
+    if request.subscribed_topic_regex:
+        try:
+            re.compile(request.subscribed_topic_regex)
+        except re.error as exc:
+            return _error(
+                ErrorCode.invalid_regular_expression,
+                f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not a valid regular"
+                f" expression: {exc}.",
+            )
+    return None
+
+
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64."""
+    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+
+
+def _session_timer(group_id: str, member_id: str) -> str:
+    return f"consumer-session-{group_id}-{member_id}"
+
+
+def _rebalance_timer(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance-{group_id}-{member_id}"
+
+
+class ConsumerGroups:
+    """The consumer groups of one `__consumer_offsets` partition (a part of its shard)."""
+
+    def __init__(
+        self,
+        groups: dict[str, ConsumerGroup],
+        classic_groups: dict[str, Group],
+        timer: CoordinatorTimer,
+        config: Any,
+        clock: Clock,
+        topics: TopicImage | None,
+    ) -> None:
+        self.groups = groups
+        self.classic_groups = classic_groups
+        self.timer = timer
+        self.config = config
+        self.clock = clock
+        self.topics = topics
+
+    # --- configuration ------------------------------------------------------------------
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.config["group.consumer.session.timeout.ms"])
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.config["group.consumer.heartbeat.interval.ms"])
+
+    def assignor_names(self) -> list[str]:
+        return list(self.config["group.consumer.assignors"])
+
+    # --- ConsumerGroupHeartbeat ------------------------------------------------------------
+
+    def heartbeat(self, request: HeartbeatRequest) -> CoordinatorResult[HeartbeatResponse]:
+        try:
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(request)
+            return self._heartbeat(request)
+        except KafkaError as exc:
+            log.info(
+                "ConsumerGroupHeartbeat of member %s (epoch %d) of group %s refused: %s: %s",
+                request.member_id,
+                request.member_epoch,
+                request.group_id,
+                exc.error_code.name.upper(),
+                exc.message,
+            )
+            return CoordinatorResult(
+                [],
+                HeartbeatResponse(
+                    exc.error_code,
+                    exc.message or None,
+                    member_id=request.member_id,
+                    member_epoch=request.member_epoch,
+                ),
+            )
+
+    def _group_for(
+        self, request: HeartbeatRequest
+    ) -> tuple[ConsumerGroup, list[CoordinatorRecord]]:
+        """The request's group, or a new one (not yet in the shard: its records create it)."""
+        group = self.groups.get(request.group_id)
+        if group is not None:
+            return group, []
+        classic = self.classic_groups.get(request.group_id)
+        if classic is not None and not classic.is_empty:
+            raise _error(
+                ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
+            )
+        if request.member_epoch != 0:
+            raise _error(ErrorCode.group_id_not_found, f"Group {request.group_id} not found.")
+        group = ConsumerGroup(request.group_id, self.clock())
+        cleanup: list[CoordinatorRecord] = []
+        if classic is not None and classic.generation_id > 0:
+            # An empty classic group becomes a consumer group; its offsets stay.
+            from .records import group_tombstone
+
+            cleanup.append(group_tombstone(request.group_id))
+        return group, cleanup
+
+    def _heartbeat(self, request: HeartbeatRequest) -> CoordinatorResult[HeartbeatResponse]:
+        group, written = self._group_for(request)
+        member_id = request.member_id or new_member_id()
+        if request.instance_id is not None:
+            old, written_static = self._static_member(group, request, member_id)
+            written += written_static
+        else:
+            old = self._dynamic_member(group, request, member_id)
+        max_size = self.config["group.consumer.max.size"]
+        if member_id not in group.members and len(group.members) >= max_size:
+            raise _error(
+                ErrorCode.group_max_size_reached,
+                f"The consumer group has reached its maximum capacity of {max_size} members.",
+            )
+        member = self._updated(old, request, member_id)
+        # A static member restarted under a new member id replaces its old self.
+        replacing = old is not None and old.member_id != member_id
+        members = {**group.members, member_id: member}
+        previous_ids = {}
+        if old is not None and replacing:
+            members.pop(old.member_id, None)
+            previous_ids[member_id] = old.member_id
+        if old is None or replacing or not member.same_subscription(old):
+            written.append(records.member_record(group.group_id, member))
+        resolved = self._resolve_regexes(group, members.values(), written)
+        subscribed = self._subscribed_names(members.values(), resolved)
+        metadata_hash = self._metadata_hash(subscribed)
+        group_epoch = group.group_epoch
+        if (
+            group_epoch == 0
+            or old is None
+            or member.subscribed_topic_names != old.subscribed_topic_names
+            or member.subscribed_topic_regex != old.subscribed_topic_regex
+            or metadata_hash != group.metadata_hash
+            or resolved != group.resolved_regexes
+        ):
+            group_epoch += 1
+            written.append(records.group_epoch_record(group.group_id, group_epoch, metadata_hash))
+        target_epoch = group.target_assignment_epoch
+        target = group.target_assignment.get(previous_ids.get(member_id, member_id), {})
+        if group_epoch > target_epoch:
+            target = self._new_target(group, members, previous_ids, resolved, group_epoch, written)[
+                member_id
+            ]
+            target_epoch = group_epoch
+        elif replacing:
+            written.append(records.target_member_record(group.group_id, member_id, target))
+        reconciled = reconcile(member, target_epoch, target, group.partition_epoch, request.owned)
+        if old is None or replacing or not reconciled.same_assignment(old):
+            written.append(records.current_assignment_record(group.group_id, reconciled))
+        self._schedule_timers(group.group_id, reconciled)
+        if old is None or replacing:
+            log.info(
+                "Member %s joined consumer group %s at group epoch %d",
+                member_id,
+                group.group_id,
+                group_epoch,
+            )
+        assignment = None
+        if request.is_full or old is None or reconciled.assigned != old.assigned:
+            assignment = reconciled.assigned
+        return CoordinatorResult(
+            written,
+            HeartbeatResponse(
+                member_id=member_id,
+                member_epoch=reconciled.member_epoch,
+                heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+                assignment=assignment,
+            ),
+        )
+
+    def _dynamic_member(
+        self, group: ConsumerGroup, request: HeartbeatRequest, member_id: str
+    ) -> ConsumerGroupMember | None:
+        member = group.members.get(member_id)
+        if member is None:
+            if request.member_epoch != 0:
+                raise _error(
+                    ErrorCode.unknown_member_id,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            return None
+        _check_epoch(member, request)
+        return member
+
+    def _static_member(
+        self, group: ConsumerGroup, request: HeartbeatRequest, member_id: str
+    ) -> tuple[ConsumerGroupMember | None, list[CoordinatorRecord]]:
+        instance_id = request.instance_id
+        assert instance_id is not None
+        known_id = group.static_members.get(instance_id)
+        known = group.members.get(known_id) if known_id is not None else None
+        if request.member_epoch == 0:
+            if known is None:
+                return None, []
+            if known.member_id == member_id:
+                _check_epoch(known, request)
+                return known, []
+            if known.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise _error(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {member_id} with instance id {instance_id} cannot join the"
+                    f" group because the instance id is owned by member {known.member_id}.",
+                )
+            # The instance restarted: it takes the old member's place and assignment,
+            # under its new member id, and the old id is gone.
+            self.timer.cancel(_session_timer(group.group_id, known.member_id))
+            self.timer.cancel(_rebalance_timer(group.group_id, known.member_id))
+            written = records.removal_records(group.group_id, known.member_id)
+            return replace(known, member_epoch=0, previous_member_epoch=0), written
+        if known is None:
+            raise _error(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if known.member_id != member_id:
+            raise _error(
+                ErrorCode.fenced_instance_id,
+                f"Static member {member_id} with instance id {instance_id} was fenced by member"
+                f" {known.member_id}.",
+            )
+        _check_epoch(known, request)
+        return known, []
+
+    @staticmethod
+    def _updated(
+        old: ConsumerGroupMember | None, request: HeartbeatRequest, member_id: str
+    ) -> ConsumerGroupMember:
+        """The member with what the request changes (a None field changes nothing)."""
+        base = old if old is not None else ConsumerGroupMember(member_id)
+        changes: dict[str, Any] = {
+            "member_id": member_id,
+            "client_id": request.client_id,
+            "client_host": request.client_host,
+        }
+        if request.instance_id is not None:
+            changes["instance_id"] = request.instance_id
+        if request.rack_id is not None:
+            changes["rack_id"] = request.rack_id
+        if request.rebalance_timeout_ms != -1:
+            changes["rebalance_timeout_ms"] = request.rebalance_timeout_ms
+        if request.server_assignor is not None:
+            changes["server_assignor"] = request.server_assignor
+        if request.subscribed_topic_names is not None:
+            changes["subscribed_topic_names"] = tuple(sorted(request.subscribed_topic_names))
+        if request.subscribed_topic_regex is not None:
+            changes["subscribed_topic_regex"] = request.subscribed_topic_regex or None
+        return replace(base, **changes)
+
+    # --- subscriptions and topics ---------------------------------------------------------
+
+    def _resolve_regexes(
+        self,
+        group: ConsumerGroup,
+        members: Iterable[ConsumerGroupMember],
+        written: list[CoordinatorRecord],
+    ) -> dict[str, frozenset[str]]:
+        """Every regex a member subscribes with, resolved against the topics now; a
+        resolution that changed (a topic created or deleted) is written."""
+        regexes = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
+        if not regexes:
+            for stale in group.resolved_regexes:
+                written.append(records.regex_tombstone(group.group_id, stale))
+            return {}
+        names = [n for n in (self.topics.names() if self.topics else []) if not n.startswith("__")]
+        resolved = {}
+        for regex in sorted(regexes):
+            pattern = re.compile(regex)
+            topics = frozenset(n for n in names if pattern.fullmatch(n))
+            resolved[regex] = topics
+            if group.resolved_regexes.get(regex) != topics:
+                written.append(records.regex_record(group.group_id, regex, topics, 0, self.clock()))
+        for stale in set(group.resolved_regexes) - regexes:
+            written.append(records.regex_tombstone(group.group_id, stale))
+        return resolved
+
+    @staticmethod
+    def _subscribed_names(
+        members: Iterable[ConsumerGroupMember], resolved: Mapping[str, frozenset[str]]
+    ) -> set[str]:
+        names: set[str] = set()
+        for member in members:
+            names.update(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                names |= resolved.get(member.subscribed_topic_regex, frozenset())
+        return names
+
+    def _metadata_hash(self, names: Iterable[str]) -> int:
+        """A hash of the subscribed topics as they are (id, partition count): when it
+        changes, the assignment is computed again. Kafka 4.1 keeps such a hash too; its
+        value is Brook's own, so a group moved to Kafka would rebalance once."""
+        digest = hashlib.blake2b(digest_size=8)
+        for name in sorted(names):
+            topic = self.topics.get(name) if self.topics else None
+            if topic is None:
+                continue
+            digest.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
+        return int.from_bytes(digest.digest(), "big", signed=True)
+
+    def _topic_ids(self, names: Iterable[str]) -> dict[str, TopicId]:
+        ids = {}
+        for name in names:
+            topic = self.topics.get(name) if self.topics else None
+            if topic is not None:
+                ids[name] = topic.topic_id
+        return ids
+
+    def _new_target(
+        self,
+        group: ConsumerGroup,
+        members: Mapping[str, ConsumerGroupMember],
+        previous_ids: Mapping[str, str],
+        resolved: Mapping[str, frozenset[str]],
+        epoch: int,
+        written: list[CoordinatorRecord],
+    ) -> dict[str, Assignment]:
+        """The assignor's answer over every member, written as target records for the
+        members whose target changed, then the target's epoch."""
+        subscribed = self._subscribed_names(members.values(), resolved)
+        ids = self._topic_ids(subscribed)
+        counts: dict[TopicId, int] = {}
+        for name, topic_id in ids.items():
+            topic = self.topics.get(name) if self.topics else None
+            if topic is not None:
+                counts[topic_id] = len(topic.partitions)
+        specs = {}
+        for member_id, member in members.items():
+            names = set(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                names |= resolved.get(member.subscribed_topic_regex, frozenset())
+            specs[member_id] = MemberSubscription(
+                subscribed_topic_ids=frozenset(ids[n] for n in names if n in ids),
+                assignment=group.target_assignment.get(previous_ids.get(member_id, member_id), {}),
+                rack_id=member.rack_id,
+                instance_id=member.instance_id,
+            )
+        name = preferred_assignor(members.values()) or self.assignor_names()[0]
+        target = ASSIGNORS[name].assign(specs, counts)
+        for member_id, assignment in target.items():
+            if member_id in previous_ids or group.target_assignment.get(member_id) != assignment:
+                written.append(records.target_member_record(group.group_id, member_id, assignment))
+        for member_id in set(group.target_assignment) - set(members):
+            written.append(records.target_member_tombstone(group.group_id, member_id))
+        written.append(records.target_epoch_record(group.group_id, epoch))
+        return target
+
+    # --- leaving and fencing -----------------------------------------------------------------
+
+    def _leave(self, request: HeartbeatRequest) -> CoordinatorResult[HeartbeatResponse]:
+        group = self.groups.get(request.group_id)
+        if group is None:
+            raise _error(ErrorCode.group_id_not_found, f"Group {request.group_id} not found.")
+        if request.instance_id is not None:
+            known_id = group.static_members.get(request.instance_id)
+            if known_id is None:
+                raise _error(
+                    ErrorCode.unknown_member_id, f"Instance id {request.instance_id} is unknown."
+                )
+            if known_id != request.member_id:
+                raise _error(
+                    ErrorCode.fenced_instance_id,
+                    f"Static member {request.member_id} with instance id {request.instance_id}"
+                    f" was fenced by member {known_id}.",
+                )
+        member = group.members.get(request.member_id)
+        if member is None:
+            raise _error(
+                ErrorCode.unknown_member_id,
+                f"Member {request.member_id} is not a member of group {group.group_id}.",
+            )
+        response = HeartbeatResponse(
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            heartbeat_interval_ms=0,
+        )
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A static member away for a restart keeps its partitions for its session.
+            log.info(
+                "Static member %s (instance %s) of consumer group %s left for now",
+                member.member_id,
+                member.instance_id,
+                group.group_id,
+            )
+            self.timer.cancel(_rebalance_timer(group.group_id, member.member_id))
+            away = member.with_member_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+            return CoordinatorResult(
+                [records.current_assignment_record(group.group_id, away)], response
+            )
+        return CoordinatorResult(self._fence(group, member, "left the group"), response)
+
+    def _fence(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str
+    ) -> list[CoordinatorRecord]:
+        """The records that remove a member, and a new group epoch so that the others
+        take over its partitions."""
+        log.info("Member %s of consumer group %s %s", member.member_id, group.group_id, reason)
+        self.timer.cancel(_session_timer(group.group_id, member.member_id))
+        self.timer.cancel(_rebalance_timer(group.group_id, member.member_id))
+        written = records.removal_records(group.group_id, member.member_id)
+        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
+        resolved = self._resolve_regexes(group, remaining, written)
+        metadata_hash = self._metadata_hash(self._subscribed_names(remaining, resolved))
+        written.append(
+            records.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash)
+        )
+        return written
+
+    def _schedule_timers(self, group_id: str, member: ConsumerGroupMember) -> None:
+        self.timer.schedule(
+            _session_timer(group_id, member.member_id),
+            self.session_timeout_ms(group_id),
+            lambda: self._expire(group_id, member.member_id, None, "session"),
+        )
+        rebalance = _rebalance_timer(group_id, member.member_id)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self.timer.schedule(
+                rebalance,
+                max(member.rebalance_timeout_ms, 0),
+                lambda: self._expire(group_id, member.member_id, member.member_epoch, "rebalance"),
+            )
+        else:
+            self.timer.cancel(rebalance)
+
+    def _expire(
+        self, group_id: str, member_id: str, epoch: int | None, which: str
+    ) -> CoordinatorResult[None]:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return CoordinatorResult([], None)
+        if which == "rebalance":
+            if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
+                return CoordinatorResult([], None)
+            reason = (
+                f"did not revoke its partitions within its rebalance timeout of"
+                f" {member.rebalance_timeout_ms} ms"
+            )
+        else:
+            reason = f"expired after its session timeout of {self.session_timeout_ms(group_id)} ms"
+        return CoordinatorResult(self._fence(group, member, reason), None)
+
+    def on_loaded(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._schedule_timers(group.group_id, member)
+
+    # --- offsets ----------------------------------------------------------------------------
+
+    def validate_commit(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        api_version: int,
+        transactional: bool,
+    ) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.none
+        if transactional and member_epoch < 0 and not member_id and instance_id is None:
+            return ErrorCode.none
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if not transactional and api_version < 9:
+            return ErrorCode.unsupported_version
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
+
+    def validate_fetch(
+        self, group: ConsumerGroup, member_id: str | None, member_epoch: int
+    ) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+)."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.none
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
+
+    # --- admin -----------------------------------------------------------------------------
+
+    def delete(self, group: ConsumerGroup) -> list[CoordinatorRecord]:
+        """An empty group's tombstones (its offsets' are the caller's)."""
+        written = [records.regex_tombstone(group.group_id, r) for r in group.resolved_regexes]
+        written.append(records.target_epoch_tombstone(group.group_id))
+        written.append(records.group_epoch_tombstone(group.group_id))
+        return written
+
+
+def _check_epoch(member: ConsumerGroupMember, request: HeartbeatRequest) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: an epoch ahead of the member's
+    is fenced; one behind is accepted only as the previous epoch, with owned partitions
+    the member still has (the response that bumped it may have been lost)."""
+    received = request.member_epoch
+    if received > member.member_epoch:
+        raise _error(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a greater member epoch ({received}) than the one"
+            f" known by the group coordinator ({member.member_epoch}). The member must abandon"
+            " all its partitions and rejoin.",
+        )
+    if received < member.member_epoch:
+        owned = request.owned
+        if (
+            received == member.previous_member_epoch
+            and owned is not None
+            and all(
+                parts <= member.assigned.get(topic, frozenset()) for topic, parts in owned.items()
+            )
+        ):
+            return
+        raise _error(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a smaller member epoch ({received}) than the one"
+            f" known by the group coordinator ({member.member_epoch}). The member must abandon"
+            " all its partitions and rejoin.",
+        )
+
+
+# --- replay ---------------------------------------------------------------------------------
+
+
+def replay(
+    groups: dict[str, ConsumerGroup],
+    classic_groups: dict[str, Group],
+    key: cgr.ConsumerGroupKey,
+    value: cgr.ConsumerGroupValue | None,
+    now_ms: int,
+) -> None:
+    """One consumer group record into the shard's groups. The first record of a group
+    makes it; an empty classic group of the same id (offsets only) becomes it."""
+    group_id = key.group_id
+    group = groups.get(group_id)
+    if group is None:
+        if value is None:
+            return
+        group = groups[group_id] = ConsumerGroup(group_id, now_ms)
+        classic = classic_groups.pop(group_id, None)
+        if classic is not None:
+            group.offsets = classic.offsets
+    if isinstance(key, cgr.ConsumerGroupMetadataKey):
+        if value is None:
+            _remove(groups, classic_groups, group, now_ms)
+            return
+        assert isinstance(value, cgr.ConsumerGroupMetadataValue)
+        group.group_epoch = value.epoch
+        group.metadata_hash = value.metadata_hash
+    elif isinstance(key, cgr.ConsumerGroupMemberMetadataKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupMemberMetadataValue)
+        group.replay_member(
+            key.member_id, records.member_of(key.member_id, value) if value is not None else None
+        )
+    elif isinstance(key, cgr.ConsumerGroupCurrentMemberAssignmentKey):
+        if value is None:
+            group.replay_current_assignment_tombstone(key.member_id)
+            return
+        assert isinstance(value, cgr.ConsumerGroupCurrentMemberAssignmentValue)
+        group.replay_current_assignment(
+            key.member_id,
+            value.member_epoch,
+            value.previous_member_epoch,
+            records.member_state(value.state),
+            records.assignment_of(value.assigned_partitions),
+            records.assignment_of(value.partitions_pending_revocation),
+        )
+    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMemberKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMemberValue)
+        group.replay_target_member(
+            key.member_id,
+            records.assignment_of(value.topic_partitions) if value is not None else None,
+        )
+    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMetadataKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMetadataValue)
+        group.target_assignment_epoch = value.assignment_epoch if value is not None else 0
+    elif isinstance(key, cgr.ConsumerGroupRegularExpressionKey):
+        if value is None:
+            group.resolved_regexes.pop(key.regular_expression, None)
+        else:
+            assert isinstance(value, cgr.ConsumerGroupRegularExpressionValue)
+            group.resolved_regexes[key.regular_expression] = frozenset(value.topics)
+    group.state_timestamp = now_ms
+
+
+def _remove(
+    groups: dict[str, ConsumerGroup],
+    classic_groups: dict[str, Group],
+    group: ConsumerGroup,
+    now_ms: int,
+) -> None:
+    """The group's epoch tombstone: the group is gone; offsets left behind stay, as a
+    simple group's."""
+    group.dead = True
+    del groups[group.group_id]
+    if group.offsets:
+        from .group import Group
+
+        holder = classic_groups[group.group_id] = Group(group.group_id, now_ms)
+        holder.offsets = group.offsets

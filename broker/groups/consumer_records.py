@@ -1,0 +1,155 @@
+"""A consumer group's changes as `__consumer_offsets` records, and those records read back.
+
+The records are Kafka's (protocol/consumer_group_records.py); this module turns a
+member or an assignment into one and back. The last record of a key wins; a tombstone
+deletes it.
+"""
+
+from __future__ import annotations
+
+from kio.static.primitive import i8, i32, i64
+
+from brook.protocol import consumer_group_records as cgr
+
+from ..coordinator.records import CoordinatorRecord
+from .assignors import Assignment
+from .consumer_group import ConsumerGroupMember, MemberState
+
+
+def _record(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        cgr.encode_key(key), cgr.encode_value(value) if value is not None else None
+    )
+
+
+def topic_partitions(assignment: Assignment) -> tuple[cgr.TopicPartitions, ...]:
+    return tuple(
+        cgr.TopicPartitions(topic_id=topic, partitions=tuple(i32(p) for p in sorted(parts)))
+        for topic, parts in sorted(assignment.items(), key=lambda item: str(item[0]))
+        if parts
+    )
+
+
+def assignment_of(partitions: tuple[cgr.TopicPartitions, ...]) -> Assignment:
+    return {tp.topic_id: frozenset(tp.partitions) for tp in partitions if tp.partitions}
+
+
+def group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupMetadataKey(group_id=group_id),
+        cgr.ConsumerGroupMetadataValue(epoch=i32(epoch), metadata_hash=i64(metadata_hash)),
+    )
+
+
+def group_epoch_tombstone(group_id: str) -> CoordinatorRecord:
+    return _record(cgr.ConsumerGroupMetadataKey(group_id=group_id), None)
+
+
+def member_record(group_id: str, member: ConsumerGroupMember) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member.member_id),
+        cgr.ConsumerGroupMemberMetadataValue(
+            instance_id=member.instance_id,
+            rack_id=member.rack_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+            subscribed_topic_names=member.subscribed_topic_names,
+            subscribed_topic_regex=member.subscribed_topic_regex,
+            rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
+            server_assignor=member.server_assignor,
+        ),
+    )
+
+
+def member_of(member_id: str, value: cgr.ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
+    return ConsumerGroupMember(
+        member_id=member_id,
+        instance_id=value.instance_id or None,
+        rack_id=value.rack_id or None,
+        client_id=value.client_id,
+        client_host=value.client_host,
+        rebalance_timeout_ms=value.rebalance_timeout_ms,
+        subscribed_topic_names=tuple(value.subscribed_topic_names),
+        subscribed_topic_regex=value.subscribed_topic_regex or None,
+        server_assignor=value.server_assignor or None,
+    )
+
+
+def member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return _record(cgr.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
+
+
+def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member.member_id),
+        cgr.ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=i32(member.member_epoch),
+            previous_member_epoch=i32(member.previous_member_epoch),
+            state=i8(int(member.state)),
+            assigned_partitions=topic_partitions(member.assigned),
+            partitions_pending_revocation=topic_partitions(member.pending_revocation),
+        ),
+    )
+
+
+def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None
+    )
+
+
+def member_state(value: int) -> MemberState:
+    try:
+        return MemberState(value)
+    except ValueError:
+        return MemberState.UNKNOWN
+
+
+def target_member_record(group_id: str, member_id: str, target: Assignment) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
+        cgr.ConsumerGroupTargetAssignmentMemberValue(topic_partitions=topic_partitions(target)),
+    )
+
+
+def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None
+    )
+
+
+def target_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
+        cgr.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=i32(epoch)),
+    )
+
+
+def target_epoch_tombstone(group_id: str) -> CoordinatorRecord:
+    return _record(cgr.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), None)
+
+
+def regex_record(
+    group_id: str, regex: str, topics: frozenset[str], version: int, timestamp: int
+) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+        cgr.ConsumerGroupRegularExpressionValue(
+            topics=tuple(sorted(topics)), version=i64(version), timestamp=i64(timestamp)
+        ),
+    )
+
+
+def regex_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
+    return _record(
+        cgr.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None
+    )
+
+
+def removal_records(group_id: str, member_id: str) -> list[CoordinatorRecord]:
+    """A member leaving, in Kafka's order: its current assignment, its target, itself."""
+    return [
+        current_assignment_tombstone(group_id, member_id),
+        target_member_tombstone(group_id, member_id),
+        member_tombstone(group_id, member_id),
+    ]
