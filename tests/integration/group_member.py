@@ -25,9 +25,18 @@ def run_confluent(config: dict[str, Any], topics: list[str]) -> None:
     from confluent_kafka import Consumer
 
     consumer = Consumer(config)
-    consumer.subscribe(
-        topics, on_assign=lambda _, partitions: report((p.topic, p.partition) for p in partitions)
-    )
+    owned: set[tuple[str, int]] = set()
+
+    # The whole assignment after each change: the consumer protocol (KIP-848) hands out
+    # and takes back partitions a few at a time, the classic one all at once.
+    def assigned(_: Any, partitions: list[Any]) -> None:
+        owned.update((p.topic, p.partition) for p in partitions)
+        report(owned)
+
+    def revoked(_: Any, partitions: list[Any]) -> None:
+        owned.difference_update((p.topic, p.partition) for p in partitions)
+
+    consumer.subscribe(topics, on_assign=assigned, on_revoke=revoked, on_lost=revoked)
     while True:
         consumer.poll(0.1)
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from kio.index import load_request_schema
 
 from brook.broker.groups.consumer_protocol import assigned_partitions
+from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
 from brook.protocol.api_table import ApiKey
 from brook.protocol.record_batch import iter_records
@@ -40,12 +41,18 @@ class GroupView:
 
 
 def broker_view(port: int, group: str) -> GroupView:
+    """DescribeGroups' answer; for a consumer group (KIP-848), which DescribeGroups
+    describes as Dead, ConsumerGroupDescribe's, its assignor as the protocol."""
     request_type = load_request_schema(ApiKey.DESCRIBE_GROUPS, 5)
     with RawClient(port) as client:
         response = client.request(
             request_type(groups=(group,), include_authorized_operations=False)
         )
     [described] = response.groups
+    if described.group_state == "Dead":
+        consumer_view = consumer_group_view(port, group)
+        if consumer_view is not None:
+            return consumer_view
     view = GroupView(described.group_state, described.protocol_data)
     for member in described.members:
         view.members[member.client_id] = {
@@ -55,6 +62,28 @@ def broker_view(port: int, group: str) -> GroupView:
         }
         view.member_ids[member.client_id] = member.member_id
         view.instance_ids[member.client_id] = member.group_instance_id
+    return view
+
+
+def consumer_group_view(port: int, group: str) -> GroupView | None:
+    """ConsumerGroupDescribe's answer as a GroupView, or None for no consumer group."""
+    request_type = load_request_schema(ApiKey.CONSUMER_GROUP_DESCRIBE, 1)
+    with RawClient(port) as client:
+        response = client.request(
+            request_type(group_ids=(group,), include_authorized_operations=False)
+        )
+    [described] = response.groups
+    if described.error_code:
+        return None
+    view = GroupView(described.group_state, described.assignor_name)
+    for member in described.members:
+        view.members[member.client_id] = {
+            (topic.topic_name, partition)
+            for topic in member.assignment.topic_partitions
+            for partition in topic.partitions
+        }
+        view.member_ids[member.client_id] = member.member_id
+        view.instance_ids[member.client_id] = member.instance_id
     return view
 
 
@@ -73,13 +102,23 @@ def broker_committed(port: int, group: str) -> dict[tuple[str, int], tuple[int, 
 
 
 def generation(brook_broker: Any, group: str) -> int:
-    """The group's generation as the coordinator of an in-process broker holds it."""
-    return brook_broker.call(lambda: brook_broker.broker.groups.groups[group].generation_id)
+    """The group's generation (a consumer group's epoch) as the coordinator of an
+    in-process broker holds it."""
+
+    def read() -> int:
+        groups = brook_broker.broker.groups
+        consumer_group = groups.consumer_group(group)
+        if consumer_group is not None:
+            return int(consumer_group.group_epoch)
+        return int(groups.groups[group].generation_id)
+
+    return int(brook_broker.call(read))
 
 
 def stored_generation(data_dir: Path, group: str) -> int:
-    """The generation of the group's last GroupMetadata record in __consumer_offsets
-    (what a restarted coordinator loads), read from the segment files."""
+    """The generation of the group's last GroupMetadata record in __consumer_offsets (a
+    consumer group's last epoch record), what a restarted coordinator loads, read from the
+    segment files."""
     partition = cr.group_partition(group, 50)
     generation = -1
     for segment in sorted((data_dir / f"__consumer_offsets-{partition}").glob("*.log")):
@@ -89,6 +128,15 @@ def stored_generation(data_dir: Path, group: str) -> int:
                 value = cr.decode_value(key, record.value)
                 if isinstance(value, cr.GroupMetadataValue):
                     generation = value.generation
+            elif isinstance(key, cr.UnknownRecord) and key.version in cgr.RECORD_TYPES:
+                # A consumer group's (KIP-848) epoch record.
+                decoded = cgr.decode(key.version, record.key, record.value)
+                if (
+                    decoded is not None
+                    and isinstance(decoded[1], cgr.ConsumerGroupMetadataValue)
+                    and decoded[0].group_id == group
+                ):
+                    generation = decoded[1].epoch
     return generation
 
 

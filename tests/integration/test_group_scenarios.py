@@ -1,5 +1,6 @@
 """Consumer groups with real clients: each scenario runs against every client
-(confluent-kafka, kafka-python, aiokafka, kcat) through its adapter in group_clients/.
+(confluent-kafka, kafka-python, aiokafka, kcat) through its adapter in group_clients/,
+and against confluent-kafka in Kafka 4's consumer protocol (KIP-848, group.protocol=consumer).
 A scenario that needs a feature a client lacks is skipped for that client, with the
 reason the adapter declares.
 
@@ -44,9 +45,16 @@ from .groups import (
 )
 from .processes import watermarks
 
-pytestmark = pytest.mark.brook_config(group_min_session_timeout_ms=500)
-
-OVERRIDES = {"group.min.session.timeout.ms": 500}
+# Kafka 4's consumer groups (KIP-848) take their session and heartbeat from the broker:
+# short ones here, as the classic members ask for.
+OVERRIDES = {
+    "group.min.session.timeout.ms": 500,
+    "group.consumer.min.session.timeout.ms": 500,
+    "group.consumer.session.timeout.ms": 1500,
+    "group.consumer.min.heartbeat.interval.ms": 100,
+    "group.consumer.heartbeat.interval.ms": 100,
+}
+pytestmark = pytest.mark.brook_config(**{k.replace(".", "_"): v for k, v in OVERRIDES.items()})
 # Long enough that nothing within a test's waits can be a session expiry.
 LONG_SESSION_MS = 10_000
 
@@ -314,7 +322,7 @@ def test_cooperative_sticky_rebalances_incrementally(brook_broker, client, topic
     assert revoked(a, mark) == b.assignment
     assert a.assignment <= before
     assert all(ps != before for kind, ps in a.events[mark:] if kind == "revoke")
-    assert broker_view(brook_broker.port, "cooperative").protocol == "cooperative-sticky"
+    assert broker_view(brook_broker.port, "cooperative").protocol == client.cooperative_protocol
 
     marks = {m.client_id: len(m.events) for m in (a, b)}
     kept = {m.client_id: m.assignment for m in (a, b)}

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .aio_kafka import AiokafkaClient
 from .base import GroupClient
-from .confluent import ConfluentClient
+from .confluent import ConfluentClient, ConfluentConsumerProtocolClient
 from .kafka_python import KafkaPythonClient
 from .kcat import KCAT, KcatClient
 
 CLIENTS: list[type[GroupClient]] = [
     ConfluentClient,
+    ConfluentConsumerProtocolClient,
     KafkaPythonClient,
     AiokafkaClient,
     KcatClient,

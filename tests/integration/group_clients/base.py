@@ -145,6 +145,8 @@ class GroupClient(ABC):
     name: str
     # The assignor the coordinator picks for the client's default settings.
     default_protocol: str
+    # The assignor the coordinator picks for a member joining with cooperative=True.
+    cooperative_protocol: str = "cooperative-sticky"
     # Session timeout of its members unless told: short, so a vanished one is noticed fast.
     session_ms: int
     # Feature -> why this client cannot serve a scenario that needs it.

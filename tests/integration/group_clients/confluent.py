@@ -57,6 +57,20 @@ def settings(bootstrap: str, group: str, client_id: str, options: JoinOptions) -
     return config
 
 
+def consumer_protocol_settings(
+    bootstrap: str, group: str, client_id: str, options: JoinOptions
+) -> dict[str, Any]:
+    """The settings of a member of Kafka 4's consumer protocol (KIP-848): the session,
+    the heartbeat and the assignor are the broker's (the tests' broker sets short ones),
+    so the classic protocol's own settings are left out."""
+    config = settings(bootstrap, group, client_id, options)
+    for classic_only in ("session.timeout.ms", "heartbeat.interval.ms"):
+        del config[classic_only]
+    config.pop("partition.assignment.strategy", None)
+    config["group.protocol"] = "consumer"
+    return config
+
+
 def partitions_of(partitions: list[TopicPartition]) -> set[TP]:
     return {(tp.topic, tp.partition) for tp in partitions}
 
@@ -183,3 +197,22 @@ class ConfluentClient(ThreadClient):
     @contextmanager
     def admin(self, bootstrap: str) -> Iterator[ConfluentAdmin]:
         yield ConfluentAdmin(bootstrap)
+
+
+class ConfluentConsumerProtocolClient(ConfluentClient):
+    """confluent-kafka with group.protocol=consumer: Kafka 4's consumer group protocol
+    (KIP-848), the assignment computed by the broker's assignor."""
+
+    name = "confluent-kip848"
+    default_protocol = "uniform"  # the broker's group.consumer.assignors, first
+    cooperative_protocol = "uniform"  # the protocol's reassignment is incremental by itself
+
+    def _join(
+        self, bootstrap: str, group: str, client_id: str, options: JoinOptions
+    ) -> ConfluentMember:
+        config = consumer_protocol_settings(bootstrap, group, client_id, options)
+        return ConfluentMember(config, client_id, options)
+
+    def killable(self, bootstrap: str, group: str, client_id: str, topic: str) -> MemberProcess:
+        config = consumer_protocol_settings(bootstrap, group, client_id, JoinOptions())
+        return MemberProcess("confluent", config, [topic])
