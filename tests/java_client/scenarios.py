@@ -135,12 +135,14 @@ def group_rebalances(
     config: dict[str, Any],
     replication_factor: int = 1,
     assignor: str | None = None,
+    group_protocol: str = "classic",
 ) -> None:
-    """Two members of a classic group share four partitions, one leaves, the other takes
-    all four; each record produced along the way is read exactly once (the members
-    commit after each poll and when their partitions are revoked), and the group's
-    committed offsets end at the log end. `assignor`: a partition.assignment.strategy
-    class (the client's default list, range first, otherwise)."""
+    """Two members of a group share four partitions, one leaves, the other takes all
+    four; each record produced along the way is read exactly once (the members commit
+    after each poll and when their partitions are revoked), and the group's committed
+    offsets end at the log end. `assignor`: a partition.assignment.strategy class (the
+    client's default list, range first, otherwise). `group_protocol` "consumer": Kafka
+    4's protocol (KIP-848), where the broker assigns (its session and heartbeat apply)."""
     topic = unique("java-group")
     group = unique("java-group")
     create_topic(java, config, topic, partitions=4, replication_factor=replication_factor)
@@ -149,9 +151,11 @@ def group_rebalances(
         "group.id": group,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": "false",
-        "session.timeout.ms": "10000",
-        "heartbeat.interval.ms": "500",
     }
+    if group_protocol == "consumer":
+        member_config["group.protocol"] = "consumer"
+    else:
+        member_config.update({"session.timeout.ms": "10000", "heartbeat.interval.ms": "500"})
     if assignor is not None:
         member_config["partition.assignment.strategy"] = assignor
     produced: list[str] = []
@@ -183,8 +187,10 @@ def group_rebalances(
     assert sorted(a["assigned"] + b["assigned"]) == every_partition
     described = java.admin(config, "describe_groups", groups=[group])[group]
     assert described["state"] == "STABLE"
-    assert described["type"] == "CLASSIC"
-    if assignor is not None:
+    assert described["type"] == group_protocol.upper()
+    if group_protocol == "consumer":
+        assert described["assignor"] == "uniform"  # the broker's default assignor
+    elif assignor is not None:
         # The protocol the group chose is the assignor's name, as the coordinator says.
         assert described["assignor"] == ASSIGNOR_NAMES[assignor]
     assigned = [p for member in described["members"] for p in member["assignment"]]

@@ -1,6 +1,6 @@
 """The Java client (kafka-clients 4.4) against one Brook broker over PLAINTEXT: its
 producers (idempotent, every codec, transactional), its consumers (read_committed, a
-classic group across rebalances) and its AdminClient (topics through
+classic group and a KIP-848 consumer group across rebalances) and its AdminClient (topics through
 DescribeTopicPartitions, configs, consumer-group offsets, the cluster), with the errors
 Kafka's client raises for bad requests. The records cross over to confluent-kafka both
 ways: what one client writes, the other reads."""
@@ -33,7 +33,14 @@ from .scenarios import (
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     data = tmp_path_factory.mktemp("java-one-broker") / "data"
     started = BrokerThread(
-        data, {"admin.listener": "http://127.0.0.1:0", "group.initial.rebalance.delay.ms": 0}
+        data,
+        {
+            "admin.listener": "http://127.0.0.1:0",
+            "group.initial.rebalance.delay.ms": 0,
+            # Consumer groups (KIP-848) heartbeat as the broker says: often, here.
+            "group.consumer.min.heartbeat.interval.ms": 500,
+            "group.consumer.heartbeat.interval.ms": 500,
+        },
     ).start()
     try:
         yield started
@@ -307,21 +314,9 @@ def test_a_bad_request_gets_kafkas_exception_and_the_broker_serves_on(
     assert [r["value"] for r in read_all(java, config, topic, 1)] == ["after"]
 
 
-def test_the_consumer_group_protocol_of_kip_848_is_refused_as_kafka_3_refuses_it(
+def test_a_consumer_group_of_kip_848_across_rebalances(
     java: JavaClients, config: dict[str, Any]
 ) -> None:
-    """Not served yet (README's compatibility table): ApiVersions leaves out
-    ConsumerGroupHeartbeat, and the Java consumer with group.protocol=consumer fails with
-    the exception it gives a Kafka cluster that predates the protocol."""
-    topic = unique("java-kip-848")
-    create_topic(java, config, topic)
-    with pytest.raises(JavaClientError) as refused:
-        java.call(
-            "consume",
-            config={**config, "group.id": unique("kip-848"), "group.protocol": "consumer"},
-            topic=topic,
-            count=1,
-            timeout_ms=15000,
-        )
-    assert refused.value.type == "UnsupportedVersionException"
-    assert "does not support the new CONSUMER group protocol" in refused.value.message
+    """group.protocol=consumer: the broker assigns (uniform), the members reconcile with
+    ConsumerGroupHeartbeat; the same exactly-once reading as the classic group's."""
+    group_rebalances(java, config, group_protocol="consumer")
