@@ -286,9 +286,10 @@ class ConsumerGroups:
         elif replacing:
             written.append(records.target_member_record(group.group_id, member_id, target))
         reconciled = reconcile(member, target_epoch, target, group.partition_epoch, request.owned)
-        if old is None or replacing or not reconciled.same_assignment(old):
+        changed = old is None or replacing or not reconciled.same_assignment(old)
+        if changed:
             written.append(records.current_assignment_record(group.group_id, reconciled))
-        self._schedule_timers(group.group_id, reconciled)
+        self._schedule_timers(group.group_id, reconciled, assignment_changed=changed)
         if old is None or replacing:
             log.info(
                 "Member %s joined consumer group %s at group epoch %d",
@@ -542,12 +543,19 @@ class ConsumerGroups:
         )
         return written
 
-    def _schedule_timers(self, group_id: str, member: ConsumerGroupMember) -> None:
+    def _schedule_timers(
+        self, group_id: str, member: ConsumerGroupMember, assignment_changed: bool = True
+    ) -> None:
+        """The session starts again; the rebalance timeout starts when the member is told
+        to revoke partitions (not again at each heartbeat while it has not), and ends
+        when it has."""
         self.timer.schedule(
             _session_timer(group_id, member.member_id),
             self.session_timeout_ms(group_id),
             lambda: self._expire(group_id, member.member_id, None, "session"),
         )
+        if not assignment_changed:
+            return
         rebalance = _rebalance_timer(group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             self.timer.schedule(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import uuid
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -18,8 +19,11 @@ from brook.broker.coordinator.internal_topic import InternalTopic
 from brook.broker.coordinator.mock_time import MockTime, MockTimer
 from brook.broker.coordinator.partition_writer import TopicPartition
 from brook.broker.coordinator.records import CoordinatorRecord
+from brook.broker.groups.consumer_groups import HeartbeatRequest
 from brook.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from brook.broker.groups.group import JoinRequest, JoinResult, SyncRequest
+from brook.broker.metadata.cache import MetadataCache
+from brook.broker.metadata.records import PartitionRecord, TopicRecord
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode
@@ -38,6 +42,10 @@ DEFAULTS: dict[str, Any] = {
     "group.initial.rebalance.delay.ms": 0,
     "offsets.retention.minutes": 10080,
     "offsets.retention.check.interval.ms": 600_000,
+    "group.consumer.assignors": ["uniform", "range"],
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.size": 2**31 - 1,
 }
 
 
@@ -64,8 +72,10 @@ class Groups:
         self.topic = InternalTopic(
             OFFSETS_TOPIC, cr.group_partition, lambda: PARTITIONS, lambda: None
         )
+        # The cluster's topics as the consumer groups' assignors see them (KIP-848).
+        self.topics = MetadataCache()
         self.coordinator = GroupCoordinator(
-            self.config, self.topic, self.writer, self.timer, self.time
+            self.config, self.topic, self.writer, self.timer, self.time, self.topics
         )
 
     async def start(self) -> Groups:
@@ -74,6 +84,22 @@ class Groups:
 
     def sleep(self, ms: int) -> None:
         self.time.sleep(ms)
+
+    def create_topic(self, name: str, partitions: int) -> uuid.UUID:
+        topic_id = uuid.uuid4()
+        self.topics.apply(
+            [TopicRecord(name, topic_id)]
+            + [PartitionRecord(topic_id, p, (0,), (0,), 0) for p in range(partitions)]
+        )
+        return topic_id
+
+    async def heartbeat(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> Any:
+        """A ConsumerGroupHeartbeat (KIP-848) of the member; `fields` as HeartbeatRequest's."""
+        return await answer(
+            self.coordinator.consumer_group_heartbeat(
+                HeartbeatRequest(group_id, member_id, epoch, client_id="client", **fields)
+            )
+        )
 
     def partition_of(self, group_id: str) -> int:
         return cr.group_partition(group_id, PARTITIONS)
