@@ -19,6 +19,9 @@ The tables before 4.0 are those of a ZooKeeper-mode broker, the mode kafka-pytho
 (a KRaft broker of 2.8, early access, had no transaction APIs, for one).
 DescribeTopicPartitions (75) is a KRaft broker's API from 3.8 on (KIP-966; a ZooKeeper-mode
 broker does not list it): the 4.x tables carry it, v0 as Kafka 4.x advertises it.
+ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), KIP-848's, came in 3.7 as
+early access (off by default, so not in the 3.x tables) and are v0-v1 from 4.0 (KIP-1082's
+member id, KIP-1099's member type), as Kafka 4.4 advertises them too.
 Releases before 2.8 are left out: each lacks a version Brook serves of an API it has
 (WriteTxnMarkers v1 came with 2.8), so its emulation would not be that release's.
 
@@ -137,7 +140,8 @@ RELEASE_RANGES: dict[str, dict[int, tuple[int, int]]] = {
         25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5), 29: (1, 3), 30: (1, 3), 31: (1, 3),
         32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2),
         43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1),
-        50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 1), 75: (0, 0),
+        50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 1), 68: (0, 1),
+        69: (0, 1), 75: (0, 0),
     },
     "4.1": {
         0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6),
@@ -146,7 +150,8 @@ RELEASE_RANGES: dict[str, dict[int, tuple[int, int]]] = {
         25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5), 29: (1, 3), 30: (1, 3), 31: (1, 3),
         32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2),
         43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1),
-        50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 2), 75: (0, 0),
+        50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1),
+        69: (0, 1), 75: (0, 0),
     },
 }
 # fmt: on

@@ -10,7 +10,7 @@ connection closed for the others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 from brook.protocol.api_table import SERVED, ApiKey, VersionRange
@@ -21,6 +21,10 @@ from .features import (
     UNKNOWN_FINALIZED_FEATURES_EPOCH,
     Feature,
     features_of,
+)
+
+CONSUMER_PROTOCOL_APIS = frozenset(
+    {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 )
 
 
@@ -59,10 +63,18 @@ class ApiVersionManager(NamedTuple):
     release: str | None = None
 
     @classmethod
-    def of(cls, release: str | None) -> ApiVersionManager:
+    def of(
+        cls, release: str | None, rebalance_protocols: Collection[str] = ("classic", "consumer")
+    ) -> ApiVersionManager:
+        """The table of `release` (None: Brook's own), without the consumer group
+        protocol's APIs where group.coordinator.rebalance.protocols leaves it out, as
+        Kafka leaves them out of ApiVersions."""
+        table = SERVED if release is None else emulated_table(release)
+        if "consumer" not in rebalance_protocols:
+            table = {api: r for api, r in table.items() if api not in CONSUMER_PROTOCOL_APIS}
         if release is None:
-            return cls(SERVED, features_of(None))
-        return cls(emulated_table(release), features_of(release), release)
+            return cls(table, features_of(None))
+        return cls(table, features_of(release), release)
 
     @property
     def finalized_features_epoch(self) -> int:

@@ -157,7 +157,9 @@ async def build_broker_parts(
         membership=membership,
         inter_broker=inter_broker,
         faults=faults,
-        api_versions=ApiVersionManager.of(config["brook.emulate.release"]),
+        api_versions=ApiVersionManager.of(
+            config["brook.emulate.release"], config["group.coordinator.rebalance.protocols"]
+        ),
         scram_credentials=membership.scram_credential_store(config.log_dirs[0]),
         scram_decoy_key=os.urandom(32),
         authorizer=authorizer,

@@ -480,3 +480,18 @@ def test_the_group_is_kept_in_kafkas_records_and_survives_a_restart(brokers, top
         assert (answer.error_code, answer.member_epoch) == (ErrorCode.none, 1)
     finally:
         a.close()
+
+
+@pytest.mark.brook_config(group_coordinator_rebalance_protocols="classic")
+def test_with_the_consumer_protocol_switched_off_its_apis_are_not_advertised(
+    brook_broker,
+) -> None:
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    with RawClient(brook_broker.port) as client:
+        answer = client.request(
+            ApiVersionsRequest(client_software_name="test", client_software_version="1")
+        )
+    advertised = {api.api_key for api in answer.api_keys}
+    assert ApiKey.JOIN_GROUP in advertised
+    assert not advertised & {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
