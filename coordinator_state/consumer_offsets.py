@@ -74,7 +74,7 @@ class ConsumerOffsetsReplay:
             if consumer_group is None:
                 assert value is not None  # a tombstone always decodes
                 self._state.skipped(offset, decoded, cgr.value_version(value))
-            elif consumer_group[0].__version__ == cgr.PARTITION_METADATA_TYPE:
+            elif consumer_group[0].record_type == cgr.PARTITION_METADATA_TYPE:
                 pass  # Kafka 4.0's subscription metadata: Kafka 4.1 and Brook ignore it
             else:
                 self._state.consumer_group_changed(consumer_group[0], consumer_group[1], offset)

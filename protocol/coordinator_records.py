@@ -31,6 +31,7 @@ from __future__ import annotations
 import enum
 import io
 import struct
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast, overload
@@ -282,15 +283,17 @@ def _partition_for(name: str, num_partitions: int) -> int:
 T = TypeVar("T")
 
 
-class _Writer:
+class FieldWriter:
     """Fields in Kafka's wire encoding, legacy or flexible, into one buffer."""
 
     __slots__ = ("buffer", "flexible")
 
-    def __init__(self, version: int, *, flexible: bool = False) -> None:
+    def __init__(self, version: int | None, *, flexible: bool = False) -> None:
+        """`version` None: a struct with no version before it (a tagged field's)."""
         self.buffer = io.BytesIO()
         self.flexible = flexible
-        w.write_int16(self.buffer, i16(version))
+        if version is not None:
+            w.write_int16(self.buffer, i16(version))
 
     # The field writers take plain ints: kio's phantom int types (i8, i16, ...) would check
     # the range a second time, per field, where struct already refuses an int that does
@@ -306,6 +309,12 @@ class _Writer:
 
     def int64(self, value: int) -> None:
         w.write_int64(self.buffer, cast(i64, value))
+
+    def uuid(self, value: uuid.UUID) -> None:
+        w.write_uuid(self.buffer, value)
+
+    def raw(self, value: bytes) -> None:
+        self.buffer.write(value)
 
     def string(self, value: str) -> None:
         if value is None:
@@ -333,7 +342,7 @@ class _Writer:
             w.write_legacy_array_length(self.buffer, i32(-1 if length is None else length))
 
     def tagged_fields(
-        self, fields: Sequence[tuple[int, Callable[[Any, Any], None], int]] = ()
+        self, fields: Sequence[tuple[int, Callable[[Any, Any], None], Any]] = ()
     ) -> None:
         """The tagged-field section that ends each struct of a flexible version.
 
@@ -350,7 +359,7 @@ class _Writer:
         return self.buffer.getvalue()
 
 
-class _Reader:
+class FieldReader:
     """Fields in Kafka's wire encoding from a buffer, tracking the position."""
 
     __slots__ = ("data", "flexible", "position")
@@ -376,6 +385,10 @@ class _Reader:
 
     def int64(self) -> int:
         return self._read(r.read_int64)
+
+    def uuid(self) -> uuid.UUID:
+        value = self._read(r.read_uuid)
+        return value if value is not None else uuid.UUID(int=0)
 
     def string(self) -> str:
         return self._read(r.read_compact_string if self.flexible else r.read_legacy_string)
@@ -419,7 +432,7 @@ class _Reader:
         return found
 
 
-def _parse(what: str, parse: Callable[[], T]) -> T:
+def parse_record(what: str, parse: Callable[[], T]) -> T:
     """Run a decoder, turning kio's and struct's complaints into one error type."""
     try:
         return parse()
@@ -444,21 +457,21 @@ def encode_key(key: Key) -> bytes:
     if isinstance(key, OffsetCommitKey):
         if key.key_version not in (LEGACY_OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_KEY_VERSION):
             raise ValueError(f"offset commit key version {key.key_version} does not exist")
-        out = _Writer(key.key_version)
+        out = FieldWriter(key.key_version)
         out.string(key.group)
         out.string(key.topic)
         out.int32(key.partition)
         return out.getvalue()
     if isinstance(key, GroupMetadataKey):
-        out = _Writer(GROUP_METADATA_KEY_VERSION)
+        out = FieldWriter(GROUP_METADATA_KEY_VERSION)
         out.string(key.group)
         return out.getvalue()
     if isinstance(key, TransactionLogKey):
-        out = _Writer(TRANSACTION_LOG_KEY_VERSION)
+        out = FieldWriter(TRANSACTION_LOG_KEY_VERSION)
         out.string(key.transactional_id)
         return out.getvalue()
     if isinstance(key, ControlRecordKey):
-        out = _Writer(key.version)
+        out = FieldWriter(key.version)
         _write_control_type(out.buffer, ControlRecordTypeSchema(type_=i16(key.type)))
         return out.getvalue()
     if isinstance(key, UnknownRecord):
@@ -490,7 +503,7 @@ def encode_value(value: Value | None, version: int | None = None) -> bytes | Non
             version = END_TXN_MARKER_VERSION
         if version != END_TXN_MARKER_VERSION:
             raise ValueError(f"end transaction marker version {version} does not exist")
-        out = _Writer(version)
+        out = FieldWriter(version)
         _write_end_txn_marker(
             out.buffer, KioEndTxnMarker(coordinator_epoch=i32(value.coordinator_epoch))
         )
@@ -516,7 +529,7 @@ def _encode_offset_commit_value(value: OffsetCommitValue, version: int | None) -
             else DEFAULT_OFFSET_COMMIT_VALUE_VERSION
         )
     _check_version("OffsetCommitValue", version, OFFSET_COMMIT_VALUE_VERSIONS)
-    out = _Writer(version, flexible=version >= 4)
+    out = FieldWriter(version, flexible=version >= 4)
     out.int64(value.offset)
     if version >= 3:
         out.int32(value.leader_epoch)
@@ -532,7 +545,7 @@ def _encode_group_metadata_value(value: GroupMetadataValue, version: int | None)
     if version is None:
         version = DEFAULT_GROUP_METADATA_VALUE_VERSION
     _check_version("GroupMetadataValue", version, GROUP_METADATA_VALUE_VERSIONS)
-    out = _Writer(version, flexible=version >= 4)
+    out = FieldWriter(version, flexible=version >= 4)
     out.string(value.protocol_type)
     out.int32(value.generation)
     out.nullable_string(value.protocol)
@@ -560,7 +573,7 @@ def _encode_transaction_log_value(value: TransactionLogValue, version: int | Non
     if version is None:
         version = DEFAULT_TRANSACTION_LOG_VALUE_VERSION
     _check_version("TransactionLogValue", version, TRANSACTION_LOG_VALUE_VERSIONS)
-    out = _Writer(version, flexible=version >= 1)
+    out = FieldWriter(version, flexible=version >= 1)
     out.int64(value.producer_id)
     out.int16(value.producer_epoch)
     out.int32(value.transaction_timeout_ms)
@@ -604,20 +617,20 @@ def decode_key(data: bytes | memoryview, topic: str = CONSUMER_OFFSETS_TOPIC) ->
     other. A type this module does not know decodes to UnknownRecord.
     """
     version = _version(data, "record key")
-    reader = _Reader(data, 2, flexible=False)
+    reader = FieldReader(data, 2, flexible=False)
     if topic == CONSUMER_OFFSETS_TOPIC:
         if version in (LEGACY_OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_KEY_VERSION):
-            return _parse(
+            return parse_record(
                 "offset commit key",
                 lambda: OffsetCommitKey(
                     reader.string(), reader.string(), reader.int32(), key_version=version
                 ),
             )
         if version == GROUP_METADATA_KEY_VERSION:
-            return _parse("group metadata key", lambda: GroupMetadataKey(reader.string()))
+            return parse_record("group metadata key", lambda: GroupMetadataKey(reader.string()))
     elif topic == TRANSACTION_STATE_TOPIC:
         if version == TRANSACTION_LOG_KEY_VERSION:
-            return _parse("transaction log key", lambda: TransactionLogKey(reader.string()))
+            return parse_record("transaction log key", lambda: TransactionLogKey(reader.string()))
     else:
         raise ValueError(f"{topic} holds no coordinator records")
     return UnknownRecord(version, bytes(data))
@@ -630,7 +643,7 @@ def decode_control_key(data: bytes | memoryview) -> ControlRecordKey:
     version = _version(data, "control record key")
     if version < 0:
         raise CoordinatorRecordError(f"control record key has version {version}")
-    schema, _ = _parse("control record key", lambda: _read_control_type(data, 2))
+    schema, _ = parse_record("control record key", lambda: _read_control_type(data, 2))
     try:
         control_type: int = ControlRecordType(schema.type_)
     except ValueError:
@@ -651,15 +664,21 @@ def decode_value(key: Key, data: bytes | memoryview | None) -> Value | None:
     if isinstance(key, OffsetCommitKey):
         if version not in OFFSET_COMMIT_VALUE_VERSIONS:
             return UnknownValue(version, bytes(data))
-        return _parse("offset commit value", lambda: _decode_offset_commit_value(data, version))
+        return parse_record(
+            "offset commit value", lambda: _decode_offset_commit_value(data, version)
+        )
     if isinstance(key, GroupMetadataKey):
         if version not in GROUP_METADATA_VALUE_VERSIONS:
             return UnknownValue(version, bytes(data))
-        return _parse("group metadata value", lambda: _decode_group_metadata_value(data, version))
+        return parse_record(
+            "group metadata value", lambda: _decode_group_metadata_value(data, version)
+        )
     if isinstance(key, TransactionLogKey):
         if version not in TRANSACTION_LOG_VALUE_VERSIONS:
             return UnknownValue(version, bytes(data))
-        return _parse("transaction log value", lambda: _decode_transaction_log_value(data, version))
+        return parse_record(
+            "transaction log value", lambda: _decode_transaction_log_value(data, version)
+        )
     if isinstance(key, ControlRecordKey):
         if key.type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return UnknownValue(version, bytes(data))
@@ -667,7 +686,7 @@ def decode_value(key: Key, data: bytes | memoryview | None) -> Value | None:
             raise CoordinatorRecordError(
                 f"end transaction marker of {len(data)} bytes with version {version}"
             )
-        marker, _ = _parse("end transaction marker", lambda: _read_end_txn_marker(data, 2))
+        marker, _ = parse_record("end transaction marker", lambda: _read_end_txn_marker(data, 2))
         return EndTxnMarker(coordinator_epoch=marker.coordinator_epoch)
     if isinstance(key, UnknownRecord):
         return UnknownValue(version, bytes(data))
@@ -675,7 +694,7 @@ def decode_value(key: Key, data: bytes | memoryview | None) -> Value | None:
 
 
 def _decode_offset_commit_value(data: bytes | memoryview, version: int) -> OffsetCommitValue:
-    reader = _Reader(data, 2, flexible=version >= 4)
+    reader = FieldReader(data, 2, flexible=version >= 4)
     offset = reader.int64()
     leader_epoch = reader.int32() if version >= 3 else NO_LEADER_EPOCH
     metadata = reader.string()
@@ -692,7 +711,7 @@ def _decode_offset_commit_value(data: bytes | memoryview, version: int) -> Offse
 
 
 def _decode_group_metadata_value(data: bytes | memoryview, version: int) -> GroupMetadataValue:
-    reader = _Reader(data, 2, flexible=version >= 4)
+    reader = FieldReader(data, 2, flexible=version >= 4)
     protocol_type = reader.string()
     generation = reader.int32()
     protocol = reader.nullable_string()
@@ -734,7 +753,7 @@ def _decode_group_metadata_value(data: bytes | memoryview, version: int) -> Grou
 
 
 def _decode_transaction_log_value(data: bytes | memoryview, version: int) -> TransactionLogValue:
-    reader = _Reader(data, 2, flexible=version >= 1)
+    reader = FieldReader(data, 2, flexible=version >= 1)
     producer_id = reader.int64()
     producer_epoch = reader.int16()
     transaction_timeout_ms = reader.int32()

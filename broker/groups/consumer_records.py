@@ -7,8 +7,6 @@ deletes it.
 
 from __future__ import annotations
 
-from kio.static.primitive import i8, i32, i64
-
 from brook.protocol import consumer_group_records as cgr
 
 from ..coordinator.records import CoordinatorRecord
@@ -24,7 +22,7 @@ def _record(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None) -> 
 
 def topic_partitions(assignment: Assignment) -> tuple[cgr.TopicPartitions, ...]:
     return tuple(
-        cgr.TopicPartitions(topic_id=topic, partitions=tuple(i32(p) for p in sorted(parts)))
+        cgr.TopicPartitions(topic_id=topic, partitions=tuple(p for p in sorted(parts)))
         for topic, parts in sorted(assignment.items(), key=lambda item: str(item[0]))
         if parts
     )
@@ -37,7 +35,7 @@ def assignment_of(partitions: tuple[cgr.TopicPartitions, ...]) -> Assignment:
 def group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     return _record(
         cgr.ConsumerGroupMetadataKey(group_id=group_id),
-        cgr.ConsumerGroupMetadataValue(epoch=i32(epoch), metadata_hash=i64(metadata_hash)),
+        cgr.ConsumerGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash),
     )
 
 
@@ -55,7 +53,7 @@ def member_record(group_id: str, member: ConsumerGroupMember) -> CoordinatorReco
             client_host=member.client_host,
             subscribed_topic_names=member.subscribed_topic_names,
             subscribed_topic_regex=member.subscribed_topic_regex,
-            rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
+            rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor,
         ),
     )
@@ -83,9 +81,9 @@ def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> Coo
     return _record(
         cgr.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member.member_id),
         cgr.ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=i32(member.member_epoch),
-            previous_member_epoch=i32(member.previous_member_epoch),
-            state=i8(int(member.state)),
+            member_epoch=member.member_epoch,
+            previous_member_epoch=member.previous_member_epoch,
+            state=int(member.state),
             assigned_partitions=topic_partitions(member.assigned),
             partitions_pending_revocation=topic_partitions(member.pending_revocation),
         ),
@@ -121,7 +119,7 @@ def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
 def target_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
     return _record(
         cgr.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-        cgr.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=i32(epoch)),
+        cgr.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch),
     )
 
 
@@ -135,7 +133,7 @@ def regex_record(
     return _record(
         cgr.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
         cgr.ConsumerGroupRegularExpressionValue(
-            topics=tuple(sorted(topics)), version=i64(version), timestamp=i64(timestamp)
+            topics=tuple(sorted(topics)), version=version, timestamp=timestamp
         ),
     )
 

@@ -4,7 +4,9 @@ transactions committed and aborted, a compacted topic its cleaner has cleaned; i
 cleanly, and a Brook broker started on a copy of its log dir (with Kafka's node id as its
 broker.id, as Kafka itself would demand) serves every record at its offset with its
 timestamp, read_uncommitted and read_committed alike, and answers a retried batch of an
-inherited idempotent producer as the duplicate it is; `brook audit` reads Kafka's dir and
+inherited idempotent producer as the duplicate it is; a consumer group of Kafka 4's
+protocol (KIP-848) that Kafka left with live members is loaded from Kafka's records as
+Kafka described it, with its committed offsets; `brook audit` reads Kafka's dir and
 finds nothing wrong with it."""
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ from bench.apache_kafka import KafkaBroker
 from brook.broker.testing import BrokerThread, free_port, wait_until
 from brook.protocol.record_batch import split_batches
 from brook.storage.reader import SegmentReader
+from tests.integration.groups import (
+    GroupView,
+    MemberProcess,
+    broker_committed,
+    consumer_group_view,
+)
 from tests.integration.raw_client import RawClient, produce_request
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -46,6 +54,47 @@ class KafkaWritten:
     data_dir: Path
     # Per topic, per isolation level: every row a consumer read from Kafka.
     rows: dict[tuple[str, str], list[Row]]
+    # The KIP-848 group as Kafka described it (ConsumerGroupDescribe) and its offsets.
+    group: GroupView
+    group_offsets: dict[tuple[str, int], tuple[int, str]]
+
+
+GROUP = "kip848"
+
+
+def _consumer_group(kafka: KafkaBroker) -> list[MemberProcess]:
+    """Two members of a consumer group of Kafka 4's protocol, in processes of their own
+    (killed once Kafka has stopped: Kafka's records keep them as members), which read
+    codec-none and commit as they go until the commits reach its end."""
+    members = [
+        MemberProcess(
+            "confluent",
+            {
+                "bootstrap.servers": kafka.bootstrap,
+                "group.id": GROUP,
+                "group.protocol": "consumer",
+                "client.id": f"{GROUP}-{name}",
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 100,
+            },
+            ["codec-none"],
+        )
+        for name in ("a", "b")
+    ]
+    ends = {("codec-none", 0): 200, ("codec-none", 1): 200}
+
+    def settled() -> bool:
+        view = consumer_group_view(kafka.port, GROUP)
+        committed = {tp: offset for tp, (offset, _) in broker_committed(kafka.port, GROUP).items()}
+        return (
+            view is not None
+            and view.state == "Stable"
+            and sorted(len(parts) for parts in view.members.values()) == [1, 1]
+            and committed == ends
+        )
+
+    wait_until(settled, "the group to share codec-none and commit its end", 60)
+    return members
 
 
 def _create(bootstrap: str) -> dict[str, int]:
@@ -188,14 +237,21 @@ def kafka_written(
         heap="512m",
         jvm_flags=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
     ).start()
+    members: list[MemberProcess] = []
     try:
         topics = _create(kafka.bootstrap)
         _produce(kafka.bootstrap)
         _compact(kafka.bootstrap)
         rows = _all_rows(kafka.bootstrap, topics)
+        members = _consumer_group(kafka)
+        group = consumer_group_view(kafka.port, GROUP)
+        assert group is not None
+        group_offsets = broker_committed(kafka.port, GROUP)
     finally:
         kafka.stop()
-    yield KafkaWritten(kafka.log_dir, rows)
+        for member in members:
+            member.kill()
+    yield KafkaWritten(kafka.log_dir, rows, group, group_offsets)
 
 
 @pytest.fixture
@@ -233,6 +289,17 @@ def test_every_record_is_served_at_its_offset_with_its_timestamp(
 
 def _last_values(rows: list[Row]) -> dict[bytes | None, bytes | None]:
     return {row[3]: row[4] for row in sorted(rows, key=lambda row: row[1])}
+
+
+def test_a_consumer_group_of_kip_848_is_loaded_as_kafka_left_it(
+    kafka_written: KafkaWritten, brook_on_a_copy: BrokerThread
+) -> None:
+    """Kafka's consumer group records (its epoch, members, target and current
+    assignments) replayed by Brook: the same group, members and assignments, and the
+    same committed offsets."""
+    assert consumer_group_view(brook_on_a_copy.port, GROUP) == kafka_written.group
+    assert broker_committed(brook_on_a_copy.port, GROUP) == kafka_written.group_offsets
+    assert sorted(kafka_written.group.members) == [f"{GROUP}-a", f"{GROUP}-b"]
 
 
 def test_kafkas_own_metadata_log_is_not_a_topic(
