@@ -6,10 +6,12 @@ with the same tables, so that an operator's habits and scripts carry over:
     GROUP  TOPIC   PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
     app    orders  0          40              42              2    app-1-3f2c.. /10.1 app-1
 
-Groups are read and changed through Kafka's admin requests (ListGroups, DescribeGroups,
-OffsetFetch, OffsetCommit, DeleteGroups and OffsetDelete at the group's coordinator,
-ListOffsets for the log's start and end: broker/tools/admin/), so any Kafka-compatible
-broker works.
+Groups are read and changed through Kafka's admin requests (ListGroups, DescribeGroups
+and, for Kafka 4's consumer groups (KIP-848), ConsumerGroupDescribe, OffsetFetch,
+OffsetCommit, DeleteGroups and OffsetDelete at the group's coordinator, ListOffsets for
+the log's start and end: broker/tools/admin/), so any Kafka-compatible broker works.
+The tables are Kafka 4.4's: --members --verbose and --state --verbose show the epochs
+of consumer groups (and "-" for classic ones).
 """
 
 from __future__ import annotations
@@ -51,8 +53,19 @@ ACTION_HELP = {
 }
 ACTIONS = tuple(ACTION_HELP)
 
-# Kafka's names of the classic group states (--list --state takes them in any case).
-STATES = ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance")
+# Kafka's names of the group states, classic then consumer (KIP-848) (--list --state
+# takes them in any case).
+STATES = (
+    "Stable",
+    "Empty",
+    "Dead",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Assigning",
+    "Reconciling",
+)
+# Kafka's names of the group types (--list --type takes them in any case).
+TYPES = {"classic": "Classic", "consumer": "Consumer", "share": "Share", "streams": "Streams"}
 # kafka-consumer-groups.sh resets only groups without members; Dead is a group that
 # does not exist (yet): resetting its offsets creates it, as Kafka does.
 RESETTABLE_STATES = ("Empty", "Dead")
@@ -90,15 +103,22 @@ class MemberInfo:
     client_id: str
     host: str
     partitions: list[TopicPartition]
+    # A consumer group's (KIP-848); None for a classic group's member.
+    member_epoch: int | None = None
+    target_epoch: int | None = None
+    target: list[TopicPartition] | None = None
 
 
 @dataclass
 class GroupInfo:
     group_id: str
-    state: str  # Kafka's name: Stable, Empty, PreparingRebalance, ...
+    state: str  # Kafka's name: Stable, Empty, PreparingRebalance, Reconciling, ...
     assignor: str
     coordinator: str  # host:port  (id), as kafka-consumer-groups.sh prints it
     members: list[MemberInfo] = field(default_factory=list)
+    # A consumer group's (KIP-848); None for a classic group.
+    group_epoch: int | None = None
+    target_epoch: int | None = None
 
 
 # --- the command line -----------------------------------------------------------------
@@ -158,6 +178,14 @@ def add_parser(commands: Any) -> None:
         help="with --describe: coordinator, assignor, state and member count; with --list:"
         " each group's state, only the groups in the STATEs if given (Stable, Empty,"
         " PreparingRebalance, CompletingRebalance)",
+    )
+    parser.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        metavar="TYPE[,TYPE...]",
+        help="with --list: each group's type, only the groups of the TYPEs if given"
+        " (classic, consumer)",
     )
     parser.add_argument(
         "--verbose",
@@ -241,6 +269,8 @@ def _check_options(action: str, args: argparse.Namespace) -> None:
         raise ToolError("--state is only for --describe and --list", 2)
     if action == "describe" and args.state:
         raise ToolError("--describe --state takes no value; filter states with --list", 2)
+    if action != "list" and args.type is not None:
+        raise ToolError("--type is only for --list", 2)
     if args.verbose and action != "describe":
         raise ToolError("--verbose is only for --describe", 2)
 
@@ -324,6 +354,17 @@ def _parse_duration(text: str) -> int:
     return int(seconds * 1000)
 
 
+def _parse_types(text: str) -> set[str]:
+    """The group types asked for, by Kafka's lower-case names."""
+    types = set()
+    for item in text.split(","):
+        kind = item.strip().lower()
+        if kind not in TYPES:
+            raise ToolError(f"--type {item.strip()!r} is not a group type ({', '.join(TYPES)})", 2)
+        types.add(kind)
+    return types
+
+
 def _parse_states(text: str) -> list[str]:
     """Kafka's names of the states asked for, each once."""
     by_name = {name.lower(): name for name in STATES}
@@ -341,11 +382,13 @@ def _parse_states(text: str) -> list[str]:
 # --- reading groups ---------------------------------------------------------------------
 
 
-def _list_groups(cluster: KafkaCluster, states: list[str] | None = None) -> list[Any]:
+def _list_groups(
+    cluster: KafkaCluster, states: list[str] | None = None, with_types: bool = False
+) -> list[Any]:
     """The groups of the cluster (GroupListing), sorted by id."""
     from .admin.groups import list_groups
 
-    listings, failures = list_groups(cluster, states or ())
+    listings, failures = list_groups(cluster, states or (), with_types)
     if failures and not listings:
         raise ToolError(f"cannot list groups: {failures[0]}")
     for failure in failures:
@@ -373,7 +416,8 @@ def _describe_groups(cluster: KafkaCluster, group_ids: list[str]) -> dict[str, G
         except ToolError as exc:
             raise ToolError(f"cannot describe group '{group_id}': {exc}") from None
         if description.error == ErrorCode.group_id_not_found or description.state == "Dead":
-            described[group_id] = None
+            # Not a classic group: a consumer group of Kafka 4's protocol, or none.
+            described[group_id] = _describe_consumer_group(cluster, group_id)
             continue
         if description.error != ErrorCode.none:
             raise ToolError(
@@ -405,6 +449,40 @@ def _describe_groups(cluster: KafkaCluster, group_ids: list[str]) -> dict[str, G
             members=sorted(members, key=lambda m: (m.client_id, m.member_id)),
         )
     return described
+
+
+def _describe_consumer_group(cluster: KafkaCluster, group_id: str) -> GroupInfo | None:
+    from .admin.groups import consumer_group_describe
+
+    try:
+        description = consumer_group_describe(cluster, group_id)
+    except ToolError as exc:
+        raise ToolError(f"cannot describe group '{group_id}': {exc}") from None
+    if description is None:
+        return None
+    node = description.coordinator
+    members = [
+        MemberInfo(
+            member_id=m.member_id,
+            instance_id=m.instance_id,
+            client_id=m.client_id,
+            host=m.host,
+            partitions=list(m.assignment),
+            member_epoch=m.member_epoch,
+            target_epoch=description.assignment_epoch,
+            target=list(m.target_assignment),
+        )
+        for m in description.members
+    ]
+    return GroupInfo(
+        group_id=group_id,
+        state=description.state,
+        assignor=description.assignor,
+        coordinator=f"{node.host}:{node.port}  ({node.node_id})",
+        members=sorted(members, key=lambda m: (m.client_id, m.member_id)),
+        group_epoch=description.group_epoch,
+        target_epoch=description.assignment_epoch,
+    )
 
 
 def _committed(cluster: KafkaCluster, group_id: str) -> dict[TopicPartition, CommittedOffset]:
@@ -510,18 +588,26 @@ def _missing_groups(missing: list[str]) -> ToolError:
 
 
 def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
-    if args.state is None:
+    if args.state is None and args.type is None:
         for listing in _list_groups(cluster):
             print(listing.group_id)
         return 0
     states = _parse_states(args.state) if args.state else None
-    listings = _list_groups(cluster, states)
-    _print_table(
-        ["GROUP", "STATE"],
-        [[listing.group_id, listing.state] for listing in listings],
-        min_widths=[15],
-        blank_line=False,
-    )
+    types = _parse_types(args.type) if args.type else None
+    listings = _list_groups(cluster, states, with_types=args.type is not None)
+    if types is not None:
+        listings = [listing for listing in listings if listing.group_type in types]
+    header = ["GROUP", *(["TYPE"] if args.type is not None else [])]
+    header += ["STATE"] if args.state is not None else []
+    rows = []
+    for listing in listings:
+        row = [listing.group_id]
+        if args.type is not None:
+            row.append(TYPES.get(listing.group_type, listing.group_type))
+        if args.state is not None:
+            row.append(listing.state)
+        rows.append(row)
+    _print_table(header, rows, min_widths=[25, 20], blank_line=False)
     return 0
 
 
@@ -535,7 +621,7 @@ def _describe(cluster: KafkaCluster, args: argparse.Namespace) -> int:
             missing.append(group_id)
             continue
         if args.state is not None:
-            _describe_state(info)
+            _describe_state(info, args.verbose)
         elif args.members:
             _describe_members(info, args.verbose)
         else:
@@ -545,12 +631,17 @@ def _describe(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe_state(info: GroupInfo) -> None:
+def _describe_state(info: GroupInfo, verbose: bool) -> None:
     _announce_state(info)
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    row: list[object] = [info.group_id, info.coordinator, info.assignor, info.state]
+    if verbose:  # Kafka 4's columns: a classic group has no epochs ("-")
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [info.group_epoch, info.target_epoch]
     _print_table(
-        ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-        [[info.group_id, info.coordinator, info.assignor, info.state, len(info.members)]],
-        min_widths=[15, 25, 20, 15],
+        [*header, "#MEMBERS"],
+        [[*row, len(info.members)]],
+        min_widths=[15, 25, 20, 20, *([15, 25] if verbose else [])],
     )
 
 
@@ -560,7 +651,9 @@ def _describe_members(info: GroupInfo, verbose: bool) -> None:
         return
     static = any(member.instance_id for member in info.members)
     header = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if static else [])]
-    header += ["HOST", "CLIENT-ID", "#PARTITIONS", *(["ASSIGNMENT"] if verbose else [])]
+    header += ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:  # Kafka 4's columns: a classic member has no epochs nor target ("-")
+        header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
     rows = []
     for member in info.members:
         row: list[object] = [info.group_id, member.member_id]
@@ -568,20 +661,22 @@ def _describe_members(info: GroupInfo, verbose: bool) -> None:
             row.append(member.instance_id)
         row += [member.host, member.client_id, len(member.partitions)]
         if verbose:
-            row.append(_assignment(member.partitions))
+            row += [member.member_epoch, _assignment(member.partitions), member.target_epoch]
+            row.append(_assignment(member.target) if member.target is not None else None)
         rows.append(row)
-    _print_table(header, rows, min_widths=[15, 15, *([17] if static else []), 15, 15, 11])
+    widths = [15, 15, *([17] if static else []), 15, 15, 15, *([15, 20, 15] if verbose else [])]
+    _print_table(header, rows, min_widths=widths)
 
 
 def _assignment(partitions: list[TopicPartition]) -> str | None:
-    """`orders(0,1), payments(2)`: a member's partitions, by topic, as Kafka prints them."""
+    """`orders:0,1;payments:2`: a member's partitions, by topic, as Kafka 4 prints them."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     if not by_topic:
         return None
-    return ", ".join(
-        f"{topic}({','.join(map(str, sorted(indexes)))})"
+    return ";".join(
+        f"{topic}:{','.join(map(str, sorted(indexes)))}"
         for topic, indexes in sorted(by_topic.items())
     )
 

@@ -1,7 +1,7 @@
-"""The consumer-group admin requests: ListGroups (v4) at every broker; DescribeGroups
-(v4), OffsetFetch (v5), OffsetCommit (v5), DeleteGroups (v1) and OffsetDelete (v0) at
-the group's coordinator, found with FindCoordinator and found again while it moves or
-loads."""
+"""The consumer-group admin requests: ListGroups (v5) at every broker; DescribeGroups
+(v4), ConsumerGroupDescribe (v1, Kafka 4's consumer groups), OffsetFetch (v5),
+OffsetCommit (v5), DeleteGroups (v1) and OffsetDelete (v0) at the group's coordinator,
+found with FindCoordinator and found again while it moves or loads."""
 
 from __future__ import annotations
 
@@ -25,7 +25,32 @@ OUTSIDE_GENERATION = -1  # an OffsetCommit from outside the group (an admin's)
 class GroupListing:
     group_id: str
     protocol_type: str
-    state: str  # Kafka's name: Stable, Empty, PreparingRebalance, ...
+    state: str  # Kafka's name: Stable, Empty, PreparingRebalance, Reconciling, ...
+    group_type: str = "classic"  # classic, consumer (KIP-848), share, streams
+
+
+@dataclass(frozen=True)
+class ConsumerMemberDescription:
+    """A member of a consumer group (KIP-848), partitions by topic name."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    member_epoch: int
+    assignment: tuple[TopicPartition, ...]
+    target_assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ConsumerMemberDescription, ...]
+    coordinator: Node
 
 
 @dataclass(frozen=True)
@@ -55,13 +80,19 @@ class CommittedOffset:
 
 
 def list_groups(
-    cluster: KafkaCluster, states: Iterable[str] = ()
+    cluster: KafkaCluster, states: Iterable[str] = (), with_types: bool = False
 ) -> tuple[list[GroupListing], list[str]]:
     """The groups every broker coordinates (only those in `states`, if given), and why
-    each broker that could not list its own failed."""
-    from kio.schema.list_groups.v4.request import ListGroupsRequest
+    each broker that could not list its own failed. `with_types` asks with v5 (Kafka
+    3.7+), which names each group's type; v4 leaves it "classic"."""
+    from kio.schema.list_groups.v4.request import ListGroupsRequest as ListGroupsV4
+    from kio.schema.list_groups.v5.request import ListGroupsRequest as ListGroupsV5
 
-    request = ListGroupsRequest(states_filter=tuple(states))
+    request: Any = (
+        ListGroupsV5(states_filter=tuple(states), types_filter=())
+        if with_types
+        else ListGroupsV4(states_filter=tuple(states))
+    )
 
     def listed(node: Node) -> Any:
         response = cluster.request(node, request)
@@ -79,7 +110,10 @@ def list_groups(
             continue
         for group in response.groups:
             listings[group.group_id] = GroupListing(
-                group.group_id, group.protocol_type, group.group_state
+                group.group_id,
+                group.protocol_type,
+                group.group_state,
+                getattr(group, "group_type", "classic"),
             )
     return sorted(listings.values(), key=lambda listing: listing.group_id), failures
 
@@ -104,6 +138,57 @@ def describe_group(cluster: KafkaCluster, group_id: str) -> GroupDescription:
         members=tuple(
             MemberDescription(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_assignment
+            )
+            for m in group.members
+        ),
+        coordinator=node,
+    )
+
+
+def consumer_group_describe(
+    cluster: KafkaCluster, group_id: str
+) -> ConsumerGroupDescription | None:
+    """A consumer group of Kafka 4's protocol at its coordinator, or None when the group
+    is not one (GROUP_ID_NOT_FOUND: a classic group, or none)."""
+    from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+
+    node, response = cluster.at_coordinator(
+        group_id,
+        ConsumerGroupDescribeRequest(
+            group_ids=(GroupId(group_id),), include_authorized_operations=False
+        ),
+        lambda answer: answer.groups[0].error_code if answer.groups else ErrorCode.none,
+    )
+    (group,) = response.groups
+    if group.error_code == ErrorCode.group_id_not_found:
+        return None
+    if group.error_code != ErrorCode.none:
+        raise ApiError(group.error_code)
+
+    def partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+        return tuple(
+            sorted(
+                (topic.topic_name, index)
+                for topic in assignment.topic_partitions
+                for index in topic.partitions
+            )
+        )
+
+    return ConsumerGroupDescription(
+        group_id=group.group_id,
+        state=group.group_state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor=group.assignor_name,
+        members=tuple(
+            ConsumerMemberDescription(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                client_id=m.client_id,
+                host=m.client_host,
+                member_epoch=m.member_epoch,
+                assignment=partitions(m.assignment),
+                target_assignment=partitions(m.target_assignment),
             )
             for m in group.members
         ),
