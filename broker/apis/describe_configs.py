@@ -1,8 +1,9 @@
-"""DescribeConfigs (key 32), v1-v4: topic and broker configs with source and synonyms.
+"""DescribeConfigs (key 32), v1-v4: topic, broker and group configs with source and synonyms.
 
 A topic lists every topic key Brook knows; broker "<id>" (this broker only) every
 broker key with the value in force; broker "" only the keys set as cluster-wide
-dynamic defaults, as Kafka does. Synonyms come only with include_synonyms, and the
+dynamic defaults, as Kafka does; a group (resource type 32) every group key, its own
+value or the broker's. Synonyms come only with include_synonyms, and the
 documentation (v3+) only with include_documentation. An unknown topic gets
 UNKNOWN_TOPIC_OR_PARTITION; another broker's id gets INVALID_REQUEST.
 """
@@ -26,6 +27,7 @@ from ..authorizer.checks import config_refusal
 from ..authorizer.operations import AclOperation
 from ..config.describe import ConfigDescriber, ConfigEntry, only
 from ..config.topic_config import effective_topic_config
+from ..groups.group_configs import GROUP_CONFIG_RESOURCE
 from ..metadata.topics import validate_topic_name
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
@@ -133,6 +135,9 @@ def _describe(
                 f" but received {name}"
             )
         return describer.broker()
+    if resource.resource_type == GROUP_CONFIG_RESOURCE:
+        # Any group id: one without overrides is described with the broker's values.
+        return ctx.services.group_configs.describe(name)
     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
 

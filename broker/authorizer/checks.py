@@ -134,6 +134,7 @@ def denied(
 CONFIG_TOPIC = 2
 CONFIG_BROKER = 4
 CONFIG_BROKER_LOGGER = 8
+CONFIG_GROUP = 32
 
 
 def config_refusal(
@@ -147,4 +148,7 @@ def config_refusal(
     if config_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
         allowed = authorize_cluster(ctx, operation)
         return None if allowed else ErrorCode.cluster_authorization_failed
+    if config_type == CONFIG_GROUP:
+        allowed = authorize(ctx, operation, ResourceType.GROUP, name)
+        return None if allowed else ErrorCode.group_authorization_failed
     return None

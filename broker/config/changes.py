@@ -37,6 +37,7 @@ log = logging.getLogger("brook.config_changes")
 class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
+    GROUP = 32
 
 
 class OpType(enum.IntEnum):
@@ -93,6 +94,8 @@ def alter_resource(
         return None
     elif resource_type == ResourceType.TOPIC:
         return _alter_topic(services, resource_name, changes, validate_only, incremental)
+    elif resource_type == ResourceType.GROUP:
+        return _alter_group(services, resource_name, changes, validate_only, incremental)
     else:
         raise InvalidRequestError(f"Unknown resource type {resource_type}")
 
@@ -159,6 +162,48 @@ def _apply_topic_ops(
             parts = [part for part in (old or "").split(",") if part]
             new[change.name] = ",".join(_combine(parts, change))
     return new
+
+
+# --- groups -----------------------------------------------------------------------------
+
+
+def _alter_group(
+    services: BrokerServices,
+    name: str,
+    changes: Sequence[ConfigChange],
+    validate_only: bool,
+    incremental: bool,
+) -> Awaitable[None] | None:
+    """A group's overrides (Kafka's GroupConfig): SET and DELETE, or the whole set."""
+    if not name:
+        raise InvalidRequestError("Group name must not be empty.")
+    configs = services.group_configs
+    current = {key: str(value) for key, value in configs.overrides(name).items()}
+    if incremental:
+        new: dict[str, str | None] = dict(current)
+        for change in changes:
+            if change.op == OpType.SET:
+                new[change.name] = change.value
+            elif change.op == OpType.DELETE:
+                new.pop(change.name, None)
+            else:
+                raise InvalidConfigError(
+                    f"Config value {OpType(change.op).name.lower()} is not allowed for config"
+                    f" key: {change.name}"
+                )
+    else:
+        new = {change.name: change.value for change in changes}
+    checked = configs.validate(new)
+    if validate_only:
+        return None
+    return _set_group_configs(services, name, checked)
+
+
+async def _set_group_configs(
+    services: BrokerServices, name: str, configs: Mapping[str, str]
+) -> None:
+    await services.group_config_store.replace(name, configs)
+    log.info("Group %s configs are now %s", name, dict(configs))
 
 
 # --- brokers ----------------------------------------------------------------------------

@@ -29,6 +29,9 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8  # a group's own value (Kafka's tools print DYNAMIC_GROUP_CONFIG)
 
 
 # DescribeConfigs v3+ config_type: Kafka's ConfigDef types by id.

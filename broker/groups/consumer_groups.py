@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from ..metadata.cache import TopicMetadata
     from .group import Group
+    from .group_configs import GroupConfigs
 
 log = logging.getLogger("brook.groups")
 
@@ -170,6 +171,7 @@ class ConsumerGroups:
         config: Any,
         clock: Clock,
         topics: TopicImage | None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.groups = groups
         self.classic_groups = classic_groups
@@ -177,13 +179,20 @@ class ConsumerGroups:
         self.config = config
         self.clock = clock
         self.topics = topics
+        self.group_configs = group_configs
 
     # --- configuration ------------------------------------------------------------------
 
     def session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's."""
+        if self.group_configs is not None:
+            return self.group_configs.value(group_id, "consumer.session.timeout.ms")
         return int(self.config["group.consumer.session.timeout.ms"])
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's."""
+        if self.group_configs is not None:
+            return self.group_configs.value(group_id, "consumer.heartbeat.interval.ms")
         return int(self.config["group.consumer.heartbeat.interval.ms"])
 
     def assignor_names(self) -> list[str]:

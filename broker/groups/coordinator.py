@@ -33,6 +33,7 @@ from ..coordinator.write_errors import coordinator_error
 from .consumer_group import ConsumerGroup
 from .consumer_groups import HeartbeatRequest, HeartbeatResponse, TopicImage, validate_heartbeat
 from .group import Group, JoinRequest, JoinResult, SyncRequest
+from .group_configs import GroupConfigs
 from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class GroupCoordinator:
         timer: Timer,
         clock: Clock,
         topics: TopicImage | None = None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -79,7 +81,7 @@ class GroupCoordinator:
 
         def build_shard(tp: TopicPartition, shard_timer: CoordinatorTimer) -> GroupCoordinatorShard:
             return GroupCoordinatorShard(
-                tp, shard_timer, config, clock, self.rebalance_stats, topics
+                tp, shard_timer, config, clock, self.rebalance_stats, topics, group_configs
             )
 
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(

@@ -48,6 +48,7 @@ from .group import (
     SyncRequest,
     new_member_id,
 )
+from .group_configs import GroupConfigs
 
 log = logging.getLogger("brook.groups")
 
@@ -88,6 +89,7 @@ class GroupCoordinatorShard:
         clock: Clock,
         stats: RebalanceStats | None = None,
         topics: TopicImage | None = None,
+        group_configs: GroupConfigs | None = None,
     ):
         self.tp = tp
         # Shared by the coordinator's shards: they come and go with leadership.
@@ -100,7 +102,7 @@ class GroupCoordinatorShard:
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.consumer = ConsumerGroups(
-            self.consumer_groups, self.groups, timer, config, clock, topics
+            self.consumer_groups, self.groups, timer, config, clock, topics, group_configs
         )
         # Offsets written inside transactions wait there for their marker.
         self._replay = ConsumerOffsetsReplay(self)

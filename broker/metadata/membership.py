@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from brook.storage.clock import Clock
 
     from ..authorizer.store import AclStore
+    from ..groups.group_config_store import GroupConfigStore
+    from ..groups.group_configs import GroupConfigs
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
     from ..replica.partition import AlterPartition
@@ -128,6 +130,10 @@ class Membership(Protocol):
 
     def acl_store(self, log_dir: Path) -> AclStore:
         """ACLs (/kafka-acl and its change notifications)."""
+        ...
+
+    def group_config_store(self, log_dir: Path, configs: GroupConfigs) -> GroupConfigStore:
+        """Group configs, fed into `configs` (/config/groups)."""
         ...
 
     def add_fencing_listener(self, listener: FencingListener) -> None:
@@ -252,6 +258,11 @@ class LocalMembership:
         from ..authorizer.store import LocalAclStore
 
         return LocalAclStore(log_dir)
+
+    def group_config_store(self, log_dir: Path, configs: GroupConfigs) -> GroupConfigStore:
+        from ..groups.group_config_store import LocalGroupConfigStore
+
+        return LocalGroupConfigStore(log_dir, configs)
 
     @property
     def controller_id(self) -> int:

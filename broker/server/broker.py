@@ -406,6 +406,7 @@ class Broker:
         if self.services.acl_store is not None:
             self.services.acl_store.close()
         self.services.quota_store.close()
+        self.services.group_config_store.close()
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
         self.state = BrokerState.NOT_RUNNING

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
     from ..authorizer.authorizer import Authorizer
     from ..authorizer.store import AclStore
+    from ..groups.group_config_store import GroupConfigStore
+    from ..groups.group_configs import GroupConfigs
     from ..observability.request_metrics import RequestMetrics
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
@@ -118,8 +120,16 @@ async def build_broker_parts(
     controller = membership.make_controller(broker_id, current_config, metadata, publisher)
     producer_ids = await membership.producer_id_manager(config.log_dirs[0])
     inter_broker = InterBrokerClients(broker_id, metadata, current_config)
+    group_configs, group_config_store = await _group_configs(config, current_config, membership)
     coordinators = _coordinators(
-        current_config, clock, metadata, controller, replicas, producer_ids, inter_broker
+        current_config,
+        clock,
+        metadata,
+        controller,
+        replicas,
+        producer_ids,
+        inter_broker,
+        group_configs,
     )
     if any(metadata.get(name) for name in INTERNAL_TOPICS):
         await coordinators.start()
@@ -166,6 +176,8 @@ async def build_broker_parts(
         acl_store=acl_store,
         quotas=quotas,
         quota_store=quota_store,
+        group_configs=group_configs,
+        group_config_store=group_config_store,
         request_metrics=request_metrics,
     )
     if services.api_versions.release is not None:
@@ -219,6 +231,7 @@ def _coordinators(
     replicas: ReplicaManager,
     producer_ids: ProducerIds,
     inter_broker: InterBrokerClients,
+    group_configs: GroupConfigs,
 ) -> Coordinators:
     """The group and transaction coordinators, made by the first request (or internal
     topic partition) that needs one: a broker that never sees a group loads none of it."""
@@ -242,6 +255,7 @@ def _coordinators(
             timer,
             clock,
             metadata,
+            group_configs,
         )
         transactions = TransactionCoordinator(
             config,
@@ -298,6 +312,20 @@ async def _authorizer(
         "true" if authorizer.allow_everyone_if_no_acl_found else "false",
     )
     return authorizer, store
+
+
+async def _group_configs(
+    config: BrokerConfig, current_config: Callable[[], BrokerConfig], membership: Membership
+) -> tuple[GroupConfigs, GroupConfigStore]:
+    """Group configs (the GROUP config resource), fed from the membership's store."""
+    from ..groups.group_configs import GroupConfigs
+
+    configs = GroupConfigs(current_config)
+    store = membership.group_config_store(config.log_dirs[0], configs)
+    await store.start()
+    if configs.groups():
+        log.info("Group configs: %d group(s) configured", len(configs.groups()))
+    return configs, store
 
 
 async def _client_quotas(

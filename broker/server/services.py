@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ..authorizer.authorizer import Authorizer
     from ..authorizer.store import AclStore
     from ..groups.coordinator import GroupCoordinator
+    from ..groups.group_config_store import GroupConfigStore
+    from ..groups.group_configs import GroupConfigs
     from ..observability.request_metrics import RequestMetrics
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
@@ -74,6 +76,9 @@ class BrokerServices(NamedTuple):
     # and where their configs are kept (ZooKeeper's /config/users|clients, or a file).
     quotas: ClientQuotas
     quota_store: ClientQuotaStore
+    # Group configs (the GROUP config resource) and where they are kept.
+    group_configs: GroupConfigs
+    group_config_store: GroupConfigStore
     # Requests' counts and times for /metrics: None unless admin.listener is set.
     request_metrics: RequestMetrics | None = None
 

@@ -53,9 +53,11 @@ from .store import ZkMetadataStore
 from .topic_watcher import TopicWatcher
 
 if TYPE_CHECKING:
+    from ..groups.group_configs import GroupConfigs
     from ..quotas.manager import ClientQuotas
     from ..server.inter_broker import InterBrokerClients
     from .acl_store import ZkAclStore
+    from .group_config_znodes import ZkGroupConfigStore
     from .quota_znodes import ZkClientQuotaStore
     from .scram_znodes import ZkScramCredentialStore
 
@@ -330,6 +332,11 @@ class ZkMembership:
         from .quota_znodes import ZkClientQuotaStore
 
         return ZkClientQuotaStore(self.client, quotas)
+
+    def group_config_store(self, log_dir: object, configs: GroupConfigs) -> ZkGroupConfigStore:
+        from .group_config_znodes import ZkGroupConfigStore
+
+        return ZkGroupConfigStore(self.client, configs)
 
     def acl_store(self, log_dir: object) -> ZkAclStore:
         """Kafka's /kafka-acl, read again whole in each new session (a change notified

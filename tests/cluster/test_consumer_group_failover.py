@@ -2,11 +2,13 @@
 coordinator's broker, on three brokers: the group's records are replicated with
 `__consumer_offsets`, so the new coordinator has the same members at the same epochs;
 the members carry on; no committed offset ever goes back; every acknowledged record is
-read."""
+read. The group's config, set through another broker, is kept in ZooKeeper: every
+broker describes it, and the new coordinator applies it."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import itertools
 import threading
 import time
@@ -20,9 +22,13 @@ from confluent_kafka import (
     Producer,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
+from kio.schema.errors import ErrorCode
 
 from brook.broker.testing import wait_until
 from tests.integration.groups import consumer_group_view
+from tests.integration.raw_client import RawClient
+from tests.integration.test_group_configs import SET, alter, describe
 
 from .harness import Cluster, ZooKeeperView
 from .test_coordinators import _find_coordinator
@@ -128,6 +134,19 @@ def test_a_consumer_group_carries_on_across_its_coordinators_kill(
         producer.flush(60)
 
     produce("before", 200)
+    # The group's own heartbeat interval, set through broker 2 (ZooKeeper's /config/groups).
+    assert alter(brokers[2].port, GROUP, ("consumer.heartbeat.interval.ms", "300", SET)) == (
+        ErrorCode.none,
+        None,
+    )
+    for broker in brokers.values():
+        wait_until(
+            lambda b=broker: (
+                describe(b.port, GROUP)[1]["consumer.heartbeat.interval.ms"].value == "300"
+            ),
+            "every broker to read the group's config",
+            20,
+        )
     members = [Member(bootstrap, f"member-{i}") for i in range(2)]
     for member in members:
         member.start()
@@ -175,6 +194,23 @@ def test_a_consumer_group_carries_on_across_its_coordinators_kill(
     alive = {i: b for i, b in brokers.items() if i != coordinator}
     after = group_view(alive, next(iter(alive)))
     assert after is not None and after.member_ids == before_kill.member_ids
+    # The new coordinator tells a member the group's interval.
+    new_coordinator = _find_coordinator(next(iter(alive.values())).port, GROUP)[1]
+    with RawClient(brokers[new_coordinator].port) as client:
+        joined = client.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=GROUP,
+                member_id="late-member",
+                member_epoch=0,
+                rebalance_timeout=datetime.timedelta(seconds=30),
+                subscribed_topic_names=(TOPIC,),
+                topic_partitions=(),
+            )
+        )
+    assert (joined.error_code, joined.heartbeat_interval) == (
+        ErrorCode.none,
+        datetime.timedelta(milliseconds=300),
+    )
     watching = False
     watcher.join(10)
     for member in members:

@@ -225,6 +225,34 @@ def test_admin_configs(java: JavaClients, config: dict[str, Any], broker: Broker
     assert broker_configs["log.dirs"]["read_only"] is True
 
 
+def test_admin_group_configs(java: JavaClients, config: dict[str, Any]) -> None:
+    """The GROUP config resource through the Java AdminClient (incrementalAlterConfigs,
+    describeConfigs): a group's own heartbeat interval, the broker's bounds refused."""
+    group = unique("java-group-config")
+    resource = {"type": "GROUP", "name": group}
+
+    def change(key: str, value: str | None, op: str) -> dict[str, Any]:
+        op_spec = {"key": key, "value": value, "op": op}
+        (outcome,) = java.admin(
+            config, "alter_configs", resources=[{**resource, "ops": [op_spec]}]
+        ).values()
+        return outcome  # type: ignore[no-any-return]
+
+    assert change("consumer.heartbeat.interval.ms", "1000", "SET") == {"ok": None}
+    described = java.admin(config, "describe_configs", resources=[resource])[group]
+    assert described["consumer.heartbeat.interval.ms"]["value"] == "1000"
+    assert described["consumer.heartbeat.interval.ms"]["source"] == "DYNAMIC_GROUP_CONFIG"
+    assert described["consumer.session.timeout.ms"]["source"] == "DEFAULT_CONFIG"
+    refused = change("consumer.heartbeat.interval.ms", "100", "SET")["error"]
+    assert refused["type"] == "InvalidConfigurationException"
+    assert "must be in the range 500 to 15000 inclusive" in refused["message"]
+    unknown = change("consumer.unknown.ms", "1", "SET")["error"]
+    assert unknown["message"] == "Unknown group config name: consumer.unknown.ms"
+    assert change("consumer.heartbeat.interval.ms", None, "DELETE") == {"ok": None}
+    after = java.admin(config, "describe_configs", resources=[resource])[group]
+    assert after["consumer.heartbeat.interval.ms"]["value"] == "500"  # the broker's
+
+
 def test_admin_group_offsets(java: JavaClients, config: dict[str, Any]) -> None:
     topic = unique("java-offsets")
     group = unique("java-offsets")
