@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..metadata.cache import TopicMetadata
     from .group import Group
     from .group_configs import GroupConfigs
+    from .shard import RebalanceStats
 
 log = logging.getLogger("brook.groups")
 
@@ -172,6 +173,7 @@ class ConsumerGroups:
         clock: Clock,
         topics: TopicImage | None,
         group_configs: GroupConfigs | None = None,
+        stats: RebalanceStats | None = None,
     ) -> None:
         self.groups = groups
         self.classic_groups = classic_groups
@@ -180,6 +182,7 @@ class ConsumerGroups:
         self.clock = clock
         self.topics = topics
         self.group_configs = group_configs
+        self.stats = stats
 
     # --- configuration ------------------------------------------------------------------
 
@@ -285,6 +288,7 @@ class ConsumerGroups:
         ):
             group_epoch += 1
             written.append(records.group_epoch_record(group.group_id, group_epoch, metadata_hash))
+            self._count_rebalance()
         target_epoch = group.target_assignment_epoch
         target = group.target_assignment.get(previous_ids.get(member_id, member_id), {})
         if group_epoch > target_epoch:
@@ -409,7 +413,8 @@ class ConsumerGroups:
             for stale in group.resolved_regexes:
                 written.append(records.regex_tombstone(group.group_id, stale))
             return {}
-        names = [n for n in (self.topics.names() if self.topics else []) if not n.startswith("__")]
+        # Kafka matches no internal topic (__consumer_offsets, __transaction_state).
+        names = [n for n in (self.topics.names() if self.topics else []) if not _internal(self, n)]
         resolved = {}
         for regex in sorted(regexes):
             pattern = re.compile(regex)
@@ -550,7 +555,12 @@ class ConsumerGroups:
         written.append(
             records.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash)
         )
+        self._count_rebalance()
         return written
+
+    def _count_rebalance(self) -> None:
+        if self.stats is not None:
+            self.stats.consumer_rebalances += 1
 
     def _schedule_timers(
         self, group_id: str, member: ConsumerGroupMember, assignment_changed: bool = True
@@ -644,6 +654,11 @@ class ConsumerGroups:
         written.append(records.target_epoch_tombstone(group.group_id))
         written.append(records.group_epoch_tombstone(group.group_id))
         return written
+
+
+def _internal(groups: ConsumerGroups, name: str) -> bool:
+    topic = groups.topics.get(name) if groups.topics is not None else None
+    return topic is not None and topic.internal
 
 
 def _check_epoch(member: ConsumerGroupMember, request: HeartbeatRequest) -> None:

@@ -78,6 +78,8 @@ class RebalanceStats:
 
     rebalances: int = 0
     completed_rebalances: int = 0
+    # Kafka's consumer-group-rebalance-count: new epochs of consumer groups (KIP-848).
+    consumer_rebalances: int = 0
 
 
 class GroupCoordinatorShard:
@@ -102,7 +104,14 @@ class GroupCoordinatorShard:
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.consumer = ConsumerGroups(
-            self.consumer_groups, self.groups, timer, config, clock, topics, group_configs
+            self.consumer_groups,
+            self.groups,
+            timer,
+            config,
+            clock,
+            topics,
+            group_configs,
+            self.stats,
         )
         # Offsets written inside transactions wait there for their marker.
         self._replay = ConsumerOffsetsReplay(self)

@@ -424,6 +424,8 @@ def _controller(services: BrokerServices) -> list[_Family]:
 
 
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+# Kafka 4's consumer groups (KIP-848); Kafka's metric tags them lower-cased.
+CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 
 
 def _coordinators(services: BrokerServices) -> list[_Family]:
@@ -450,16 +452,22 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
         "High watermark minus the group's committed offset, for partitions this broker leads",
         ("consumergroup", "topic", "partition"),
     )
-    rebalances = completed = offsets = 0
+    rebalances = completed = consumer_rebalances = offsets = 0
+    consumer_by_state = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
     transactions: dict[str, int] = {}
     coordinators = services.coordinators
     if coordinators.made:
         groups = coordinators.groups
         rebalances = groups.rebalance_stats.rebalances
         completed = groups.rebalance_stats.completed_rebalances
-        for group in groups.list_groups():
+        consumer_rebalances = groups.rebalance_stats.consumer_rebalances
+        classic: list[Any] = list(groups.list_groups())
+        consumer: list[Any] = list(groups.list_consumer_groups())
+        for tally, kind in ((by_state, classic), (consumer_by_state, consumer)):
+            for group in kind:
+                tally[group.state.value] = tally.get(group.state.value, 0) + 1
+        for group in classic + consumer:
             state = group.state.value
-            by_state[state] = by_state.get(state, 0) + 1
             group_state.add(1, group.group_id, state)
             members.add(len(group.members), group.group_id)
             offsets += len(group.offsets)
@@ -493,11 +501,31 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
             _Family("gauge", manager + "numgroups" + state.lower(), f"Groups {state}").add(count)
         )
     coordinator = "kafka_server_group_coordinator_metrics_"
+    by_protocol = _Family(
+        "gauge", coordinator + "group_count", "Groups coordinated here, by protocol", ("protocol",)
+    )
+    by_protocol.add(sum(by_state.values()), "classic")
+    by_protocol.add(sum(consumer_by_state.values()), "consumer")
+    consumer_states = _Family(
+        "gauge",
+        coordinator + "consumer_group_count",
+        "Consumer groups (KIP-848) coordinated here, by state",
+        ("state",),
+    )
+    for state, count in consumer_by_state.items():
+        consumer_states.add(count, state.lower())
     families += [
         group_state,
         members,
         current,
         lag,
+        by_protocol,
+        consumer_states,
+        _Family(
+            "gauge",
+            coordinator + "consumer_group_rebalance_count",
+            "New group epochs of consumer groups (KIP-848), each a new target assignment",
+        ).add(consumer_rebalances),
         _Family(
             "gauge", coordinator + "group_rebalance_count", "Rebalances begun (classic groups)"
         ).add(rebalances),

@@ -220,6 +220,61 @@ def test_consumer_lag_shows_once_a_consumer_stops(admin_broker: Admin, topic_nam
     assert metrics.value("kafka_consumergroup_members", consumergroup="laggard") == 0
 
 
+@pytest.mark.brook_config(
+    group_consumer_min_heartbeat_interval_ms=100, group_consumer_heartbeat_interval_ms=100
+)
+def test_consumer_groups_of_kip_848_count_by_state_and_protocol(
+    admin_broker: Admin, topic_name: str
+):
+    """Kafka's group-coordinator metrics of the new groups: group-count by protocol,
+    consumer-group-count by state (lower-cased, as Kafka tags it), consumer-group-rebalance-count;
+    their members, offsets and lag as any group's."""
+    bootstrap = admin_broker.broker.bootstrap
+    create_topic(bootstrap, topic_name, partitions=2)
+    produce(bootstrap, topic_name, [(None, VALUE)] * 4)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kip848",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic_name])
+    try:
+        assert len(poll_until(consumer, lambda out: len(out) >= 4, 30)) == 4
+        consumer.commit(asynchronous=False)
+        coordinator = "kafka_server_group_coordinator_metrics_"
+        stable = wait_until(
+            lambda: (m := admin_broker.metrics()).value(
+                coordinator + "consumer_group_count", state="stable"
+            )
+            == 1
+            and m,
+            what="one stable consumer group",
+        )
+        assert stable.value(coordinator + "group_count", protocol="consumer") == 1
+        assert stable.value(coordinator + "group_count", protocol="classic") == 0
+        assert stable.value(coordinator + "consumer_group_count", state="reconciling") == 0
+        assert stable.value(coordinator + "consumer_group_rebalance_count") >= 1
+        assert stable.value("brook_group_state", group="kip848", state="Stable") == 1
+        assert stable.value("kafka_consumergroup_members", consumergroup="kip848") == 1
+        labels = {"consumergroup": "kip848", "topic": topic_name, "partition": 0}
+        assert stable.value("kafka_consumergroup_current_offset", **labels) == 4
+    finally:
+        consumer.close()
+    empty = wait_until(
+        lambda: (m := admin_broker.metrics()).value(
+            "kafka_server_group_coordinator_metrics_consumer_group_count", state="empty"
+        )
+        == 1
+        and m,
+        what="the consumer group to be empty once its member left",
+    )
+    assert empty.value("kafka_consumergroup_members", consumergroup="kip848") == 0
+
+
 def test_transactions_count_by_state(admin_broker: Admin, topic_name: str):
     bootstrap = admin_broker.broker.bootstrap
     create_topic(bootstrap, topic_name)
