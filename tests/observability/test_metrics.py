@@ -247,11 +247,13 @@ def test_consumer_groups_of_kip_848_count_by_state_and_protocol(
         consumer.commit(asynchronous=False)
         coordinator = "kafka_server_group_coordinator_metrics_"
         stable = wait_until(
-            lambda: (m := admin_broker.metrics()).value(
-                coordinator + "consumer_group_count", state="stable"
-            )
-            == 1
-            and m,
+            lambda: (
+                (m := admin_broker.metrics()).value(
+                    coordinator + "consumer_group_count", state="stable"
+                )
+                == 1
+                and m
+            ),
             what="one stable consumer group",
         )
         assert stable.value(coordinator + "group_count", protocol="consumer") == 1
@@ -265,11 +267,13 @@ def test_consumer_groups_of_kip_848_count_by_state_and_protocol(
     finally:
         consumer.close()
     empty = wait_until(
-        lambda: (m := admin_broker.metrics()).value(
-            "kafka_server_group_coordinator_metrics_consumer_group_count", state="empty"
-        )
-        == 1
-        and m,
+        lambda: (
+            (m := admin_broker.metrics()).value(
+                "kafka_server_group_coordinator_metrics_consumer_group_count", state="empty"
+            )
+            == 1
+            and m
+        ),
         what="the consumer group to be empty once its member left",
     )
     assert empty.value("kafka_consumergroup_members", consumergroup="kip848") == 0
