@@ -45,6 +45,19 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """What a classic member joined with: its session timeout and its protocols."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol its JoinGroup and SyncGroup answers name: its first, as Kafka's."""
+        return self.protocols[0][0] if self.protocols else ""
+
+
+@dataclass(frozen=True)
 class ConsumerGroupMember:
     """A member: what it subscribes to (its metadata record) and where it stands (its
     current-assignment record). Frozen: a change is a new member, compared with the old
@@ -59,6 +72,9 @@ class ConsumerGroupMember:
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
+    # A member speaking the classic protocol (JoinGroup/SyncGroup) inside the group: its
+    # session timeout and protocols (name, subscription bytes); None for KIP-848 members.
+    classic: ClassicMetadata | None = None
     # Current assignment.
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -77,6 +93,7 @@ class ConsumerGroupMember:
             self.subscribed_topic_names,
             self.subscribed_topic_regex,
             self.server_assignor,
+            self.classic,
         ) == (
             other.instance_id,
             other.rack_id,
@@ -86,6 +103,7 @@ class ConsumerGroupMember:
             other.subscribed_topic_names,
             other.subscribed_topic_regex,
             other.server_assignor,
+            other.classic,
         )
 
     def same_assignment(self, other: ConsumerGroupMember) -> bool:

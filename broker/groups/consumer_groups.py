@@ -265,6 +265,44 @@ class ConsumerGroups:
                 f"The consumer group has reached its maximum capacity of {max_size} members.",
             )
         member = self._updated(old, request, member_id)
+        reconciled, group_epoch, changed = self.apply_member(
+            group, old, member, request.owned, written
+        )
+        self._schedule_timers(group.group_id, reconciled, assignment_changed=changed)
+        if old is None or old.member_id != member_id:
+            log.info(
+                "Member %s joined consumer group %s at group epoch %d",
+                member_id,
+                group.group_id,
+                group_epoch,
+            )
+        assignment = None
+        if request.is_full or old is None or reconciled.assigned != old.assigned:
+            assignment = reconciled.assigned
+        return CoordinatorResult(
+            written,
+            HeartbeatResponse(
+                member_id=member_id,
+                member_epoch=reconciled.member_epoch,
+                heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+                assignment=assignment,
+            ),
+        )
+
+    def apply_member(
+        self,
+        group: ConsumerGroup,
+        old: ConsumerGroupMember | None,
+        member: ConsumerGroupMember,
+        owned: Mapping[TopicId, frozenset[int]] | None,
+        written: list[CoordinatorRecord],
+    ) -> tuple[ConsumerGroupMember, int, bool]:
+        """A member as a heartbeat or a classic JoinGroup updates it, written: its
+        subscription; a new group epoch if what the assignment depends on changed; a new
+        target if the epoch moved past it; the member's next step towards its target
+        (`owned`: what it says it owns). The reconciled member, the group epoch, and
+        whether the member's current assignment changed."""
+        member_id = member.member_id
         # A static member restarted under a new member id replaces its old self.
         replacing = old is not None and old.member_id != member_id
         members = {**group.members, member_id: member}
@@ -298,30 +336,11 @@ class ConsumerGroups:
             target_epoch = group_epoch
         elif replacing:
             written.append(records.target_member_record(group.group_id, member_id, target))
-        reconciled = reconcile(member, target_epoch, target, group.partition_epoch, request.owned)
+        reconciled = reconcile(member, target_epoch, target, group.partition_epoch, owned)
         changed = old is None or replacing or not reconciled.same_assignment(old)
         if changed:
             written.append(records.current_assignment_record(group.group_id, reconciled))
-        self._schedule_timers(group.group_id, reconciled, assignment_changed=changed)
-        if old is None or replacing:
-            log.info(
-                "Member %s joined consumer group %s at group epoch %d",
-                member_id,
-                group.group_id,
-                group_epoch,
-            )
-        assignment = None
-        if request.is_full or old is None or reconciled.assigned != old.assigned:
-            assignment = reconciled.assigned
-        return CoordinatorResult(
-            written,
-            HeartbeatResponse(
-                member_id=member_id,
-                member_epoch=reconciled.member_epoch,
-                heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
-                assignment=assignment,
-            ),
-        )
+        return reconciled, group_epoch, changed
 
     def _dynamic_member(
         self, group: ConsumerGroup, request: HeartbeatRequest, member_id: str

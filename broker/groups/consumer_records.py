@@ -11,7 +11,7 @@ from brook.protocol import consumer_group_records as cgr
 
 from ..coordinator.records import CoordinatorRecord
 from .assignors import Assignment
-from .consumer_group import ConsumerGroupMember, MemberState
+from .consumer_group import ClassicMetadata, ConsumerGroupMember, MemberState
 
 
 def _record(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None) -> CoordinatorRecord:
@@ -55,6 +55,15 @@ def member_record(group_id: str, member: ConsumerGroupMember) -> CoordinatorReco
             subscribed_topic_regex=member.subscribed_topic_regex,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor,
+            classic_member_metadata=cgr.ClassicMemberMetadata(
+                session_timeout_ms=member.classic.session_timeout_ms,
+                supported_protocols=tuple(
+                    cgr.ClassicProtocol(name=name, metadata=metadata)
+                    for name, metadata in member.classic.protocols
+                ),
+            )
+            if member.classic is not None
+            else None,
         ),
     )
 
@@ -70,6 +79,12 @@ def member_of(member_id: str, value: cgr.ConsumerGroupMemberMetadataValue) -> Co
         subscribed_topic_names=tuple(value.subscribed_topic_names),
         subscribed_topic_regex=value.subscribed_topic_regex or None,
         server_assignor=value.server_assignor or None,
+        classic=ClassicMetadata(
+            value.classic_member_metadata.session_timeout_ms,
+            tuple((p.name, p.metadata) for p in value.classic_member_metadata.supported_protocols),
+        )
+        if value.classic_member_metadata is not None
+        else None,
     )
 
 
