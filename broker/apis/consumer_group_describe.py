@@ -3,7 +3,7 @@
 Each group with its state, epochs and assignor; each member with its subscription, its
 current assignment and its target, topics named. A group that is not a consumer group
 (or none) is GROUP_ID_NOT_FOUND, as Kafka answers. v1 adds each member's type (KIP-1099):
-1, every member here speaks the consumer protocol.
+0 for a member of the classic protocol inside the group, 1 for the consumer protocol.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..groups.assignors import Assignment
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -88,7 +89,9 @@ def handle_consumer_group_describe(
                 subscribed_topic_regex=member.subscribed_topic_regex,
                 assignment=named(member.assigned),
                 target_assignment=named(group.target_assignment.get(member.member_id, {})),
-                member_type=CONSUMER_MEMBER_TYPE,
+                member_type=CLASSIC_MEMBER_TYPE
+                if member.classic is not None
+                else CONSUMER_MEMBER_TYPE,
             )
             for member in group.members.values()
         )

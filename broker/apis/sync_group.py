@@ -66,17 +66,29 @@ def handle_sync_group(ctx: RequestContext, request: SyncGroupRequestView) -> Any
             assignments={entry.member_id: entry.assignment for entry in request.assignments},
         )
     )
-    return respond(result, lambda answer: _response(ctx, request.group_id, *answer))
+    echo = (getattr(request, "protocol_type", None), getattr(request, "protocol_name", None))
+    return respond(result, lambda answer: _response(ctx, request.group_id, *answer, echo=echo))
 
 
-def _response(ctx: RequestContext, group_id: str, error: ErrorCode, assignment: bytes) -> Any:
+def _response(
+    ctx: RequestContext,
+    group_id: str,
+    error: ErrorCode,
+    assignment: bytes,
+    echo: tuple[str | None, str | None] = (None, None),
+) -> Any:
+    """A classic group's protocol type and name; for a classic member inside a consumer
+    group (KIP-848), the request's, echoed as Kafka does."""
     group = ctx.services.groups.group(group_id)
     known = group if error is ErrorCode.none else None
+    protocol_type, protocol_name = echo if error is ErrorCode.none else (None, None)
+    if known is not None:
+        protocol_type, protocol_name = known.protocol_type, known.protocol_name
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,
         error_code=error,
-        protocol_type=known.protocol_type if known is not None else None,
-        protocol_name=known.protocol_name if known is not None else None,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
         assignment=assignment,
     )

@@ -160,6 +160,18 @@ def _check_rebalance_protocols(value: Any) -> str | None:
     return None if "classic" in value else "The classic protocol must be enabled."
 
 
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def _check_migration_policy(value: Any) -> str | None:
+    """Kafka's check: one of the policies, in any case."""
+    if str(value).lower() in MIGRATION_POLICIES:
+        return None
+    return "String must be one of (case insensitive): " + ", ".join(
+        policy.upper() for policy in MIGRATION_POLICIES
+    )
+
+
 def _check_not_empty(value: Any) -> str | None:
     return None if value else "The list must not be empty."
 
@@ -836,6 +848,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             15000,
             "Largest heartbeat interval a consumer group may be configured with.",
             at_least=1,
+        ),
+        _key(
+            "group.consumer.migration.policy",
+            "string",
+            "bidirectional",
+            "Which online conversions between classic and consumer groups are allowed:"
+            " bidirectional, upgrade (classic to consumer), downgrade, disabled.",
+            check=_check_migration_policy,
         ),
         _key(
             "group.consumer.max.size",

@@ -17,11 +17,12 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol import consumer_group_records as cgr
+from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
 
 from ..coordinator.coordinator_timer import CoordinatorTimer
@@ -29,6 +30,13 @@ from ..coordinator.records import CoordinatorRecord
 from ..coordinator.shard import CoordinatorResult
 from . import consumer_records as records
 from .assignors import ASSIGNORS, Assignment, MemberSubscription, TopicId
+from .classic_members import (
+    downgrade,
+    join_timer,
+    migration_allows,
+    sync_timer,
+    upgrade_records,
+)
 from .consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -183,6 +191,8 @@ class ConsumerGroups:
         self.topics = topics
         self.group_configs = group_configs
         self.stats = stats
+        # The shard's: a consumer group turned classic takes its place (classic_members.py).
+        self.on_downgrade: Callable[[ConsumerGroup, cr.GroupMetadataValue], None] | None = None
 
     # --- configuration ------------------------------------------------------------------
 
@@ -236,9 +246,13 @@ class ConsumerGroups:
             return group, []
         classic = self.classic_groups.get(request.group_id)
         if classic is not None and not classic.is_empty:
-            raise _error(
-                ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
-            )
+            if request.member_epoch != 0 or not self._may_upgrade(classic):
+                raise _error(
+                    ErrorCode.group_id_not_found,
+                    f"Group {request.group_id} is not a consumer group.",
+                )
+            written, upgraded = upgrade_records(self, classic)
+            return upgraded, written
         if request.member_epoch != 0:
             raise _error(ErrorCode.group_id_not_found, f"Group {request.group_id} not found.")
         group = ConsumerGroup(request.group_id, self.clock())
@@ -249,6 +263,15 @@ class ConsumerGroups:
 
             cleanup.append(group_tombstone(request.group_id))
         return group, cleanup
+
+    def _may_upgrade(self, classic: Group) -> bool:
+        """Kafka's validateOnlineUpgrade: the policy allows it, the group's members use
+        the consumer protocol, and there are not more than a consumer group may have."""
+        return (
+            migration_allows(self.config["group.consumer.migration.policy"], "upgrade")
+            and classic.protocol_type == "consumer"
+            and len(classic.members) <= self.config["group.consumer.max.size"]
+        )
 
     def _heartbeat(self, request: HeartbeatRequest) -> CoordinatorResult[HeartbeatResponse]:
         group, written = self._group_for(request)
@@ -400,6 +423,7 @@ class ConsumerGroups:
         base = old if old is not None else ConsumerGroupMember(member_id)
         changes: dict[str, Any] = {
             "member_id": member_id,
+            "classic": None,  # a member heartbeating speaks the consumer protocol
             "client_id": request.client_id,
             "client_host": request.client_host,
         }
@@ -557,25 +581,82 @@ class ConsumerGroups:
             return CoordinatorResult(
                 [records.current_assignment_record(group.group_id, away)], response
             )
-        return CoordinatorResult(self._fence(group, member, "left the group"), response)
+        fenced = self.fence(group, [member], "left the group")
+        return CoordinatorResult(fenced.records, response, replay_records=fenced.replay_records)
 
-    def _fence(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str
-    ) -> list[CoordinatorRecord]:
-        """The records that remove a member, and a new group epoch so that the others
-        take over its partitions."""
-        log.info("Member %s of consumer group %s %s", member.member_id, group.group_id, reason)
-        self.timer.cancel(_session_timer(group.group_id, member.member_id))
-        self.timer.cancel(_rebalance_timer(group.group_id, member.member_id))
-        written = records.removal_records(group.group_id, member.member_id)
-        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
+    def fence(
+        self, group: ConsumerGroup, members: list[ConsumerGroupMember], reason: str
+    ) -> CoordinatorResult[None]:
+        """The records that remove members, and a new group epoch so that the others
+        take over their partitions; or, where the last consumer-protocol member leaves
+        classic members behind (and the policy allows), the records that turn the group
+        into a classic group, which takes the shard's place at once (not by replay)."""
+        leaving = {m.member_id for m in members}
+        for member in members:
+            log.info("Member %s of consumer group %s %s", member.member_id, group.group_id, reason)
+            for key in self.timer_keys(group.group_id, member.member_id):
+                self.timer.cancel(key)
+        downgraded = downgrade(self, group, leaving)
+        if downgraded is not None and self.on_downgrade is not None:
+            written, value = downgraded
+            self.on_downgrade(group, value)
+            return CoordinatorResult(written, None, replay_records=False)
+        written = []
+        for member_id in leaving:
+            written += records.removal_records(group.group_id, member_id)
+        remaining = [m for m in group.members.values() if m.member_id not in leaving]
         resolved = self._resolve_regexes(group, remaining, written)
         metadata_hash = self._metadata_hash(self._subscribed_names(remaining, resolved))
         written.append(
             records.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash)
         )
         self._count_rebalance()
-        return written
+        return CoordinatorResult(written, None)
+
+    def fence_operation(
+        self, group_id: str, member_id: str, reason: str
+    ) -> CoordinatorResult[None]:
+        """A timer's: fence the member if it is still one."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return CoordinatorResult([], None)
+        return self.fence(group, [member], reason)
+
+    def timer_keys(self, group_id: str, member_id: str) -> list[str]:
+        return [
+            _session_timer(group_id, member_id),
+            _rebalance_timer(group_id, member_id),
+            join_timer(group_id, member_id),
+            sync_timer(group_id, member_id),
+        ]
+
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
+        self.timer.schedule(
+            _session_timer(group_id, member_id),
+            timeout_ms,
+            lambda: self.fence_operation(
+                group_id, member_id, f"expired after its session timeout of {timeout_ms} ms"
+            ),
+        )
+
+    def metadata_hash(self, names: Iterable[str]) -> int:
+        return self._metadata_hash(names)
+
+    def topic_id_assignment(self, by_name: Mapping[str, Iterable[int]]) -> Assignment:
+        """Partitions by topic name as partitions by topic id (unknown topics left out)."""
+        ids = self._topic_ids(by_name)
+        return {
+            ids[name]: frozenset(parts) for name, parts in by_name.items() if name in ids and parts
+        }
+
+    def topic_name_assignment(self, assignment: Assignment) -> dict[str, list[int]]:
+        names: dict[str, list[int]] = {}
+        for topic_id, parts in assignment.items():
+            topic = self.topics.get_by_id(topic_id) if self.topics is not None else None
+            if topic is not None:
+                names[topic.name] = sorted(parts)
+        return names
 
     def _count_rebalance(self) -> None:
         if self.stats is not None:
@@ -587,11 +668,7 @@ class ConsumerGroups:
         """The session starts again; the rebalance timeout starts when the member is told
         to revoke partitions (not again at each heartbeat while it has not), and ends
         when it has."""
-        self.timer.schedule(
-            _session_timer(group_id, member.member_id),
-            self.session_timeout_ms(group_id),
-            lambda: self._expire(group_id, member.member_id, None, "session"),
-        )
+        self.schedule_session(group_id, member.member_id, self.session_timeout_ms(group_id))
         if not assignment_changed:
             return
         rebalance = _rebalance_timer(group_id, member.member_id)
@@ -599,33 +676,34 @@ class ConsumerGroups:
             self.timer.schedule(
                 rebalance,
                 max(member.rebalance_timeout_ms, 0),
-                lambda: self._expire(group_id, member.member_id, member.member_epoch, "rebalance"),
+                lambda: self._rebalance_expired(group_id, member.member_id, member.member_epoch),
             )
         else:
             self.timer.cancel(rebalance)
 
-    def _expire(
-        self, group_id: str, member_id: str, epoch: int | None, which: str
+    def _rebalance_expired(
+        self, group_id: str, member_id: str, epoch: int
     ) -> CoordinatorResult[None]:
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             return CoordinatorResult([], None)
-        if which == "rebalance":
-            if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
-                return CoordinatorResult([], None)
-            reason = (
-                f"did not revoke its partitions within its rebalance timeout of"
-                f" {member.rebalance_timeout_ms} ms"
-            )
-        else:
-            reason = f"expired after its session timeout of {self.session_timeout_ms(group_id)} ms"
-        return CoordinatorResult(self._fence(group, member, reason), None)
+        if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
+            return CoordinatorResult([], None)
+        reason = (
+            f"did not revoke its partitions within its rebalance timeout of"
+            f" {member.rebalance_timeout_ms} ms"
+        )
+        return self.fence(group, [member], reason)
 
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._schedule_timers(group.group_id, member)
+                if member.classic is not None:
+                    timeout = member.classic.session_timeout_ms
+                    self.schedule_session(group.group_id, member.member_id, timeout)
+                else:
+                    self._schedule_timers(group.group_id, member)
 
     # --- offsets ----------------------------------------------------------------------------
 
@@ -646,6 +724,10 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
+        if member.classic is not None:  # its generation is its member epoch
+            if member_epoch != member.member_epoch:
+                return ErrorCode.illegal_generation
+            return ErrorCode.none
         if not transactional and api_version < 9:
             return ErrorCode.unsupported_version
         if member_epoch != member.member_epoch:
@@ -662,7 +744,11 @@ class ConsumerGroups:
         if member is None:
             return ErrorCode.unknown_member_id
         if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+            return (
+                ErrorCode.illegal_generation
+                if member.classic is not None
+                else ErrorCode.stale_member_epoch
+            )
         return ErrorCode.none
 
     # --- admin -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from ..coordinator.records import CoordinatorRecord, TransactionalProducer
 from ..coordinator.shard import CoordinatorResult, WriteCallback
 from ..coordinator.write_errors import coordinator_error
 from . import records
+from .classic_members import ClassicMembers
 from .consumer_group import ConsumerGroup
 from .consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResponse, TopicImage
 from .consumer_groups import replay as replay_consumer_group
@@ -113,6 +114,8 @@ class GroupCoordinatorShard:
             group_configs,
             self.stats,
         )
+        self.consumer.on_downgrade = self._downgraded
+        self.classic_members = ClassicMembers(self.consumer)
         # Offsets written inside transactions wait there for their marker.
         self._replay = ConsumerOffsetsReplay(self)
         # Group records that the running operation writes, and what waits on them.
@@ -255,26 +258,29 @@ class GroupCoordinatorShard:
 
     def join(self, request: JoinRequest) -> CoordinatorResult[Any]:
         """Answers a JoinResult, or a future of one when the member waits for the group."""
+        consumer_group = self.consumer_groups.get(request.group_id)
+        if consumer_group is not None and not consumer_group.is_empty:
+            if not self._session_timeout_ok(request):
+                return CoordinatorResult(
+                    [], JoinResult(ErrorCode.invalid_session_timeout, member_id=request.member_id)
+                )
+            # A classic member inside a consumer group (KIP-848).
+            return self.classic_members.join(consumer_group, request)
         return self._result(self._join(request))
 
-    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
-        group_id, member_id = request.group_id, request.member_id
-        if not (
+    def _session_timeout_ok(self, request: JoinRequest) -> bool:
+        return bool(
             self.config["group.min.session.timeout.ms"]
             <= request.session_timeout_ms
             <= self.config["group.max.session.timeout.ms"]
-        ):
+        )
+
+    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        group_id, member_id = request.group_id, request.member_id
+        if not self._session_timeout_ok(request):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
         consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
-            if not consumer_group.is_empty:
-                log.info(
-                    "JoinGroup of %s into consumer group %s refused: its members use the"
-                    " consumer protocol (KIP-848)",
-                    member_id or request.client_id,
-                    group_id,
-                )
-                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+        if consumer_group is not None:  # empty: members of a consumer group go elsewhere
             self._classic_from_empty_consumer_group(consumer_group)
         group = self.groups.get(group_id)
         if group is None:
@@ -295,6 +301,22 @@ class GroupCoordinatorShard:
             member = request.new_member(member_id)
             return self._add_and_rebalance(group, member, f"{member_id} joined")
         return self._join_known_member(group, request)
+
+    def _downgraded(self, consumer_group: ConsumerGroup, value: cr.GroupMetadataValue) -> None:
+        """A consumer group whose last consumer-protocol member left becomes the classic
+        group `value` describes, at once, and rebalances so that its members join it."""
+        group_id = consumer_group.group_id
+        del self.consumer_groups[group_id]
+        consumer_group.dead = True
+        group = Group(group_id, self.clock())
+        group.offsets = consumer_group.offsets
+        records.restore_group(group, value, self.clock())
+        self.groups[group_id] = group
+        for member in group.members.values():
+            self._schedule_session_expiry(group, member)
+        self._prepare_rebalance(
+            group, "it became a classic group (its last consumer-protocol member left)"
+        )
 
     def _classic_from_empty_consumer_group(self, consumer_group: ConsumerGroup) -> None:
         """A classic member joining an empty consumer group makes it a classic group, as
@@ -628,6 +650,9 @@ class GroupCoordinatorShard:
 
     def sync(self, request: SyncRequest) -> CoordinatorResult[Any]:
         """Answers (error, assignment), or a future of it while the leader assigns."""
+        consumer_group = self.consumer_groups.get(request.group_id)
+        if consumer_group is not None:
+            return self.classic_members.sync(consumer_group, request)
         return self._result(self._sync(request))
 
     def _sync(self, request: SyncRequest) -> SyncAnswer | asyncio.Future[SyncAnswer]:
@@ -689,6 +714,11 @@ class GroupCoordinatorShard:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.classic_members.heartbeat(
+                consumer_group, member_id, instance_id, generation_id
+            )
         group = self.groups.get(group_id)
         error = self._check_member(group, member_id, instance_id, generation_id)
         if error:
@@ -703,6 +733,9 @@ class GroupCoordinatorShard:
         self, group_id: str, members: Iterable[tuple[str, str | None]]
     ) -> CoordinatorResult[tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]]:
         """Remove members; answers a group-level error and one error per member."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.classic_members.leave(consumer_group, members)
         return self._result(self._leave(group_id, members))
 
     def _leave(

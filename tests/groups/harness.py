@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.session.timeout.ms": 45_000,
     "group.consumer.heartbeat.interval.ms": 5_000,
     "group.consumer.max.size": 2**31 - 1,
+    "group.consumer.migration.policy": "bidirectional",
 }
 
 

@@ -395,9 +395,9 @@ def test_offset_fetch_by_a_member_checks_its_epoch(brook_broker, members, topic)
     assert offset_fetch(a.client, "fetches", None, -1) == ErrorCode.none  # an admin's fetch
 
 
-def join_group(client: RawClient, group: str) -> ErrorCode:
+def join_group(client: RawClient, group: str, protocol_type: str = "consumer") -> ErrorCode:
     request_type = load_request_schema(ApiKey.JOIN_GROUP, 9)
-    protocol_type = nested(request_type, "JoinGroupRequestProtocol")
+    protocol_entry = nested(request_type, "JoinGroupRequestProtocol")
     request = make(
         request_type,
         group_id=group,
@@ -405,8 +405,8 @@ def join_group(client: RawClient, group: str) -> ErrorCode:
         rebalance_timeout=datetime.timedelta(milliseconds=10_000),
         member_id="",
         group_instance_id=None,
-        protocol_type="consumer",
-        protocols=(make(protocol_type, name="range", metadata=b""),),
+        protocol_type=protocol_type,
+        protocols=(make(protocol_entry, name="range", metadata=b""),),
         reason=None,
     )
     return ErrorCode(client.request(request).error_code)
@@ -421,9 +421,10 @@ def test_classic_requests_meet_a_consumer_group(brook_broker, members, topic) ->
     name, _ = topic
     a = new_member(members, brook_broker, "mixed", subscribed_topic_names=(name,))
     a.join()
-    # Classic members do not join a group of the consumer protocol here (README lists the
-    # online conversion as not served), and the group cannot be deleted while it has members.
-    assert join_group(a.client, "mixed") == ErrorCode.inconsistent_group_protocol
+    # A classic member may join (test_consumer_group_migration.py): first it is given a
+    # member id, as in a classic group; a member of another protocol type may not.
+    assert join_group(a.client, "mixed") == ErrorCode.member_id_required
+    assert join_group(a.client, "mixed", "connect") == ErrorCode.inconsistent_group_protocol
     assert delete_group(a.client, "mixed") == ErrorCode.non_empty_group
     a.heartbeat(member_epoch=-1)
     # Empty: a classic member's JoinGroup makes it a classic group, as in Kafka.
