@@ -207,3 +207,64 @@ def group_rebalances(
     committed = java.admin(config, "list_group_offsets", group=group)
     ends = Counter(int(r["partition"]) for r in first["records"] + second["records"])
     assert committed == {f"{topic}:{p}": ends[p] for p in range(4)}
+
+
+def mixed_group(java: JavaClients, config: dict[str, Any]) -> None:
+    """A classic Java consumer's group upgraded when a consumer-protocol (KIP-848) Java
+    consumer joins it, the two sharing the partitions, then downgraded when that one
+    leaves; each record read exactly once, the committed offsets at the log end."""
+    topic = unique("java-mixed")
+    group = unique("java-mixed")
+    create_topic(java, config, topic, partitions=4)
+    base = {
+        **config,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": "false",
+    }
+    classic = {
+        **base,
+        "session.timeout.ms": "10000",
+        "heartbeat.interval.ms": "500",
+        "partition.assignment.strategy": COOPERATIVE_STICKY,
+    }
+    produced: list[str] = []
+
+    def produce(batch: str, count: int) -> None:
+        records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
+        java.call("produce", config=config, topic=topic, records=records)
+        produced.extend(r["value"] for r in records)
+
+    def state(name: str) -> dict[str, Any]:
+        answer: dict[str, Any] = java.call("member_state", name=name)
+        assert answer["failure"] is None, answer["failure"]
+        return answer
+
+    every_partition = [f"{topic}:{p}" for p in range(4)]
+    produce("one", 100)
+    java.call("member_start", name="a", config=classic, topic=topic)
+    wait_for(lambda: state("a"), lambda s: s["assigned"] == every_partition and s["count"] == 100)
+    assert java.admin(config, "describe_groups", groups=[group])[group]["type"] == "CLASSIC"
+    java.call("member_start", name="b", config={**base, "group.protocol": "consumer"}, topic=topic)
+    wait_for(
+        lambda: (state("a"), state("b")),
+        lambda pair: len(pair[0]["assigned"]) == 2 and len(pair[1]["assigned"]) == 2,
+    )
+    described = java.admin(config, "describe_groups", groups=[group])[group]
+    assert (described["type"], described["state"]) == ("CONSUMER", "STABLE")
+    produce("two", 100)
+    wait_for(lambda: state("a")["count"] + state("b")["count"], lambda n: n == 200)
+    second = java.call("member_stop", name="b")
+    wait_for(lambda: state("a"), lambda s: s["assigned"] == every_partition)
+    wait_for(
+        lambda: java.admin(config, "describe_groups", groups=[group])[group],
+        lambda d: d["type"] == "CLASSIC" and d["state"] == "STABLE",
+    )
+    produce("three", 100)
+    wait_for(lambda: state("a")["count"], lambda n: n == 300 - second["count"])
+    first = java.call("member_stop", name="a")
+    read = [r["value"] for r in first["records"] + second["records"]]
+    assert Counter(read) == Counter(produced)
+    committed = java.admin(config, "list_group_offsets", group=group)
+    ends = Counter(int(r["partition"]) for r in first["records"] + second["records"])
+    assert committed == {f"{topic}:{p}": ends[p] for p in range(4)}

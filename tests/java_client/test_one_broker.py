@@ -23,6 +23,7 @@ from .scenarios import (
     create_topic,
     group_rebalances,
     idempotent_producer,
+    mixed_group,
     read_all,
     transactions,
     unique,
@@ -223,6 +224,12 @@ def test_admin_configs(java: JavaClients, config: dict[str, Any], broker: Broker
     )[str(broker_id)]
     assert broker_configs["num.partitions"]["value"] == "1"
     assert broker_configs["log.dirs"]["read_only"] is True
+
+
+def test_a_classic_group_upgraded_to_a_consumer_group_and_back(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    mixed_group(java, config)
 
 
 def test_admin_group_configs(java: JavaClients, config: dict[str, Any]) -> None:
