@@ -81,6 +81,10 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # The member epoch at which each of its partitions was assigned to it (Kafka 4.3's
+    # KIP-1251): it may commit a partition's offset with any epoch from that one to its
+    # current, so a commit racing the heartbeat that moved its epoch is not refused.
+    assignment_epochs: Mapping[tuple[TopicId, int], int] = field(default_factory=dict)
 
     def same_subscription(self, other: ConsumerGroupMember) -> bool:
         """Whether the member metadata record would be the same."""
@@ -114,13 +118,24 @@ class ConsumerGroupMember:
             self.state,
             self.assigned,
             self.pending_revocation,
+            self.assignment_epochs,
         ) == (
             other.member_epoch,
             other.previous_member_epoch,
             other.state,
             other.assigned,
             other.pending_revocation,
+            other.assignment_epochs,
         )
+
+    def assignment_epoch(self, topic: TopicId, partition: int) -> int | None:
+        """The epoch the partition was assigned to the member at; None if it is not the
+        member's (neither assigned nor being revoked)."""
+        if partition not in self.assigned.get(topic, frozenset()) and partition not in (
+            self.pending_revocation.get(topic, frozenset())
+        ):
+            return None
+        return self.assignment_epochs.get((topic, partition), self.member_epoch)
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -241,6 +256,7 @@ class ConsumerGroup:
         state: MemberState,
         assigned: Assignment,
         pending_revocation: Assignment,
+        assignment_epochs: Mapping[tuple[TopicId, int], int] | None = None,
     ) -> None:
         old = self.members.get(member_id)
         if old is None:
@@ -255,6 +271,7 @@ class ConsumerGroup:
             state=state,
             assigned=assigned,
             pending_revocation=pending_revocation,
+            assignment_epochs=dict(assignment_epochs or {}),
         )
         self.members[member_id] = member
         for tp in partitions_of(member.assigned):
@@ -274,6 +291,7 @@ class ConsumerGroup:
             state=MemberState.STABLE,
             assigned={},
             pending_revocation={},
+            assignment_epochs={},
         )
 
     def _release(self, member: ConsumerGroupMember) -> None:

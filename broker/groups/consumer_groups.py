@@ -715,8 +715,11 @@ class ConsumerGroups:
         member_epoch: int,
         api_version: int,
         transactional: bool,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        """Kafka's ConsumerGroup.validateOffsetCommit, with Kafka 4.3's assignment epochs
+        (KIP-1251): a member may commit with an epoch older than its own, from the one
+        each committed partition was assigned to it at."""
         if member_epoch < 0 and not group.members:
             return ErrorCode.none
         if transactional and member_epoch < 0 and not member_id and instance_id is None:
@@ -730,8 +733,17 @@ class ConsumerGroups:
             return ErrorCode.none
         if not transactional and api_version < 9:
             return ErrorCode.unsupported_version
-        if member_epoch != member.member_epoch:
+        if member_epoch == member.member_epoch:
+            return ErrorCode.none
+        if member_epoch > member.member_epoch:
             return ErrorCode.stale_member_epoch
+        committed = list(partitions)
+        ids = self._topic_ids(topic for topic, _ in committed)
+        for topic, partition in committed:
+            topic_id = ids.get(topic)
+            since = member.assignment_epoch(topic_id, partition) if topic_id else None
+            if since is None or since > member_epoch:
+                return ErrorCode.stale_member_epoch
         return ErrorCode.none
 
     def validate_fetch(
@@ -841,6 +853,9 @@ def replay(
             records.member_state(value.state),
             records.assignment_of(value.assigned_partitions),
             records.assignment_of(value.partitions_pending_revocation),
+            records.assignment_epochs_of(
+                value.assigned_partitions + value.partitions_pending_revocation
+            ),
         )
     elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMemberKey):
         assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMemberValue)

@@ -7,10 +7,12 @@ deletes it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from brook.protocol import consumer_group_records as cgr
 
 from ..coordinator.records import CoordinatorRecord
-from .assignors import Assignment
+from .assignors import Assignment, TopicId
 from .consumer_group import ClassicMetadata, ConsumerGroupMember, MemberState
 
 
@@ -20,9 +22,19 @@ def _record(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None) -> 
     )
 
 
-def topic_partitions(assignment: Assignment) -> tuple[cgr.TopicPartitions, ...]:
+def topic_partitions(
+    assignment: Assignment, epochs: Mapping[tuple[TopicId, int], int] | None = None
+) -> tuple[cgr.TopicPartitions, ...]:
+    """An assignment as Kafka's records carry it; with `epochs`, each partition's
+    assignment epoch beside it (a current assignment's, as Kafka 4.4 writes it)."""
     return tuple(
-        cgr.TopicPartitions(topic_id=topic, partitions=tuple(p for p in sorted(parts)))
+        cgr.TopicPartitions(
+            topic_id=topic,
+            partitions=tuple(sorted(parts)),
+            assignment_epochs=tuple(epochs[(topic, p)] for p in sorted(parts))
+            if epochs is not None
+            else None,
+        )
         for topic, parts in sorted(assignment.items(), key=lambda item: str(item[0]))
         if parts
     )
@@ -30,6 +42,22 @@ def topic_partitions(assignment: Assignment) -> tuple[cgr.TopicPartitions, ...]:
 
 def assignment_of(partitions: tuple[cgr.TopicPartitions, ...]) -> Assignment:
     return {tp.topic_id: frozenset(tp.partitions) for tp in partitions if tp.partitions}
+
+
+def assignment_epochs_of(
+    partitions: tuple[cgr.TopicPartitions, ...],
+) -> dict[tuple[TopicId, int], int]:
+    """The assignment epochs a record carries (Kafka 4.4 writes them; older ones not)."""
+    epochs = {}
+    for tp in partitions:
+        if tp.assignment_epochs is not None and len(tp.assignment_epochs) == len(tp.partitions):
+            epochs.update(
+                {
+                    (tp.topic_id, p): e
+                    for p, e in zip(tp.partitions, tp.assignment_epochs, strict=True)
+                }
+            )
+    return epochs
 
 
 def group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
@@ -99,10 +127,22 @@ def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> Coo
             member_epoch=member.member_epoch,
             previous_member_epoch=member.previous_member_epoch,
             state=int(member.state),
-            assigned_partitions=topic_partitions(member.assigned),
-            partitions_pending_revocation=topic_partitions(member.pending_revocation),
+            assigned_partitions=topic_partitions(member.assigned, _epochs_of(member)),
+            partitions_pending_revocation=topic_partitions(
+                member.pending_revocation, _epochs_of(member)
+            ),
         ),
     )
+
+
+def _epochs_of(member: ConsumerGroupMember) -> dict[tuple[TopicId, int], int]:
+    """Every partition's assignment epoch, the member's epoch where none is known."""
+    epochs = dict(member.assignment_epochs)
+    for assignment in (member.assigned, member.pending_revocation):
+        for topic, parts in assignment.items():
+            for partition in parts:
+                epochs.setdefault((topic, partition), member.member_epoch)
+    return epochs
 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:

@@ -90,6 +90,7 @@ def _next(
             state=MemberState.UNREVOKED_PARTITIONS,
             assigned=assigned,
             pending_revocation=revoking,
+            assignment_epochs=_epochs(member, [assigned, revoking], {}, epoch),
         )
     for topic, parts in to_assign.items():
         assigned[topic] = assigned.get(topic, frozenset()) | parts
@@ -98,4 +99,25 @@ def _next(
         state=MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
         assigned=assigned,
         pending_revocation={},
+        assignment_epochs=_epochs(member, [assigned], to_assign, target_epoch),
     )
+
+
+def _epochs(
+    member: ConsumerGroupMember,
+    kept: list[Mapping[TopicId, frozenset[int]]],
+    new: Mapping[TopicId, frozenset[int]],
+    epoch: int,
+) -> dict[tuple[TopicId, int], int]:
+    """Each partition's assignment epoch (KIP-1251): a partition the member had keeps
+    its own; one it is given now gets the epoch it is given at."""
+    epochs = {}
+    for assignment in kept:
+        for topic, parts in assignment.items():
+            for partition in parts:
+                if partition in new.get(topic, frozenset()):
+                    epochs[(topic, partition)] = epoch
+                else:
+                    had = member.assignment_epoch(topic, partition)
+                    epochs[(topic, partition)] = had if had is not None else epoch
+    return epochs

@@ -865,7 +865,7 @@ class GroupCoordinatorShard:
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             error = self.consumer.validate_commit(
-                consumer_group, member_id, instance_id, generation_id, api_version, False
+                consumer_group, member_id, instance_id, generation_id, api_version, False, offsets
             )
             if error:
                 return CoordinatorResult([], error)
@@ -911,7 +911,7 @@ class GroupCoordinatorShard:
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             error = self.consumer.validate_commit(
-                consumer_group, member_id, instance_id, generation_id, 9, True
+                consumer_group, member_id, instance_id, generation_id, 9, True, offsets
             )
             if error:
                 return CoordinatorResult([], error)

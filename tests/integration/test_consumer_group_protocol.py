@@ -316,7 +316,15 @@ def test_v0_lets_the_coordinator_name_the_member(brook_broker, members, topic) -
     assert answer.member_id and answer.member_id != member.member_id
 
 
-def offset_commit(client: RawClient, version: int, group: str, member: str, epoch: int, topic: str):
+def offset_commit(
+    client: RawClient,
+    version: int,
+    group: str,
+    member: str,
+    epoch: int,
+    topic: str,
+    partition: int = 0,
+):
     request_type = load_request_schema(ApiKey.OFFSET_COMMIT, version)
     topic_type = nested(request_type, "OffsetCommitRequestTopic")
     partition_type = nested(request_type, "OffsetCommitRequestPartition")
@@ -334,7 +342,7 @@ def offset_commit(client: RawClient, version: int, group: str, member: str, epoc
                 partitions=(
                     make(
                         partition_type,
-                        partition_index=0,
+                        partition_index=partition,
                         committed_offset=7,
                         committed_leader_epoch=-1,
                         committed_metadata="",
@@ -368,6 +376,34 @@ def test_offset_commits_are_checked_against_member_epochs(brook_broker, members,
     assert offset_commit(client, 9, "commits", "", -1, name) == ErrorCode.none
     view = consumer_group_view(brook_broker.port, "commits")
     assert view is not None and view.state == "Empty"
+
+
+def test_a_commit_with_an_older_epoch_counts_for_partitions_assigned_by_then(
+    brook_broker, members, topic
+) -> None:
+    """Kafka 4.3's assignment epochs (KIP-1251): a commit racing the heartbeat that moved
+    the member's epoch is taken for the partitions it had at the epoch it names."""
+    name, tid = topic
+    a = new_member(members, brook_broker, "epoch-race", subscribed_topic_names=(name,))
+    a.join()
+    b = new_member(members, brook_broker, "epoch-race", subscribed_topic_names=(name,))
+    b.join()
+    a.beat(owned={tid: [0, 1, 2, 3]})
+    a.beat()  # revoked two: a moves from epoch 1 to 2, keeping two it had since epoch 1
+    assert a.epoch == 2
+    kept = a.assigned[tid]
+    given_up = [p for p in range(4) if p not in kept]
+    client = a.client
+    # Epoch 1 for a partition a has had since epoch 1: taken.
+    assert offset_commit(client, 9, "epoch-race", a.member_id, 1, name, kept[0]) == (ErrorCode.none)
+    # Epoch 1 for a partition a no longer has: refused.
+    assert offset_commit(client, 9, "epoch-race", a.member_id, 1, name, given_up[0]) == (
+        ErrorCode.stale_member_epoch
+    )
+    b.beat()  # b takes what a gave up, at epoch 2
+    assert offset_commit(b.client, 9, "epoch-race", b.member_id, 1, name, b.assigned[tid][0]) == (
+        ErrorCode.stale_member_epoch
+    )
 
 
 def offset_fetch(client: RawClient, group: str, member: str | None, epoch: int) -> ErrorCode:
