@@ -16,7 +16,6 @@ import base64
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,6 +45,7 @@ from .consumer_group import (
     preferred_assignor,
 )
 from .reconciliation import reconcile
+from .topic_regex import InvalidTopicRegex, compile_topic_regex, matching
 
 if TYPE_CHECKING:
     from brook.storage.clock import Clock
@@ -146,8 +146,8 @@ def validate_heartbeat(request: HeartbeatRequest, assignors: Iterable[str]) -> K
         )
     if request.subscribed_topic_regex:
         try:
-            re.compile(request.subscribed_topic_regex)
-        except re.error as exc:
+            compile_topic_regex(request.subscribed_topic_regex)
+        except InvalidTopicRegex as exc:
             return _error(
                 ErrorCode.invalid_regular_expression,
                 f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not a valid regular"
@@ -460,8 +460,7 @@ class ConsumerGroups:
         names = [n for n in (self.topics.names() if self.topics else []) if not _internal(self, n)]
         resolved = {}
         for regex in sorted(regexes):
-            pattern = re.compile(regex)
-            topics = frozenset(n for n in names if pattern.fullmatch(n))
+            topics = matching(regex, names)
             resolved[regex] = topics
             if group.resolved_regexes.get(regex) != topics:
                 written.append(records.regex_record(group.group_id, regex, topics, 0, self.clock()))

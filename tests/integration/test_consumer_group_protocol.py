@@ -254,6 +254,12 @@ BAD_HEARTBEATS = [
         ErrorCode.invalid_regular_expression,
         id="invalid-regex",
     ),
+    pytest.param(
+        # Python's re takes a backreference; RE2, Kafka's syntax, does not.
+        {"subscribed_topic_names": None, "subscribed_topic_regex": r"(t)\1"},
+        ErrorCode.invalid_regular_expression,
+        id="not-re2",
+    ),
     pytest.param({"member_epoch": 3}, ErrorCode.group_id_not_found, id="unknown-group"),
 ]
 
