@@ -99,7 +99,7 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.HEARTBEAT: VersionRange(0, 4),
     ApiKey.LEAVE_GROUP: VersionRange(0, 5),
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
-    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),
     ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
     ApiKey.API_VERSIONS: VersionRange(0, 4),

@@ -1,6 +1,8 @@
-"""DescribeGroups (key 15), v0-v5: state, protocol and members of groups.
+"""DescribeGroups (key 15), v0-v6: state, protocol and members of classic groups.
 
-An unknown group is described as Dead with no members, as Kafka does.
+A group that is not a classic group (none, or a consumer group of Kafka 4's protocol) is
+described as Dead with no members, as Kafka does; from v6 (KIP-1043) with
+GROUP_ID_NOT_FOUND and a message saying so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from ..groups.group import GroupState
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
+# From v6 (KIP-1043) a group that is not a classic one is GROUP_ID_NOT_FOUND.
+GROUP_ID_NOT_FOUND_VERSION = 6
+
 
 class DescribeGroupsRequestView(Protocol):
     """What the handler reads of a DescribeGroupsRequest in every served version; the
@@ -28,7 +33,7 @@ class DescribeGroupsRequestView(Protocol):
 
 
 if TYPE_CHECKING:
-    from kio.schema.describe_groups import v0, v1, v2, v3, v4, v5
+    from kio.schema.describe_groups import v0, v1, v2, v3, v4, v5, v6
 
     def _served_requests_are_views(
         r0: v0.DescribeGroupsRequest,
@@ -37,8 +42,9 @@ if TYPE_CHECKING:
         r3: v3.DescribeGroupsRequest,
         r4: v4.DescribeGroupsRequest,
         r5: v5.DescribeGroupsRequest,
+        r6: v6.DescribeGroupsRequest,
     ) -> list[DescribeGroupsRequestView]:
-        return [r0, r1, r2, r3, r4, r5]
+        return [r0, r1, r2, r3, r4, r5, r6]
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
@@ -65,10 +71,12 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequestVi
         operations = authorized_operations(ctx, ResourceType.GROUP, group_id, asked)
         group = ctx.services.groups.group(group_id)
         if group is None:
+            not_found = ctx.api_version >= GROUP_ID_NOT_FOUND_VERSION
             described.append(
                 build(
                     types.DescribedGroup,
-                    error_code=ErrorCode.none,
+                    error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
+                    error_message=_not_found_message(ctx, group_id) if not_found else None,
                     group_id=group_id,
                     group_state=GroupState.DEAD.value,
                     protocol_type="",
@@ -106,3 +114,10 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequestVi
             )
         )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(described))
+
+
+def _not_found_message(ctx: RequestContext, group_id: str) -> str:
+    """Kafka's messages: a consumer group (KIP-848) is not a classic one; else none is."""
+    if ctx.services.groups.consumer_group(group_id) is not None:
+        return f"Group {group_id} is not a classic group."
+    return f"Group {group_id} not found."

@@ -467,6 +467,16 @@ def test_classic_requests_meet_a_consumer_group(brook_broker, members, topic) ->
     # member id, as in a classic group; a member of another protocol type may not.
     assert join_group(a.client, "mixed") == ErrorCode.member_id_required
     assert join_group(a.client, "mixed", "connect") == ErrorCode.inconsistent_group_protocol
+    # DescribeGroups describes classic groups: v6 says this one is not (KIP-1043).
+    request_type = load_request_schema(ApiKey.DESCRIBE_GROUPS, 6)
+    (described,) = a.client.request(
+        request_type(groups=("mixed",), include_authorized_operations=False)
+    ).groups
+    assert (described.error_code, described.error_message, described.group_state) == (
+        ErrorCode.group_id_not_found,
+        "Group mixed is not a classic group.",
+        "Dead",
+    )
     assert delete_group(a.client, "mixed") == ErrorCode.non_empty_group
     a.heartbeat(member_epoch=-1)
     # Empty: a classic member's JoinGroup makes it a classic group, as in Kafka.

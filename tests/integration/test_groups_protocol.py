@@ -698,10 +698,17 @@ def test_offset_metadata_too_large(brook_broker, port, topic_name):
 
 
 def test_describe_unknown_group_is_dead(port):
-    [described] = describe(port, "nobody-here").values()
+    [described] = describe(port, "nobody-here", version=5).values()
     assert described.error_code == ErrorCode.none
     assert described.group_state == "Dead"
     assert (described.protocol_type, described.protocol_data, described.members) == ("", "", ())
+    # From v6 (KIP-1043) it says so with an error, as Kafka 4 does.
+    [described] = describe(port, "nobody-here", version=6).values()
+    assert (described.error_code, described.error_message, described.group_state) == (
+        ErrorCode.group_id_not_found,
+        "Group nobody-here not found.",
+        "Dead",
+    )
 
 
 def test_list_groups_state_filter(brook_broker, port, topic_name):
@@ -988,7 +995,7 @@ def test_describe_groups_every_version(brook_broker, port, topic_name, version):
         assert assigned_partitions(shown.member_assignment) == {topic_name: partitions}
     unknown = described["unknown"]
     assert (unknown.error_code, unknown.group_state, unknown.members) == (
-        ErrorCode.none,
+        ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
         "Dead",
         (),
     )
