@@ -6,9 +6,11 @@ same bitfields; not asked for, the field stays "not provided".
 
 from __future__ import annotations
 
-from confluent_kafka import TopicCollection
+from confluent_kafka import Consumer, ConsumerGroupType, TopicCollection
 from confluent_kafka.admin import AclOperation, AdminClient
 from kafka import KafkaAdminClient
+
+from brook.broker.testing import wait_until
 
 from .clients import create_topic
 
@@ -64,6 +66,34 @@ def test_group_operations_through_describe_groups(brook_broker, topic_name):
     assert set(group.authorized_operations) == GROUP_OPERATIONS
     plain = admin.describe_consumer_groups(["no-such-group"])["no-such-group"].result(15)
     assert plain.authorized_operations is None
+
+
+def test_group_operations_of_a_consumer_group_through_consumer_group_describe(
+    brook_broker, topic_name
+):
+    """A consumer group of Kafka 4's protocol (KIP-848): librdkafka describes it with
+    ConsumerGroupDescribe, whose authorized operations are a group's."""
+    create_topic(brook_broker.bootstrap, topic_name)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": brook_broker.bootstrap,
+            "group.id": "kip848-ops",
+            "group.protocol": "consumer",
+        }
+    )
+    consumer.subscribe([topic_name])
+    try:
+        wait_until(lambda: consumer.poll(0.1) is None and bool(consumer.assignment()), "a member")
+        admin = AdminClient({"bootstrap.servers": brook_broker.bootstrap})
+        described = admin.describe_consumer_groups(
+            ["kip848-ops"], include_authorized_operations=True
+        )["kip848-ops"].result(15)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert set(described.authorized_operations) == GROUP_OPERATIONS
+        plain = admin.describe_consumer_groups(["kip848-ops"])["kip848-ops"].result(15)
+        assert plain.authorized_operations is None
+    finally:
+        consumer.close()
 
 
 def test_group_operations_as_kafka_python_reads_them(brook_broker):
