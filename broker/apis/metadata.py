@@ -139,8 +139,11 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequestView) -> object
         allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
         for entry in requested:
             name = entry.name
-            if name is None:
-                # Asked for by id: v12 (a null name is refused before).
+            # Asked for by id (v12): a null name, or any name beside a topic id, as Kafka
+            # reads it (the Java consumer of KIP-848 sends "" with the id).
+            asked_id = getattr(entry, "topic_id", None) if version >= 12 else None
+            by_id = name is None or asked_id not in (None, ZERO_UUID)
+            if by_id:
                 topic_id = cast(MetadataRequestTopicFromV10View, entry).topic_id
                 # (kio reads the zero id as None, which no topic has.)
                 topic = metadata.get_by_id(topic_id) if topic_id is not None else None
@@ -150,10 +153,11 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequestView) -> object
                 name = topic.name
             else:
                 # "" is a name too: INVALID_TOPIC_EXCEPTION below.
+                assert name is not None
                 topic = metadata.get(name)
             if not authorize(ctx, AclOperation.DESCRIBE, AclResource.TOPIC, name):
                 # Whether it exists is not disclosed (nor its name, asked by id).
-                shown = name if entry.name is not None else None
+                shown = None if by_id else name
                 error = ErrorCode.topic_authorization_failed
                 results.append(_error_topic(types, shown, ZERO_UUID, error))
                 continue

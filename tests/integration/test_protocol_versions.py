@@ -20,6 +20,7 @@ from brook.protocol.record_batch import Record, build_batch
 
 from .clients import create_topic
 from .raw_client import RawClient, make, nested, produce_request, versions
+from .raw_client import topic_id as raw_topic_id
 
 NOW_MS = int(datetime.datetime.now().timestamp() * 1000)
 
@@ -100,6 +101,32 @@ def test_metadata_auto_creation_rules(brook_broker):
     assert ask("created-on-demand", allow=True) == 0
     assert ask("bad/name", allow=True) == 17  # INVALID_TOPIC_EXCEPTION
     assert ask("not-asked-to-create", allow=False) == 3
+
+
+def test_metadata_v12_looks_topics_up_by_id(loaded):
+    """By id with a null name, or with "" beside the id as the Java consumer of KIP-848
+    sends it (Kafka reads any entry with an id as a lookup by id); an unknown id is
+    UNKNOWN_TOPIC_ID, named by nothing."""
+    broker, topic, _ = loaded
+    request_type = load_request_schema(ApiKey.METADATA, 12)
+    topic_type = nested(request_type, "MetadataRequestTopic")
+    with RawClient(broker.port) as client:
+        topic_id = raw_topic_id(client, topic)
+        unknown = uuid.UUID(int=12345)
+        response = client.request(
+            make(
+                request_type,
+                topics=(
+                    make(topic_type, name=None, topic_id=topic_id),
+                    make(topic_type, name="", topic_id=topic_id),
+                    make(topic_type, name="", topic_id=unknown),
+                ),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+    found = [(t.error_code.value, t.name, t.topic_id) for t in response.topics]
+    assert found == [(0, topic, topic_id), (0, topic, topic_id), (100, None, unknown)]
 
 
 @pytest.mark.parametrize("version", [10, 11])

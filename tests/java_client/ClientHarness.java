@@ -39,6 +39,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -348,7 +349,12 @@ public class ClientHarness {
         @Override
         public void run() {
             try {
-                consumer.subscribe(List.of(topic), this);
+                if (topic.startsWith("pattern:")) {
+                    // KIP-848's broker-side regex (RE2), with group.protocol=consumer.
+                    consumer.subscribe(new SubscriptionPattern(topic.substring("pattern:".length())), this);
+                } else {
+                    consumer.subscribe(List.of(topic), this);
+                }
                 while (!stopping) {
                     ConsumerRecords<Object, Object> polled = consumer.poll(Duration.ofMillis(100));
                     synchronized (this) {
@@ -703,6 +709,8 @@ public class ClientHarness {
                 group.put("type", description.type().name());
                 group.put("assignor", description.partitionAssignor());
                 group.put("coordinator", description.coordinator().id());
+                // A consumer group's (KIP-848) epoch; absent for a classic group.
+                description.groupEpoch().ifPresent(epoch -> group.put("epoch", epoch));
                 ArrayNode members = group.putArray("members");
                 for (MemberDescription member : description.members()) {
                     ObjectNode node = members.addObject();

@@ -268,3 +268,39 @@ def mixed_group(java: JavaClients, config: dict[str, Any]) -> None:
     committed = java.admin(config, "list_group_offsets", group=group)
     ends = Counter(int(r["partition"]) for r in first["records"] + second["records"])
     assert committed == {f"{topic}:{p}": ends[p] for p in range(4)}
+
+
+def consumer_group_regex_and_static(java: JavaClients, config: dict[str, Any]) -> None:
+    """KIP-848 with the Java client: a broker-side regex subscription (SubscriptionPattern,
+    RE2) takes a topic created later; a static member (group.instance.id) that restarts
+    within its session gets its partitions back without a new group epoch."""
+    prefix = unique("java-re")
+    group = unique("java-re")
+    create_topic(java, config, f"{prefix}-a", partitions=2)
+    member = {
+        **config,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": "false",
+        "group.instance.id": "instance-1",
+    }
+
+    def state(name: str) -> dict[str, Any]:
+        answer: dict[str, Any] = java.call("member_state", name=name)
+        assert answer["failure"] is None, answer["failure"]
+        return answer
+
+    java.call("member_start", name="re", config=member, topic=f"pattern:{prefix}-.*")
+    first = [f"{prefix}-a:0", f"{prefix}-a:1"]
+    wait_for(lambda: state("re"), lambda s: s["assigned"] == first)
+    create_topic(java, config, f"{prefix}-b", partitions=1)
+    both = sorted([*first, f"{prefix}-b:0"])
+    wait_for(lambda: state("re"), lambda s: sorted(s["assigned"]) == both)
+    epoch = java.admin(config, "describe_groups", groups=[group])[group]["epoch"]
+    # A static member leaves for a restart (-2) and comes back with its partitions.
+    java.call("member_stop", name="re")
+    java.call("member_start", name="re", config=member, topic=f"pattern:{prefix}-.*")
+    wait_for(lambda: state("re"), lambda s: sorted(s["assigned"]) == both)
+    assert java.admin(config, "describe_groups", groups=[group])[group]["epoch"] == epoch
+    java.call("member_stop", name="re")

@@ -20,6 +20,7 @@ from tests.observability.conftest import Admin
 from .harness import JavaClientError, JavaClients
 from .scenarios import (
     COOPERATIVE_STICKY,
+    consumer_group_regex_and_static,
     create_topic,
     group_rebalances,
     idempotent_producer,
@@ -224,6 +225,12 @@ def test_admin_configs(java: JavaClients, config: dict[str, Any], broker: Broker
     )[str(broker_id)]
     assert broker_configs["num.partitions"]["value"] == "1"
     assert broker_configs["log.dirs"]["read_only"] is True
+
+
+def test_a_consumer_groups_regex_subscription_and_static_member(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    consumer_group_regex_and_static(java, config)
 
 
 def test_a_classic_group_upgraded_to_a_consumer_group_and_back(
