@@ -137,12 +137,18 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequestView) -> object
         )
     else:
         allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
+        asked: set[object] = set()
         for entry in requested:
             name = entry.name
             # Asked for by id (v12): a null name, or any name beside a topic id, as Kafka
             # reads it (the Java consumer of KIP-848 sends "" with the id).
             asked_id = getattr(entry, "topic_id", None) if version >= 12 else None
             by_id = name is None or asked_id not in (None, ZERO_UUID)
+            # Kafka answers each topic once, however often it is asked for.
+            key = ("id", getattr(entry, "topic_id", None)) if by_id else ("name", name)
+            if key in asked:
+                continue
+            asked.add(key)
             if by_id:
                 topic_id = cast(MetadataRequestTopicFromV10View, entry).topic_id
                 # (kio reads the zero id as None, which no topic has.)
