@@ -76,7 +76,27 @@ SET, DELETE = 0, 1
 def test_a_group_without_overrides_has_the_brokers_values(brook_broker) -> None:
     error, entries = describe(brook_broker.port, "any-group")
     assert error == ErrorCode.none
-    assert sorted(entries) == ["consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"]
+    assert sorted(entries) == [
+        "consumer.heartbeat.interval.ms",
+        "consumer.session.timeout.ms",
+        "share.auto.offset.reset",
+        "share.delivery.count.limit",
+        "share.heartbeat.interval.ms",
+        "share.isolation.level",
+        "share.partition.max.record.locks",
+        "share.record.lock.duration.ms",
+        "share.session.timeout.ms",
+    ]
+    # The string keys have defaults of their own, named by themselves, as Kafka's.
+    reset = entries["share.auto.offset.reset"]
+    assert (reset.value, reset.config_type) == ("latest", 2)
+    assert [(s.name, s.value, s.source) for s in reset.synonyms] == [
+        ("share.auto.offset.reset", "latest", 5)
+    ]
+    locks = entries["share.record.lock.duration.ms"]
+    assert [(s.name, s.value) for s in locks.synonyms] == [
+        ("group.share.record.lock.duration.ms", "30000")
+    ]
     session = entries["consumer.session.timeout.ms"]
     assert (session.value, session.config_source, session.read_only) == ("2000", 5, False)
     assert [(s.name, s.value, s.source) for s in session.synonyms] == [
@@ -125,9 +145,34 @@ def test_an_override_is_described_and_deleted(brook_broker) -> None:
             id="not-a-number",
         ),
         pytest.param(
-            ("share.record.lock.duration.ms", "1", SET),
-            "Unknown group config name: share.record.lock.duration.ms",
+            ("consumer.assignment.interval.ms", "1", SET),
+            "Unknown group config name: consumer.assignment.interval.ms",
             id="unknown-name",
+        ),
+        # The share keys, with Kafka 4.4's messages (checked against it).
+        pytest.param(
+            ("share.record.lock.duration.ms", "1", SET),
+            "Invalid value 1 for configuration share.record.lock.duration.ms: Value must be at"
+            " least 1000",
+            id="under-a-keys-own-floor",
+        ),
+        pytest.param(
+            ("share.delivery.count.limit", "100", SET),
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+            id="share-above-the-brokers-maximum",
+        ),
+        pytest.param(
+            ("share.auto.offset.reset", "by_duration:xx", SET),
+            "Invalid value by_duration:xx for configuration share.auto.offset.reset: Invalid"
+            " value `by_duration:xx` for configuration share.auto.offset.reset. The value must be"
+            " either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+            id="not-a-reset-strategy",
+        ),
+        pytest.param(
+            ("share.isolation.level", "bogus", SET),
+            "Invalid value bogus for configuration share.isolation.level: String must be one of:"
+            " read_committed, read_uncommitted",
+            id="not-an-isolation-level",
         ),
     ],
 )
@@ -140,6 +185,23 @@ def test_bad_values_get_kafkas_errors_and_nothing_is_stored(brook_broker, change
     _, entries = describe(port, "strict")
     assert entries["consumer.heartbeat.interval.ms"].value == "700"
     assert entries["consumer.session.timeout.ms"].value == "2000"
+
+
+def test_share_group_settings_are_kept(brook_broker) -> None:
+    port = brook_broker.port
+    changes = [
+        ("share.auto.offset.reset", "by_duration:PT1H", SET),
+        ("share.isolation.level", "read_committed", SET),
+        ("share.record.lock.duration.ms", "45000", SET),
+    ]
+    assert alter(port, "queue", *changes) == (ErrorCode.none, None)
+    _, entries = describe(port, "queue")
+    assert {name: entries[name].value for name, _, _ in changes} == {
+        "share.auto.offset.reset": "by_duration:PT1H",
+        "share.isolation.level": "read_committed",
+        "share.record.lock.duration.ms": "45000",
+    }
+    assert entries["share.isolation.level"].config_source == 8
 
 
 def test_validate_only_stores_nothing(brook_broker) -> None:
