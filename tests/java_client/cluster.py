@@ -54,6 +54,9 @@ class JavaTestCluster:
             "transaction.state.log.replication.factor": 3,
             "transaction.state.log.min.isr": 2,
             "group.initial.rebalance.delay.ms": 0,
+            # Consumer groups (KIP-848) heartbeat as the broker says: often, here.
+            "group.consumer.min.heartbeat.interval.ms": 500,
+            "group.consumer.heartbeat.interval.ms": 500,
             # A killed broker's session ends soon, and its partitions move on.
             "zookeeper.session.timeout.ms": 4000,
             **REPLICATION,

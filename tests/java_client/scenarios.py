@@ -304,3 +304,56 @@ def consumer_group_regex_and_static(java: JavaClients, config: dict[str, Any]) -
     wait_for(lambda: state("re"), lambda s: sorted(s["assigned"]) == both)
     assert java.admin(config, "describe_groups", groups=[group])[group]["epoch"] == epoch
     java.call("member_stop", name="re")
+
+
+def consumer_group_across_coordinator_kill(
+    java: JavaClients, config: dict[str, Any], kill: Callable[[int], None]
+) -> None:
+    """Two members of a KIP-848 group (Java, committing after each poll) read on while
+    the broker coordinating their group is killed (`kill`): the group's records are
+    replicated, so the new coordinator has them at their epochs; every record is read
+    exactly once and the committed offsets end at the log end."""
+    topic = unique("java-failover")
+    group = unique("java-failover")
+    create_topic(java, config, topic, partitions=4, replication_factor=3)
+    member_config = {
+        **config,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": "false",
+    }
+    produced: list[str] = []
+
+    def produce(batch: str, count: int) -> None:
+        records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
+        java.call("produce", config=config, topic=topic, records=records)
+        produced.extend(r["value"] for r in records)
+
+    def state(name: str) -> dict[str, Any]:
+        answer: dict[str, Any] = java.call("member_state", name=name)
+        assert answer["failure"] is None, answer["failure"]
+        return answer
+
+    produce("before", 100)
+    for name in ("a", "b"):
+        java.call("member_start", name=name, config=member_config, topic=topic)
+    wait_for(
+        lambda: (state("a"), state("b")),
+        lambda pair: (
+            len(pair[0]["assigned"]) == len(pair[1]["assigned"]) == 2
+            and pair[0]["count"] + pair[1]["count"] == 100
+        ),
+    )
+    coordinator = java.admin(config, "describe_groups", groups=[group])[group]["coordinator"]
+    kill(coordinator)
+    produce("after", 100)
+    wait_for(lambda: state("a")["count"] + state("b")["count"], lambda n: n == 200)
+    described = java.admin(config, "describe_groups", groups=[group])[group]
+    assert described["coordinator"] != coordinator and described["state"] == "STABLE"
+    first, second = java.call("member_stop", name="a"), java.call("member_stop", name="b")
+    read = [r["value"] for r in first["records"] + second["records"]]
+    assert Counter(read) == Counter(produced)
+    committed = java.admin(config, "list_group_offsets", group=group)
+    ends = Counter(int(r["partition"]) for r in first["records"] + second["records"])
+    assert committed == {f"{topic}:{p}": ends[p] for p in range(4)}

@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.harness import wait_ready
+
 from .cluster import JavaTestCluster
 from .harness import JavaClients
 from .scenarios import (
+    consumer_group_across_coordinator_kill,
     create_topic,
     group_rebalances,
     idempotent_producer,
@@ -106,3 +109,21 @@ def test_a_reassignment_moves_the_replicas(java: JavaClients, cluster: JavaTestC
     assert refused[f"{topic}-0"]["error"]["type"] == "InvalidReplicaAssignmentException"
     (unmoved,) = java.admin(config, "describe_topics", names=[topic])[topic]["partitions"]
     assert unmoved["replicas"] == target
+
+
+def test_a_consumer_group_across_its_coordinators_kill(
+    java: JavaClients, cluster: JavaTestCluster
+) -> None:
+    """KIP-848 with the Java client: the group's coordinator killed under it."""
+    killed: list[int] = []
+
+    def kill(broker_id: int) -> None:
+        cluster.brokers[broker_id].kill()
+        killed.append(broker_id)
+
+    try:
+        consumer_group_across_coordinator_kill(java, cluster.plaintext(), kill)
+    finally:
+        for broker_id in killed:  # the module's next tests want three brokers
+            cluster.restart(broker_id)
+        wait_ready(cluster.zk, cluster.brokers)
