@@ -3,9 +3,8 @@ each change written conditionally and announced by a sequential /config/changes 
 naming "groups/<group>", as Kafka's ZooKeeper mode did for its other config entities.
 
 Every broker reads all group configs at start and again whenever a notification naming
-groups/ appears (what is read replaces what was held, so a missed or repeated
-notification changes nothing), so the coordinator of a group, wherever it moves, has
-the group's configs.
+groups/ appears (config_change_watch.py), so the coordinator of a group, wherever it
+moves, has the group's configs.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from collections.abc import Mapping
 
 from ..groups.group_configs import GroupConfigs
 from . import znodes
-from .client import SessionState, ZooKeeperClient
-from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError, WatchedEvent
-from .serial_job import SerialJob
+from .client import ZooKeeperClient
+from .config_change_watch import ConfigChangeWatch
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger("brook.zookeeper.group_configs")
 
@@ -28,50 +27,18 @@ class ZkGroupConfigStore:
     def __init__(self, client: ZooKeeperClient, configs: GroupConfigs) -> None:
         self._client = client
         self._configs = configs
-        self._last_change: str | None = None
-        self._job = SerialJob("reading group configs from ZooKeeper", self._refresh)
-        client.add_session_listener(self._session_changed)
+        self._watch = ConfigChangeWatch(
+            client, ("groups",), "reading group configs from ZooKeeper", self._reload
+        )
 
     async def start(self) -> None:
-        self._job.schedule()
-        await self._job.idle()
+        await self._watch.start()
 
     def close(self) -> None:
-        self._job.close()
+        self._watch.close()
 
-    def _session_changed(self, state: SessionState, new_session: bool) -> None:
-        if state is SessionState.CONNECTED and new_session:
-            self._last_change = None  # the watches went with the old session
-            self._job.schedule()
-
-    def _changes(self, event: WatchedEvent) -> None:
-        self._job.schedule()
-
-    async def _refresh(self) -> None:
-        children = sorted(
-            child
-            for child in await self._client.get_children(znodes.CONFIG_CHANGES, self._changes)
-            if child.startswith(znodes.CONFIG_CHANGE_PREFIX)
-        )
-        if self._last_change is not None and not await self._names_a_group(children):
-            return
-        self._last_change = children[-1] if children else ""
+    async def _reload(self) -> None:
         self._configs.update(await self._read_all())
-
-    async def _names_a_group(self, children: list[str]) -> bool:
-        assert self._last_change is not None
-        found = False
-        for child in children:
-            if child <= self._last_change:
-                continue
-            self._last_change = child
-            try:
-                data, _ = await self._client.get(f"{znodes.CONFIG_CHANGES}/{child}")
-                entity = znodes.decode_config_change(data)
-            except (NoNodeError, ValueError):
-                continue
-            found = found or (entity is not None and entity[0] == "groups")
-        return found
 
     async def _read(self, path: str) -> tuple[dict[str, str], int]:
         """The group's config and the znode version (-1: no znode)."""

@@ -21,9 +21,9 @@ from ..quotas.entities import QuotaEntity, entity_from_path, parse_configs
 from ..quotas.manager import ClientQuotas
 from ..quotas.store import QuotaChanges, apply_changes
 from . import znodes
-from .client import SessionState, ZooKeeperClient
-from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError, WatchedEvent
-from .serial_job import SerialJob
+from .client import ZooKeeperClient
+from .config_change_watch import ConfigChangeWatch
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger("brook.zookeeper.quotas")
 
@@ -34,53 +34,21 @@ class ZkClientQuotaStore:
     def __init__(self, client: ZooKeeperClient, quotas: ClientQuotas) -> None:
         self._client = client
         self._quotas = quotas
-        self._last_change: str | None = None
-        self._job = SerialJob("reading client quotas from ZooKeeper", self._refresh)
-        client.add_session_listener(self._session_changed)
+        self._watch = ConfigChangeWatch(
+            client, QUOTA_ENTITY_TYPES, "reading client quotas from ZooKeeper", self._reload
+        )
 
     async def start(self) -> None:
-        self._job.schedule()
-        await self._job.idle()
+        await self._watch.start()
 
     def close(self) -> None:
-        self._job.close()
+        self._watch.close()
 
     async def idle(self) -> None:
-        await self._job.idle()
+        await self._watch.idle()
 
-    def _session_changed(self, state: SessionState, new_session: bool) -> None:
-        if state is SessionState.CONNECTED and new_session:
-            self._last_change = None  # the watches went with the old session
-            self._job.schedule()
-
-    def _changes(self, event: WatchedEvent) -> None:
-        self._job.schedule()
-
-    async def _refresh(self) -> None:
-        children = sorted(
-            child
-            for child in await self._client.get_children(znodes.CONFIG_CHANGES, self._changes)
-            if child.startswith(znodes.CONFIG_CHANGE_PREFIX)
-        )
-        if self._last_change is not None and not await self._names_quota_entity(children):
-            return
-        self._last_change = children[-1] if children else ""
+    async def _reload(self) -> None:
         self._quotas.update(await self._read_all())
-
-    async def _names_quota_entity(self, children: list[str]) -> bool:
-        assert self._last_change is not None
-        found = False
-        for child in children:
-            if child <= self._last_change:
-                continue
-            self._last_change = child
-            try:
-                data, _ = await self._client.get(f"{znodes.CONFIG_CHANGES}/{child}")
-                entity = znodes.decode_config_change(data)
-            except (NoNodeError, ValueError):
-                continue
-            found = found or (entity is not None and entity[0] in QUOTA_ENTITY_TYPES)
-        return found
 
     async def _children(self, path: str) -> list[str]:
         try:

@@ -130,6 +130,27 @@ def transactions(java: JavaClients, config: dict[str, Any], replication_factor: 
     assert [r["offset"] for r in everything] == [*range(0, 5), *range(6, 11), *range(12, 17)]
 
 
+def produce_batch(
+    java: JavaClients,
+    config: dict[str, Any],
+    topic: str,
+    batch: str,
+    count: int,
+    produced: list[str],
+) -> None:
+    """`count` records `<batch>-<i>` (key and value) into `topic`, noted in `produced`."""
+    records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
+    java.call("produce", config=config, topic=topic, records=records)
+    produced.extend(r["value"] for r in records)
+
+
+def member_state(java: JavaClients, name: str) -> dict[str, Any]:
+    """A group member's report (assignment, records read), failing if its thread did."""
+    answer: dict[str, Any] = java.call("member_state", name=name)
+    assert answer["failure"] is None, answer["failure"]
+    return answer
+
+
 def group_rebalances(
     java: JavaClients,
     config: dict[str, Any],
@@ -161,14 +182,10 @@ def group_rebalances(
     produced: list[str] = []
 
     def produce(batch: str, count: int) -> None:
-        records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
-        java.call("produce", config=config, topic=topic, records=records)
-        produced.extend(r["value"] for r in records)
+        produce_batch(java, config, topic, batch, count, produced)
 
     def state(name: str) -> dict[str, Any]:
-        answer: dict[str, Any] = java.call("member_state", name=name)
-        assert answer["failure"] is None, answer["failure"]
-        return answer
+        return member_state(java, name)
 
     every_partition = [f"{topic}:{p}" for p in range(4)]
     produce("one", 200)
@@ -231,14 +248,10 @@ def mixed_group(java: JavaClients, config: dict[str, Any]) -> None:
     produced: list[str] = []
 
     def produce(batch: str, count: int) -> None:
-        records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
-        java.call("produce", config=config, topic=topic, records=records)
-        produced.extend(r["value"] for r in records)
+        produce_batch(java, config, topic, batch, count, produced)
 
     def state(name: str) -> dict[str, Any]:
-        answer: dict[str, Any] = java.call("member_state", name=name)
-        assert answer["failure"] is None, answer["failure"]
-        return answer
+        return member_state(java, name)
 
     every_partition = [f"{topic}:{p}" for p in range(4)]
     produce("one", 100)
@@ -287,9 +300,7 @@ def consumer_group_regex_and_static(java: JavaClients, config: dict[str, Any]) -
     }
 
     def state(name: str) -> dict[str, Any]:
-        answer: dict[str, Any] = java.call("member_state", name=name)
-        assert answer["failure"] is None, answer["failure"]
-        return answer
+        return member_state(java, name)
 
     java.call("member_start", name="re", config=member, topic=f"pattern:{prefix}-.*")
     first = [f"{prefix}-a:0", f"{prefix}-a:1"]
@@ -326,14 +337,10 @@ def consumer_group_across_coordinator_kill(
     produced: list[str] = []
 
     def produce(batch: str, count: int) -> None:
-        records = [{"key": f"{batch}-{i}", "value": f"{batch}-{i}"} for i in range(count)]
-        java.call("produce", config=config, topic=topic, records=records)
-        produced.extend(r["value"] for r in records)
+        produce_batch(java, config, topic, batch, count, produced)
 
     def state(name: str) -> dict[str, Any]:
-        answer: dict[str, Any] = java.call("member_state", name=name)
-        assert answer["failure"] is None, answer["failure"]
-        return answer
+        return member_state(java, name)
 
     produce("before", 100)
     for name in ("a", "b"):
