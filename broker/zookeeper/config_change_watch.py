@@ -6,17 +6,21 @@ a sequential /config/changes/config_change_ znode naming "<type>/<name>". A read
 entity types, reads its entities again (all of them: they are few, and what is read
 replaces what was held, so a missed or repeated notification changes nothing). A new
 ZooKeeper session lost the watch: it reads everything again. Client quotas and group
-configs are read so (quota_znodes.py, group_config_znodes.py).
+configs are read so (quota_znodes.py, group_config_znodes.py), and written with the
+conditional write and the notification below.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from . import znodes
 from .client import SessionState, ZooKeeperClient
-from .kazoo_api import NoNodeError, WatchedEvent
+from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError, WatchedEvent
 from .serial_job import SerialJob
+
+log = logging.getLogger("brook.zookeeper.configs")
 
 
 class ConfigChangeWatch:
@@ -79,3 +83,45 @@ class ConfigChangeWatch:
                 continue
             found = found or (entity is not None and entity[0] in self._entity_types)
         return found
+
+
+async def read_entity_config(client: ZooKeeperClient, path: str) -> tuple[dict[str, str], int]:
+    """A config znode's config and version (-1: no znode); an unreadable one reads as
+    empty, logged."""
+    try:
+        data, stat = await client.get(path)
+    except NoNodeError:
+        return {}, -1
+    try:
+        return znodes.decode_entity_config(data), stat.version
+    except ValueError:
+        log.error("Unreadable config znode %s: %r", path, data[:200])
+        return {}, stat.version
+
+
+async def write_entity_config(
+    client: ZooKeeperClient, path: str, change: Callable[[dict[str, str]], dict[str, str]]
+) -> None:
+    """`change` applied to the znode's config and written conditionally: again, from what
+    is there then, if another writer came between."""
+    while True:
+        config, version = await read_entity_config(client, path)
+        data = znodes.encode_entity_config(change(config))
+        try:
+            if version < 0:
+                await client.create(path, data, makepath=True)
+            else:
+                await client.set(path, data, version=version)
+            return
+        except (BadVersionError, NodeExistsError):
+            continue
+
+
+async def announce_change(client: ZooKeeperClient, entity_type: str, name: str) -> None:
+    """The change notification every broker's watch reads (Kafka's version 2)."""
+    await client.create(
+        f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
+        znodes.encode_config_change(entity_type, name),
+        sequence=True,
+        makepath=True,
+    )

@@ -13,7 +13,6 @@ managers held, so a missed or repeated notification changes nothing).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 
@@ -22,8 +21,13 @@ from ..quotas.manager import ClientQuotas
 from ..quotas.store import QuotaChanges, apply_changes
 from . import znodes
 from .client import ZooKeeperClient
-from .config_change_watch import ConfigChangeWatch
-from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
+from .config_change_watch import (
+    ConfigChangeWatch,
+    announce_change,
+    read_entity_config,
+    write_entity_config,
+)
+from .kazoo_api import NoNodeError
 
 log = logging.getLogger("brook.zookeeper.quotas")
 
@@ -56,19 +60,6 @@ class ZkClientQuotaStore:
         except NoNodeError:
             return []
 
-    async def _read(self, path: str) -> tuple[dict[str, str], int]:
-        """The entity's config and the znode version (-1: no znode)."""
-        try:
-            data, stat = await self._client.get(path)
-        except NoNodeError:
-            return {}, -1
-        try:
-            config = json.loads(data).get("config", {}) if data else {}
-        except (ValueError, AttributeError):
-            log.error("Unreadable config znode %s: %r", path, data[:200])
-            return {}, stat.version
-        return dict(config), stat.version
-
     async def _read_all(self) -> dict[QuotaEntity, dict[str, float]]:
         paths = [f"clients/{c}" for c in await self._children("/config/clients")]
         paths += [f"ips/{ip}" for ip in await self._children("/config/ips")]
@@ -81,7 +72,7 @@ class ZkClientQuotaStore:
             entity = entity_from_path(path)
             if entity is None:
                 continue
-            config, _ = await self._read(f"{znodes.CONFIG}/{path}")
+            config, _ = await read_entity_config(self._client, f"{znodes.CONFIG}/{path}")
             quotas = parse_configs(config)
             if quotas:
                 found[entity] = quotas
@@ -90,27 +81,14 @@ class ZkClientQuotaStore:
     async def alter(self, changes: QuotaChanges) -> None:
         for entity, keys in changes.items():
             await self._alter_entity(entity.path, keys)
-            await self._client.create(
-                f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-                znodes.encode_config_change(*entity.path.split("/", 1)),
-                sequence=True,
-                makepath=True,
-            )
+            await announce_change(self._client, *entity.path.split("/", 1))
         # Read back at once, so the answer to the request is in force here; the other
         # brokers follow the notification.
         self._quotas.update(await self._read_all())
 
     async def _alter_entity(self, path: str, keys: Mapping[str, float | None]) -> None:
-        znode = f"{znodes.CONFIG}/{path}"
-        while True:  # a conditional write, again if another writer came between
-            config, version = await self._read(znode)
+        def changed(config: dict[str, str]) -> dict[str, str]:
             apply_changes(config, keys)
-            data = json.dumps({"version": 1, "config": config}).encode()
-            try:
-                if version < 0:
-                    await self._client.create(znode, data, makepath=True)
-                else:
-                    await self._client.set(znode, data, version=version)
-                return
-            except (BadVersionError, NodeExistsError):
-                continue
+            return config
+
+        await write_entity_config(self._client, f"{znodes.CONFIG}/{path}", changed)
