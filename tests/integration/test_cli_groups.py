@@ -41,20 +41,24 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     }
 
 
+# A consumer of Kafka 4's protocol (KIP-848): its session and heartbeat are the broker's.
+KIP_848 = {"group.protocol": "consumer", "session.timeout.ms": None, "heartbeat.interval.ms": None}
+
+
 def joined_consumer(bootstrap: str, group: str, topics: list[str], **extra) -> Consumer:
     """A consumer that has joined `group` and holds its assignment (the group is Stable)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "client.id": f"{group}-client",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
-            **extra,
-        }
-    )
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": f"{group}-client",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        **extra,
+    }
+    # A None in `extra` leaves a setting out.
+    consumer = Consumer({key: value for key, value in config.items() if value is not None})
     consumer.subscribe(topics)
     deadline = time.monotonic() + 30
     while not consumer.assignment():
@@ -417,6 +421,36 @@ def test_reset_offsets_of_an_active_group_is_refused(brook_broker, topic_name):
     ran = groups(brook_broker, *reset, "--execute")
     assert ran.returncode == 0, ran
     assert committed(bootstrap, "live") == {(topic_name, 0): 0}
+
+
+@pytest.mark.brook_config(
+    group_consumer_min_heartbeat_interval_ms=100, group_consumer_heartbeat_interval_ms=100
+)
+def test_reset_offsets_of_a_consumer_group_of_kip_848(brook_broker, topic_name):
+    """Kafka 4's consumer groups: refused while a member is in it (state Stable), done once
+    it is Empty, as kafka-consumer-groups.sh does."""
+    bootstrap = brook_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    produce(bootstrap, topic_name, [(None, b"x")] * 5)
+    reset = ("--reset-offsets", "--group", "kip848", "--topic", topic_name, "--to-offset", "2")
+    consumer = joined_consumer(bootstrap, "kip848", [topic_name], **KIP_848)
+    try:
+        consumer.commit(offsets=[TopicPartition(topic_name, 0, 4)], asynchronous=False)
+        ran = groups(brook_broker, *reset, "--execute")
+        assert_one_line_error(
+            ran,
+            "Assignments can only be reset if the group 'kip848' is inactive,"
+            " but the current state is Stable",
+            code=1,
+        )
+        assert committed(bootstrap, "kip848") == {(topic_name, 0): 4}
+    finally:
+        consumer.close()
+    ran = groups(brook_broker, *reset, "--execute")
+    assert ran.returncode == 0, ran
+    assert committed(bootstrap, "kip848") == {(topic_name, 0): 2}
+    listed = table(groups(brook_broker, "--list", "--type", "--state").stdout)
+    assert listed == [{"GROUP": "kip848", "TYPE": "Consumer", "STATE": "Empty"}]
 
 
 @pytest.mark.parametrize(
