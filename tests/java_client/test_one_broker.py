@@ -7,6 +7,8 @@ ways: what one client writes, the other reads."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,13 @@ from .scenarios import (
     create_topic,
     group_rebalances,
     idempotent_producer,
+    member_state,
     mixed_group,
+    produce_batch,
     read_all,
     transactions,
     unique,
+    wait_for,
 )
 
 
@@ -39,9 +44,12 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
         {
             "admin.listener": "http://127.0.0.1:0",
             "group.initial.rebalance.delay.ms": 0,
-            # Consumer groups (KIP-848) heartbeat as the broker says: often, here.
+            # Consumer groups (KIP-848) heartbeat as the broker says: often, here; and a
+            # member that dies is fenced within seconds.
             "group.consumer.min.heartbeat.interval.ms": 500,
             "group.consumer.heartbeat.interval.ms": 500,
+            "group.consumer.min.session.timeout.ms": 3000,
+            "group.consumer.session.timeout.ms": 3000,
         },
     ).start()
     try:
@@ -231,6 +239,42 @@ def test_a_consumer_groups_regex_subscription_and_static_member(
     java: JavaClients, config: dict[str, Any]
 ) -> None:
     consumer_group_regex_and_static(java, config)
+
+
+def test_a_killed_members_partitions_move_after_its_session(
+    java: JavaClients, config: dict[str, Any], tmp_path: Path
+) -> None:
+    """A KIP-848 member whose JVM is SIGKILLed sends no leave: the coordinator fences it
+    when its session ends, and the other member takes its partitions and reads on."""
+    topic = unique("java-killed")
+    group = unique("java-killed")
+    create_topic(java, config, topic, partitions=4)
+    member = {
+        **config,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": "false",
+    }
+    doomed_jvm = JavaClients(tmp_path / "doomed.log")
+    try:
+        doomed_jvm.call("member_start", name="doomed", config=member, topic=topic)
+        java.call("member_start", name="survivor", config=member, topic=topic)
+        wait_for(
+            lambda: (member_state(java, "survivor"), member_state(doomed_jvm, "doomed")),
+            lambda pair: len(pair[0]["assigned"]) == len(pair[1]["assigned"]) == 2,
+        )
+        os.kill(doomed_jvm.process.pid, signal.SIGKILL)
+        doomed_jvm.process.wait()
+        every_partition = [f"{topic}:{p}" for p in range(4)]
+        wait_for(lambda: member_state(java, "survivor"), lambda s: s["assigned"] == every_partition)
+        produce_batch(java, config, topic, "late", 20, [])
+        wait_for(lambda: member_state(java, "survivor")["count"], lambda n: n == 20)
+        described = java.admin(config, "describe_groups", groups=[group])[group]
+        assert len(described["members"]) == 1  # the killed member fenced
+    finally:
+        java.call("member_stop", name="survivor")
+        doomed_jvm.stop()
 
 
 def test_a_classic_group_upgraded_to_a_consumer_group_and_back(
