@@ -33,9 +33,16 @@ from brook.protocol.errors import ErrorCode, KafkaError
 from ..coordinator.records import CoordinatorRecord
 from ..coordinator.shard import CoordinatorResult
 from . import consumer_records as records
-from .consumer_group import ClassicMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
+from .consumer_group import (
+    ClassicMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    new_member_id,
+)
 from .consumer_protocol import assigned_partitions, encode_assignment, subscription
 from .group import Group, JoinRequest, JoinResult, SyncRequest
+from .records import group_tombstone
 
 if TYPE_CHECKING:
     from .consumer_groups import ConsumerGroups
@@ -84,7 +91,7 @@ class ClassicMembers:
     def _join(self, group: ConsumerGroup, request: JoinRequest) -> CoordinatorResult[JoinResult]:
         consumer = self.consumer
         unknown = not request.member_id
-        member_id = request.member_id or _new_classic_member_id()
+        member_id = request.member_id or new_member_id()
         max_size = consumer.config["group.consumer.max.size"]
         if (
             member_id not in group.members
@@ -339,12 +346,6 @@ def _version_of(metadata: bytes) -> int:
     return int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
 
 
-def _new_classic_member_id() -> str:
-    from .consumer_groups import new_member_id
-
-    return new_member_id()
-
-
 # --- online conversion --------------------------------------------------------------------
 
 
@@ -378,7 +379,7 @@ def upgrade_records(
             )
         )
     names = {name for m in members for name in m.subscribed_topic_names}
-    written = [records_group_tombstone(group_id)]
+    written = [group_tombstone(group_id)]
     written += [records.member_record(group_id, m) for m in members]
     written.append(records.group_epoch_record(group_id, generation, consumer.metadata_hash(names)))
     written += [records.target_member_record(group_id, m.member_id, m.assigned) for m in members]
@@ -388,9 +389,7 @@ def upgrade_records(
     for record in written[1:]:
         decoded = cgr.decode(int.from_bytes(record.key[:2], "big"), record.key, record.value)
         assert decoded is not None
-        from .consumer_groups import replay
-
-        replay(scratch, {}, decoded[0], decoded[1], consumer.clock())
+        records.replay(scratch, {}, decoded[0], decoded[1], consumer.clock())
     # What waits on the classic group is told to join again.
     for waiting in classic.members.values():
         if waiting.join_waiter is not None and not waiting.join_waiter.done():
@@ -410,12 +409,6 @@ def upgrade_records(
         generation,
     )
     return written, scratch[group_id]
-
-
-def records_group_tombstone(group_id: str) -> CoordinatorRecord:
-    from .records import group_tombstone
-
-    return group_tombstone(group_id)
 
 
 def downgrade(

@@ -15,7 +15,9 @@ epoch), Reconciling (a member not yet at the target), Stable.
 
 from __future__ import annotations
 
+import base64
 import enum
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -147,6 +149,29 @@ class ConsumerGroupMember:
         return replace(self, member_epoch=epoch, previous_member_epoch=previous, **changes)  # type: ignore[arg-type]
 
 
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64."""
+    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+
+
+def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]) -> set[str]:
+    """The topics a member subscribes to: by name, and those its regex resolved to."""
+    names = set(member.subscribed_topic_names)
+    if member.subscribed_topic_regex:
+        names |= resolved.get(member.subscribed_topic_regex, frozenset())
+    return names
+
+
+def subscribed_names(
+    members: Iterable[ConsumerGroupMember], resolved: Mapping[str, frozenset[str]]
+) -> set[str]:
+    """The topics any of `members` subscribes to."""
+    names: set[str] = set()
+    for member in members:
+        names |= member_topics(member, resolved)
+    return names
+
+
 def partitions_of(assignment: Mapping[TopicId, frozenset[int]]) -> Iterator[tuple[TopicId, int]]:
     for topic, partitions in assignment.items():
         for partition in partitions:
@@ -208,12 +233,7 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self) -> set[str]:
         """Every topic a member subscribes to by name or through a resolved regex."""
-        names: set[str] = set()
-        for member in self.members.values():
-            names.update(member.subscribed_topic_names)
-            if member.subscribed_topic_regex:
-                names |= self.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
-        return names
+        return subscribed_names(self.members.values(), self.resolved_regexes)
 
     def preferred_assignor(self) -> str | None:
         return preferred_assignor(self.members.values())

@@ -12,15 +12,12 @@ partitions within their rebalance timeout.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
 from brook.protocol.errors import ErrorCode, KafkaError
 
@@ -42,9 +39,13 @@ from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    member_topics,
+    new_member_id,
     preferred_assignor,
+    subscribed_names,
 )
 from .reconciliation import reconcile
+from .records import group_tombstone
 from .topic_regex import InvalidTopicRegex, compile_topic_regex, matching
 
 if TYPE_CHECKING:
@@ -156,11 +157,6 @@ def validate_heartbeat(request: HeartbeatRequest, assignors: Iterable[str]) -> K
     return None
 
 
-def new_member_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64."""
-    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
-
-
 def _session_timer(group_id: str, member_id: str) -> str:
     return f"consumer-session-{group_id}-{member_id}"
 
@@ -259,8 +255,6 @@ class ConsumerGroups:
         cleanup: list[CoordinatorRecord] = []
         if classic is not None and classic.generation_id > 0:
             # An empty classic group becomes a consumer group; its offsets stay.
-            from .records import group_tombstone
-
             cleanup.append(group_tombstone(request.group_id))
         return group, cleanup
 
@@ -336,8 +330,8 @@ class ConsumerGroups:
         if old is None or replacing or not member.same_subscription(old):
             written.append(records.member_record(group.group_id, member))
         resolved = self._resolve_regexes(group, members.values(), written)
-        subscribed = self._subscribed_names(members.values(), resolved)
-        metadata_hash = self._metadata_hash(subscribed)
+        subscribed = subscribed_names(members.values(), resolved)
+        metadata_hash = self.metadata_hash(subscribed)
         group_epoch = group.group_epoch
         if (
             group_epoch == 0
@@ -468,18 +462,7 @@ class ConsumerGroups:
             written.append(records.regex_tombstone(group.group_id, stale))
         return resolved
 
-    @staticmethod
-    def _subscribed_names(
-        members: Iterable[ConsumerGroupMember], resolved: Mapping[str, frozenset[str]]
-    ) -> set[str]:
-        names: set[str] = set()
-        for member in members:
-            names.update(member.subscribed_topic_names)
-            if member.subscribed_topic_regex:
-                names |= resolved.get(member.subscribed_topic_regex, frozenset())
-        return names
-
-    def _metadata_hash(self, names: Iterable[str]) -> int:
+    def metadata_hash(self, names: Iterable[str]) -> int:
         """A hash of the subscribed topics as they are (id, partition count): when it
         changes, the assignment is computed again. Kafka 4.1 keeps such a hash too; its
         value is Brook's own, so a group moved to Kafka would rebalance once."""
@@ -510,7 +493,7 @@ class ConsumerGroups:
     ) -> dict[str, Assignment]:
         """The assignor's answer over every member, written as target records for the
         members whose target changed, then the target's epoch."""
-        subscribed = self._subscribed_names(members.values(), resolved)
+        subscribed = subscribed_names(members.values(), resolved)
         ids = self._topic_ids(subscribed)
         counts: dict[TopicId, int] = {}
         for name, topic_id in ids.items():
@@ -519,9 +502,7 @@ class ConsumerGroups:
                 counts[topic_id] = len(topic.partitions)
         specs = {}
         for member_id, member in members.items():
-            names = set(member.subscribed_topic_names)
-            if member.subscribed_topic_regex:
-                names |= resolved.get(member.subscribed_topic_regex, frozenset())
+            names = member_topics(member, resolved)
             specs[member_id] = MemberSubscription(
                 subscribed_topic_ids=frozenset(ids[n] for n in names if n in ids),
                 assignment=group.target_assignment.get(previous_ids.get(member_id, member_id), {}),
@@ -605,7 +586,7 @@ class ConsumerGroups:
             written += records.removal_records(group.group_id, member_id)
         remaining = [m for m in group.members.values() if m.member_id not in leaving]
         resolved = self._resolve_regexes(group, remaining, written)
-        metadata_hash = self._metadata_hash(self._subscribed_names(remaining, resolved))
+        metadata_hash = self.metadata_hash(subscribed_names(remaining, resolved))
         written.append(
             records.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash)
         )
@@ -638,9 +619,6 @@ class ConsumerGroups:
                 group_id, member_id, f"expired after its session timeout of {timeout_ms} ms"
             ),
         )
-
-    def metadata_hash(self, names: Iterable[str]) -> int:
-        return self._metadata_hash(names)
 
     def topic_id_assignment(self, by_name: Mapping[str, Iterable[int]]) -> Assignment:
         """Partitions by topic name as partitions by topic id (unknown topics left out)."""
@@ -805,87 +783,3 @@ def _check_epoch(member: ConsumerGroupMember, request: HeartbeatRequest) -> None
             f" known by the group coordinator ({member.member_epoch}). The member must abandon"
             " all its partitions and rejoin.",
         )
-
-
-# --- replay ---------------------------------------------------------------------------------
-
-
-def replay(
-    groups: dict[str, ConsumerGroup],
-    classic_groups: dict[str, Group],
-    key: cgr.ConsumerGroupKey,
-    value: cgr.ConsumerGroupValue | None,
-    now_ms: int,
-) -> None:
-    """One consumer group record into the shard's groups. The first record of a group
-    makes it; an empty classic group of the same id (offsets only) becomes it."""
-    group_id = key.group_id
-    group = groups.get(group_id)
-    if group is None:
-        if value is None:
-            return
-        group = groups[group_id] = ConsumerGroup(group_id, now_ms)
-        classic = classic_groups.pop(group_id, None)
-        if classic is not None:
-            group.offsets = classic.offsets
-    if isinstance(key, cgr.ConsumerGroupMetadataKey):
-        if value is None:
-            _remove(groups, classic_groups, group, now_ms)
-            return
-        assert isinstance(value, cgr.ConsumerGroupMetadataValue)
-        group.group_epoch = value.epoch
-        group.metadata_hash = value.metadata_hash
-    elif isinstance(key, cgr.ConsumerGroupMemberMetadataKey):
-        assert value is None or isinstance(value, cgr.ConsumerGroupMemberMetadataValue)
-        group.replay_member(
-            key.member_id, records.member_of(key.member_id, value) if value is not None else None
-        )
-    elif isinstance(key, cgr.ConsumerGroupCurrentMemberAssignmentKey):
-        if value is None:
-            group.replay_current_assignment_tombstone(key.member_id)
-            return
-        assert isinstance(value, cgr.ConsumerGroupCurrentMemberAssignmentValue)
-        group.replay_current_assignment(
-            key.member_id,
-            value.member_epoch,
-            value.previous_member_epoch,
-            records.member_state(value.state),
-            records.assignment_of(value.assigned_partitions),
-            records.assignment_of(value.partitions_pending_revocation),
-            records.assignment_epochs_of(
-                value.assigned_partitions + value.partitions_pending_revocation
-            ),
-        )
-    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMemberKey):
-        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMemberValue)
-        group.replay_target_member(
-            key.member_id,
-            records.assignment_of(value.topic_partitions) if value is not None else None,
-        )
-    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMetadataKey):
-        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMetadataValue)
-        group.target_assignment_epoch = value.assignment_epoch if value is not None else 0
-    elif isinstance(key, cgr.ConsumerGroupRegularExpressionKey):
-        if value is None:
-            group.resolved_regexes.pop(key.regular_expression, None)
-        else:
-            assert isinstance(value, cgr.ConsumerGroupRegularExpressionValue)
-            group.resolved_regexes[key.regular_expression] = frozenset(value.topics)
-    group.state_timestamp = now_ms
-
-
-def _remove(
-    groups: dict[str, ConsumerGroup],
-    classic_groups: dict[str, Group],
-    group: ConsumerGroup,
-    now_ms: int,
-) -> None:
-    """The group's epoch tombstone: the group is gone; offsets left behind stay, as a
-    simple group's."""
-    group.dead = True
-    del groups[group.group_id]
-    if group.offsets:
-        from .group import Group
-
-        holder = classic_groups[group.group_id] = Group(group.group_id, now_ms)
-        holder.offsets = group.offsets

@@ -13,7 +13,8 @@ from brook.protocol import consumer_group_records as cgr
 
 from ..coordinator.records import CoordinatorRecord
 from .assignors import Assignment, TopicId
-from .consumer_group import ClassicMetadata, ConsumerGroupMember, MemberState
+from .consumer_group import ClassicMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
+from .group import Group
 
 
 def _record(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None) -> CoordinatorRecord:
@@ -206,3 +207,83 @@ def removal_records(group_id: str, member_id: str) -> list[CoordinatorRecord]:
         target_member_tombstone(group_id, member_id),
         member_tombstone(group_id, member_id),
     ]
+
+
+# --- replay ---------------------------------------------------------------------------------
+
+
+def replay(
+    groups: dict[str, ConsumerGroup],
+    classic_groups: dict[str, Group],
+    key: cgr.ConsumerGroupKey,
+    value: cgr.ConsumerGroupValue | None,
+    now_ms: int,
+) -> None:
+    """One consumer group record into the shard's groups. The first record of a group
+    makes it; an empty classic group of the same id (offsets only) becomes it."""
+    group_id = key.group_id
+    group = groups.get(group_id)
+    if group is None:
+        if value is None:
+            return
+        group = groups[group_id] = ConsumerGroup(group_id, now_ms)
+        classic = classic_groups.pop(group_id, None)
+        if classic is not None:
+            group.offsets = classic.offsets
+    if isinstance(key, cgr.ConsumerGroupMetadataKey):
+        if value is None:
+            _remove(groups, classic_groups, group, now_ms)
+            return
+        assert isinstance(value, cgr.ConsumerGroupMetadataValue)
+        group.group_epoch = value.epoch
+        group.metadata_hash = value.metadata_hash
+    elif isinstance(key, cgr.ConsumerGroupMemberMetadataKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupMemberMetadataValue)
+        group.replay_member(
+            key.member_id, member_of(key.member_id, value) if value is not None else None
+        )
+    elif isinstance(key, cgr.ConsumerGroupCurrentMemberAssignmentKey):
+        if value is None:
+            group.replay_current_assignment_tombstone(key.member_id)
+            return
+        assert isinstance(value, cgr.ConsumerGroupCurrentMemberAssignmentValue)
+        group.replay_current_assignment(
+            key.member_id,
+            value.member_epoch,
+            value.previous_member_epoch,
+            member_state(value.state),
+            assignment_of(value.assigned_partitions),
+            assignment_of(value.partitions_pending_revocation),
+            assignment_epochs_of(value.assigned_partitions + value.partitions_pending_revocation),
+        )
+    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMemberKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMemberValue)
+        group.replay_target_member(
+            key.member_id,
+            assignment_of(value.topic_partitions) if value is not None else None,
+        )
+    elif isinstance(key, cgr.ConsumerGroupTargetAssignmentMetadataKey):
+        assert value is None or isinstance(value, cgr.ConsumerGroupTargetAssignmentMetadataValue)
+        group.target_assignment_epoch = value.assignment_epoch if value is not None else 0
+    elif isinstance(key, cgr.ConsumerGroupRegularExpressionKey):
+        if value is None:
+            group.resolved_regexes.pop(key.regular_expression, None)
+        else:
+            assert isinstance(value, cgr.ConsumerGroupRegularExpressionValue)
+            group.resolved_regexes[key.regular_expression] = frozenset(value.topics)
+    group.state_timestamp = now_ms
+
+
+def _remove(
+    groups: dict[str, ConsumerGroup],
+    classic_groups: dict[str, Group],
+    group: ConsumerGroup,
+    now_ms: int,
+) -> None:
+    """The group's epoch tombstone: the group is gone; offsets left behind stay, as a
+    simple group's."""
+    group.dead = True
+    del groups[group.group_id]
+    if group.offsets:
+        holder = classic_groups[group.group_id] = Group(group.group_id, now_ms)
+        holder.offsets = group.offsets

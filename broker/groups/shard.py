@@ -38,8 +38,8 @@ from . import records
 from .classic_members import ClassicMembers
 from .consumer_group import ConsumerGroup
 from .consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResponse, TopicImage
-from .consumer_groups import replay as replay_consumer_group
 from .consumer_protocol import subscribed_topics
+from .consumer_records import replay as replay_consumer_group
 from .group import (
     Group,
     GroupState,
