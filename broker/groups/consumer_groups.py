@@ -59,12 +59,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("brook.groups")
 
 
+# Subscriptions (and regexes) whose derived values are kept; beyond, they start again.
+DERIVED_CACHE_SIZE = 1024
+
+
 class TopicImage(Protocol):
     """What the coordinator reads of the cluster's topics (the MetadataCache)."""
 
     def get(self, name: str) -> TopicMetadata | None: ...
     def get_by_id(self, topic_id: TopicId) -> TopicMetadata | None: ...
     def names(self) -> list[str]: ...
+    @property
+    def version(self) -> int:
+        """Bumped by every change of the topics."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,9 @@ class ConsumerGroups:
         self.topics = topics
         self.group_configs = group_configs
         self.stats = stats
+        # What is derived from the topics, with the topics' version it was derived at.
+        self._hashes: dict[frozenset[str], tuple[int, int]] = {}
+        self._matches: dict[str, tuple[int, frozenset[str]]] = {}
         # The shard's: a consumer group turned classic takes its place (classic_members.py).
         self.on_downgrade: Callable[[ConsumerGroup, cr.GroupMetadataValue], None] | None = None
 
@@ -409,6 +420,20 @@ class ConsumerGroups:
         _check_epoch(known, request)
         return known, []
 
+    def _matching(self, regex: str) -> frozenset[str]:
+        """The topics a regex resolves to now (every heartbeat asks: matched again only
+        once the topics changed). Kafka matches no internal topic."""
+        version = self.topics.version if self.topics is not None else 0
+        cached = self._matches.get(regex)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        names = [n for n in (self.topics.names() if self.topics else []) if not _internal(self, n)]
+        if len(self._matches) >= DERIVED_CACHE_SIZE:
+            self._matches.clear()
+        topics = matching(regex, names)
+        self._matches[regex] = (version, topics)
+        return topics
+
     @staticmethod
     def _updated(
         old: ConsumerGroupMember | None, request: HeartbeatRequest, member_id: str
@@ -450,11 +475,9 @@ class ConsumerGroups:
             for stale in group.resolved_regexes:
                 written.append(records.regex_tombstone(group.group_id, stale))
             return {}
-        # Kafka matches no internal topic (__consumer_offsets, __transaction_state).
-        names = [n for n in (self.topics.names() if self.topics else []) if not _internal(self, n)]
         resolved = {}
         for regex in sorted(regexes):
-            topics = matching(regex, names)
+            topics = self._matching(regex)
             resolved[regex] = topics
             if group.resolved_regexes.get(regex) != topics:
                 written.append(records.regex_record(group.group_id, regex, topics, 0, self.clock()))
@@ -465,7 +488,20 @@ class ConsumerGroups:
     def metadata_hash(self, names: Iterable[str]) -> int:
         """A hash of the subscribed topics as they are (id, partition count): when it
         changes, the assignment is computed again. Kafka 4.1 keeps such a hash too; its
-        value is Brook's own, so a group moved to Kafka would rebalance once."""
+        value is Brook's own, so a group moved to Kafka would rebalance once. Every
+        heartbeat asks: computed again only once the topics changed."""
+        subscribed = frozenset(names)
+        version = self.topics.version if self.topics is not None else 0
+        cached = self._hashes.get(subscribed)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if len(self._hashes) >= DERIVED_CACHE_SIZE:
+            self._hashes.clear()
+        value = self._hash_of(subscribed)
+        self._hashes[subscribed] = (version, value)
+        return value
+
+    def _hash_of(self, names: Iterable[str]) -> int:
         digest = hashlib.blake2b(digest_size=8)
         for name in sorted(names):
             topic = self.topics.get(name) if self.topics else None

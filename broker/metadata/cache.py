@@ -52,6 +52,9 @@ class MetadataCache:
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
         self._brokers: dict[int, RegisterBrokerRecord] = {}
+        # Bumped by every change, so that what is derived from the topics (a consumer
+        # group's metadata hash and regex matches) is computed again only after one.
+        self.version = 0
 
     def get(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
@@ -94,6 +97,7 @@ class MetadataCache:
         return len(self._topics)
 
     def apply(self, records: Iterable[MetadataRecord]) -> None:
+        self.version += 1
         for record in records:
             if isinstance(record, TopicRecord):
                 topic = TopicMetadata(record.name, record.topic_id)
