@@ -154,7 +154,7 @@ def kafka_spec() -> BrokerSpec:
     kafka_jars()  # fetched before any start is timed
 
     def argv(port: int, data_dir: Path) -> list[str]:
-        from bench.procs import free_port
+        from brook.broker.local_ports import free_port
 
         return KafkaBroker(data_dir, port, free_port()).command()
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from brook.broker.local_ports import free_port
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
@@ -43,7 +44,7 @@ from brook.storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT_FILE, clean, pla
 
 from .brokers import brook_spec
 from .kafka_admin import NewTopic
-from .procs import BrokerProcess, free_port
+from .procs import BrokerProcess
 from .workload import consume_throughput, create_topic, produce_throughput
 
 BASE_TS = 1_700_000_000_000

@@ -22,16 +22,6 @@ class BrokerStartError(RuntimeError):
     """The broker exited or did not accept connections in time."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now.
-
-    The OS picks it; the tiny window before the broker binds it is acceptable for a benchmark.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def accepts_connections(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):

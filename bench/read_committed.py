@@ -21,9 +21,11 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from brook.broker.local_ports import free_port
+
 from .brokers import brook_spec
 from .kafka_admin import NewTopic
-from .procs import BrokerProcess, free_port
+from .procs import BrokerProcess
 from .workload import read_partition_to_end
 
 TOPIC = "read-committed-bench"

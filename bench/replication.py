@@ -34,11 +34,12 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
 
+from brook.broker.local_ports import free_port
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 from .brokers import brook_command, compile_brook_bytecode
 from .kafka_admin import NewTopic
-from .procs import BrokerProcess, free_port
+from .procs import BrokerProcess
 from .workload import produce_throughput
 
 TOPIC = "replicated"

@@ -29,7 +29,7 @@ from bench.metrics import (
     consume_phase,
     produce_phase,
 )
-from bench.procs import BrokerProcess, BrokerStartError, free_port
+from bench.procs import BrokerProcess, BrokerStartError
 from bench.workload import (
     Throughput,
     consume_throughput,
@@ -38,6 +38,7 @@ from bench.workload import (
     produce_throughput,
     produce_transactional_throughput,
 )
+from brook.broker.local_ports import free_port
 
 MIB = 1024 * 1024
 # Pause between "accepts connections" and the idle RSS sample, so lazily finished start-up work

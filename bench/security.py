@@ -32,6 +32,7 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from brook.broker.client import BlockingClient
+from brook.broker.local_ports import free_port
 from brook.broker.security.scram import ScramClient
 
 from .brokers import brook_spec
@@ -41,7 +42,7 @@ from .kafka_admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from .procs import BrokerProcess, free_port
+from .procs import BrokerProcess
 from .workload import read_partition_to_end
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config.broker_config import BrokerConfig
+from ..local_ports import free_port
 from . import records as testing_records
 from .records import ConsumedRecord, Produced, ProduceError, RecordLike
 
@@ -76,38 +77,38 @@ def wait_until(
         time.sleep(interval)
 
 
-# Ports handed out by this process: the OS may offer a port again as soon as the probe
-# socket closes, and a broker given two listeners on one port refuses to start.
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A port nothing listens on now, never the same one twice in this process."""
-    for _ in range(100):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
-            break
-    else:
-        _HANDED_OUT.clear()  # nearly every port handed out once: start over
-    _HANDED_OUT.add(port)
-    return port
-
-
 def wait_for_port(
-    port: int, timeout: float = START_TIMEOUT_S, process: subprocess.Popen[Any] | None = None
+    port: int,
+    timeout: float = START_TIMEOUT_S,
+    process: subprocess.Popen[Any] | None = None,
+    log_path: Path | None = None,
 ) -> None:
+    """Return once something listens on `port`; if `process` exits first, raise with the
+    end of its log (`log_path`), which says why."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"broker exited with code {process.returncode} during start")
+            raise RuntimeError(
+                f"broker exited with code {process.returncode} during start" + _log_tail(log_path)
+            )
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.01)
-    raise TimeoutError(f"broker did not listen on port {port} within {timeout} s")
+    raise TimeoutError(
+        f"broker did not listen on port {port} within {timeout} s" + _log_tail(log_path)
+    )
+
+
+def _log_tail(log_path: Path | None, lines: int = 30) -> str:
+    if log_path is None:
+        return ""
+    try:
+        tail = log_path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return f"; the end of {log_path}:\n" + "\n".join(tail)
 
 
 def broker_overrides(
@@ -294,7 +295,7 @@ class BrokerProcess(RecordHelpers):
             self.process = subprocess.Popen(
                 command, stdout=log_file, stderr=subprocess.STDOUT, env=env
             )
-        wait_for_port(self.port, process=self.process)
+        wait_for_port(self.port, process=self.process, log_path=self.log_path)
         return self
 
     def log_text(self) -> str:

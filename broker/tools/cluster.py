@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if args.broker_id is not None:
         print("brook cluster: a broker id goes with `restart` only", file=sys.stderr)
         return 2
-    from brook.broker.zookeeper.server import ZooKeeperServer, free_port
+    from brook.broker.local_ports import free_port
+    from brook.broker.zookeeper.server import ZooKeeperServer
 
     from .cluster_control import ControlServer
 

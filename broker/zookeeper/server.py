@@ -13,19 +13,14 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..local_ports import free_port
+
 JARS = Path("/usr/share/java")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 START_TIMEOUT_S = 60.0
 # ZooKeeper bounds session timeouts to 2 to 20 ticks: a 500 ms tick lets tests use
 # sessions of 1 s upwards (Kafka's 18 s default is then cut to 10 s).
 TEST_TICK_MS = 500
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ZooKeeperServer:

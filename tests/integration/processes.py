@@ -78,7 +78,7 @@ class ServeProcess(BrokerProcess):
                 env=clean_env(self.env),
                 preexec_fn=apply_limits if limits else None,
             )
-        wait_for_port(self.port, process=self.process)
+        wait_for_port(self.port, process=self.process, log_path=self.log_path)
         return self
 
 
