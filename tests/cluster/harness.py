@@ -30,6 +30,7 @@ WAIT_S = 30.0
 # Short sessions, so that a killed broker's registration goes within seconds (the
 # test ZooKeeper's 500 ms tick allows sessions from 1 s).
 TEST_SESSION_TIMEOUT_MS = 2000
+TEST_CONNECTION_TIMEOUT_MS = 30_000
 
 
 class ZooKeeperView:
@@ -134,12 +135,17 @@ class Cluster:
             "broker.id": broker_id,
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+            # Unset, the connection timeout is the session's, 2 s here: on a loaded machine
+            # ZooKeeper can take longer than that to answer a first connect, and a broker
+            # that cannot connect in time exits, as Kafka's does.
+            "zookeeper.connection.timeout.ms": TEST_CONNECTION_TIMEOUT_MS,
             # A broker stopped last has no one to hand its leaders to: its controlled
             # shutdown retries, and at the default 5 s apart each teardown would wait 10 s.
             "controlled.shutdown.retry.backoff.ms": 200,
         }
         overrides.update(extra or {})
-        return overrides
+        # An extra of None leaves the key unset (the broker's default).
+        return {key: value for key, value in overrides.items() if value is not None}
 
     def start(
         self,

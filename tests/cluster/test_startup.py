@@ -115,7 +115,7 @@ def test_a_malformed_zookeeper_connect_is_a_config_error(tmp_path: Path):
 def test_zookeeper_configs_are_described_as_static_broker_configs(
     cluster: Cluster, zk: ZooKeeperView
 ):
-    broker = cluster.start(7, {"broker.rack": "rack-7"})
+    broker = cluster.start(7, {"broker.rack": "rack-7", "zookeeper.connection.timeout.ms": None})
     zk.wait_broker_ids([7])
     resource = ConfigResource(ConfigResource.Type.BROKER, "7")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
