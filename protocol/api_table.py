@@ -70,6 +70,10 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 class VersionRange(NamedTuple):
@@ -139,6 +143,10 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),
+    ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),
+    ApiKey.SHARE_FETCH: VersionRange(1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),
 }
 
 

@@ -117,7 +117,9 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequestVi
 
 
 def _not_found_message(ctx: RequestContext, group_id: str) -> str:
-    """Kafka's messages: a consumer group (KIP-848) is not a classic one; else none is."""
-    if ctx.services.groups.consumer_group(group_id) is not None:
+    """Kafka's messages: a consumer group (KIP-848) or a share group (KIP-932) is not a
+    classic one; else there is none."""
+    groups = ctx.services.groups
+    if groups.consumer_group(group_id) is not None or groups.share_group(group_id) is not None:
         return f"Group {group_id} is not a classic group."
     return f"Group {group_id} not found."

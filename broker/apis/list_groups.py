@@ -27,6 +27,7 @@ def handle_list_groups(ctx: RequestContext, request: object) -> Any:
     # A list: the ACL check below reads the groups once before they are listed.
     groups: list[tuple[Any, str]] = [(g, "classic") for g in ctx.services.groups.list_groups()]
     groups += [(g, "consumer") for g in ctx.services.groups.list_consumer_groups()]
+    groups += [(g, "share") for g in ctx.services.groups.list_share_groups()]
     # Describe on the cluster lists every group; else those the principal may describe.
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_denial=False):
         hidden = denied(
@@ -42,7 +43,7 @@ def handle_list_groups(ctx: RequestContext, request: object) -> Any:
             build(
                 types.ListedGroup,
                 group_id=group.group_id,
-                protocol_type="consumer" if kind == "consumer" else group.protocol_type or "",
+                protocol_type=kind if kind != "classic" else group.protocol_type or "",
                 group_state=group.state.value,
                 group_type=kind,
             )

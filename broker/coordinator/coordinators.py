@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..groups.coordinator import GroupCoordinator
+    from ..share.share_coordinator import ShareCoordinator
     from ..transactions.coordinator import TransactionCoordinator
     from .loop_timer import LoopTimer
 
-# The two coordinators and the timer their sessions, rebalances and timeouts run on.
-CoordinatorParts = tuple["GroupCoordinator", "TransactionCoordinator", "LoopTimer"]
+# The coordinators and the timer their sessions, rebalances and timeouts run on.
+CoordinatorParts = tuple[
+    "GroupCoordinator", "TransactionCoordinator", "ShareCoordinator", "LoopTimer"
+]
 
 
 class Coordinators:
@@ -46,17 +49,29 @@ class Coordinators:
     def transactions(self) -> TransactionCoordinator:
         return self._parts()[1]
 
+    @property
+    def share(self) -> ShareCoordinator:
+        return self._parts()[2]
+
     async def start(self) -> None:
-        """Make both now and load their topics' partitions (a broker that has them)."""
-        groups, transactions, _ = self._parts()
+        """Make them now and load their topics' partitions (a broker that has them)."""
+        groups, transactions, share, _ = self._parts()
         await groups.start()
         await transactions.start()
+        await share.start()
 
     def on_leadership_change(self, topic: str, partition: int, leads: bool, empty: bool) -> None:
-        """A partition of `__consumer_offsets` or `__transaction_state` changed hands:
-        its coordinator loads it here, or drops it (Kafka's onElection/onResignation)."""
-        groups, transactions, _ = self._parts()
-        coordinator = groups if topic == groups.runtime.topic.name else transactions
+        """A partition of `__consumer_offsets`, `__transaction_state` or
+        `__share_group_state` changed hands: its coordinator loads it here, or drops it
+        (Kafka's onElection/onResignation)."""
+        groups, transactions, share, _ = self._parts()
+        coordinator: GroupCoordinator | TransactionCoordinator | ShareCoordinator
+        if topic == groups.runtime.topic.name:
+            coordinator = groups
+        elif topic == share.runtime.topic.name:
+            coordinator = share
+        else:
+            coordinator = transactions
         if leads:
             coordinator.on_election(partition, empty)
         else:
@@ -64,6 +79,6 @@ class Coordinators:
 
     def stop(self) -> None:
         if self._made is not None:
-            _, transactions, timer = self._made
+            _, transactions, _, timer = self._made
             transactions.stop()
             timer.close()

@@ -35,6 +35,8 @@ from .consumer_groups import HeartbeatRequest, HeartbeatResponse, TopicImage, va
 from .group import Group, JoinRequest, JoinResult, SyncRequest
 from .group_configs import GroupConfigs
 from .shard import GroupCoordinatorShard, OffsetKey, RebalanceStats, SyncAnswer
+from .share_group import ShareGroup
+from .share_groups import ShareHeartbeatRequest, ShareHeartbeatResponse, validate_share_heartbeat
 
 if TYPE_CHECKING:
     from ..metadata.cache import MetadataCache
@@ -181,6 +183,48 @@ class GroupCoordinator:
             lambda shard: shard.consumer_group_heartbeat(request),
             lambda error: HeartbeatResponse(error),
         )
+
+    # --- share groups (KIP-932) -----------------------------------------------------------
+
+    def share_group_heartbeat(
+        self, request: ShareHeartbeatRequest
+    ) -> Answer[ShareHeartbeatResponse]:
+        if not request.group_id:
+            return ShareHeartbeatResponse(ErrorCode.invalid_request, "GroupId can't be empty.")
+        invalid = validate_share_heartbeat(request)
+        if invalid is not None:
+            log.info(
+                "ShareGroupHeartbeat of member %s of group %s refused: %s",
+                request.member_id,
+                request.group_id,
+                invalid.message,
+            )
+            return ShareHeartbeatResponse(invalid.error_code, invalid.message)
+        return self._write(
+            "share-group-heartbeat",
+            request.group_id,
+            lambda shard: shard.share_group_heartbeat(request),
+            lambda error: ShareHeartbeatResponse(error),
+        )
+
+    def share_group_describe(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
+        try:
+            group = self.runtime.schedule_read_operation(
+                self._partition(group_id), lambda shard: shard.share_groups.get(group_id)
+            )
+        except KafkaError as exc:
+            return coordinator_error(exc), None
+        if group is None:
+            return ErrorCode.group_id_not_found, None
+        return ErrorCode.none, group
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        shard = self._shard_if_loaded(group_id)
+        return shard.share_groups.get(group_id) if shard is not None else None
+
+    def list_share_groups(self) -> Iterator[ShareGroup]:
+        for shard in self.runtime.active_shards():
+            yield from shard.share_groups.values()
 
     def validate_fetch_member(
         self, group_id: str, member_id: str | None, member_epoch: int

@@ -55,6 +55,22 @@ class GroupConfigKey:
         return self.check is None
 
 
+def duration_ms(text: str) -> int:
+    """Milliseconds of a duration in Java's Duration.parse form (PnDTnHnMn.nS), as
+    share.auto.offset.reset's by_duration gives it (checked before it is stored)."""
+    found = _DURATION.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a duration: {text!r}")
+    parts = found.groupdict()
+    seconds = (
+        int(parts["days"] or 0) * 86400
+        + int(parts["hours"] or 0) * 3600
+        + int(parts["minutes"] or 0) * 60
+        + float(parts["seconds"] or 0)
+    )
+    return int(seconds * 1000)
+
+
 def _check_auto_offset_reset(value: str) -> str | None:
     if value in ("earliest", "latest"):
         return None

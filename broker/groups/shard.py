@@ -50,6 +50,8 @@ from .group import (
     new_member_id,
 )
 from .group_configs import GroupConfigs
+from .share_group import ShareGroup
+from .share_groups import ShareGroups, ShareHeartbeatRequest
 
 log = logging.getLogger("brook.groups")
 
@@ -115,6 +117,16 @@ class GroupCoordinatorShard:
             self.stats,
         )
         self.consumer.on_downgrade = self._downgraded
+        # Share groups (KIP-932): a group id is a share group's or one of the others'.
+        self.share_groups: dict[str, ShareGroup] = {}
+        self.share = ShareGroups(
+            self.share_groups,
+            timer,
+            config,
+            topics,
+            group_configs,
+            lambda group_id: group_id in self.groups or group_id in self.consumer_groups,
+        )
         self.classic_members = ClassicMembers(self.consumer)
         # Offsets written inside transactions wait there for their marker.
         self._replay = ConsumerOffsetsReplay(self)
@@ -279,6 +291,8 @@ class GroupCoordinatorShard:
         group_id, member_id = request.group_id, request.member_id
         if not self._session_timeout_ok(request):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
+        if group_id in self.share_groups:  # Kafka's answer to a classic join of a share group
+            return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # empty: members of a consumer group go elsewhere
             self._classic_from_empty_consumer_group(consumer_group)
@@ -991,7 +1005,18 @@ class GroupCoordinatorShard:
     def consumer_group_heartbeat(
         self, request: HeartbeatRequest
     ) -> CoordinatorResult[HeartbeatResponse]:
+        if request.group_id in self.share_groups:
+            return CoordinatorResult(
+                [],
+                HeartbeatResponse(
+                    ErrorCode.group_id_not_found,
+                    f"Group {request.group_id} is not a consumer group.",
+                ),
+            )
         return self.consumer.heartbeat(request)
+
+    def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> CoordinatorResult[Any]:
+        return self.share.heartbeat(request)
 
     def delete_offsets(
         self, group_id: str, partitions: list[OffsetKey]

@@ -22,7 +22,7 @@ from .records import (
     UnregisterBrokerRecord,
 )
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class PartitionRegistration(NamedTuple):

@@ -36,6 +36,7 @@ from ..replica.fetch_sessions import FetchSessionCache
 from ..replica.log_dir_mover import LogDirMover
 from ..replica.replica_manager import ReplicaManager
 from ..replication.fetcher_manager import ReplicaFetcherManager
+from ..share.share_partitions import SharePartitions
 from .api_version_manager import ApiVersionManager
 from .inter_broker import InterBrokerClients
 from .listeners import ListenerManager
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
     from ..replica.partition import Partition
+    from ..share.share_partition_manager import SharePartitionManager
 
 log = logging.getLogger("brook.broker")
 
@@ -131,10 +133,27 @@ async def build_broker_parts(
         inter_broker,
         group_configs,
     )
+
+    def make_share_partitions() -> SharePartitionManager:
+        from ..share.persister import CoordinatorPersister
+        from ..share.share_partition_manager import SharePartitionManager
+
+        return SharePartitionManager(
+            current_config,
+            metadata,
+            replicas,
+            group_configs,
+            CoordinatorPersister(coordinators),
+            clock,
+        )
+
+    share_partitions = SharePartitions(make_share_partitions)
     if any(metadata.get(name) for name in INTERNAL_TOPICS):
         await coordinators.start()
 
     def on_leadership_change(partition: Partition) -> None:
+        if partition.leader_id != broker_id:
+            share_partitions.on_leadership_lost(partition.topic, partition.index)
         # From here on, a partition of an internal topic that changes hands here is
         # loaded or dropped by its coordinator.
         if partition.topic in INTERNAL_TOPICS:
@@ -178,6 +197,7 @@ async def build_broker_parts(
         quota_store=quota_store,
         group_configs=group_configs,
         group_config_store=group_config_store,
+        share_partitions=share_partitions,
         request_metrics=request_metrics,
     )
     if services.api_versions.release is not None:
@@ -241,6 +261,7 @@ def _coordinators(
         from ..coordinator.log_writer import LogPartitionWriter
         from ..coordinator.loop_timer import LoopTimer
         from ..groups.coordinator import GroupCoordinator, offsets_topic
+        from ..share.share_coordinator import ShareCoordinator, share_group_state_topic
         from ..transactions.coordinator import TransactionCoordinator, transaction_state_topic
         from ..transactions.markers import MarkerRoute
 
@@ -267,7 +288,14 @@ def _coordinators(
             producer_ids.next_id,
             MarkerRoute(leader_of, config.broker_id, inter_broker, coordinator_epoch_of),
         )
-        return groups, transactions, timer
+        share = ShareCoordinator(
+            current_config,
+            share_group_state_topic(metadata, controller, current_config),
+            LogPartitionWriter(replicas),
+            timer,
+            clock,
+        )
+        return groups, transactions, share, timer
 
     def coordinator_epoch_of(transactional_id: str) -> int:
         """The leader epoch of the transactional id's `__transaction_state` partition."""

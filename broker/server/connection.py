@@ -200,6 +200,9 @@ class KafkaConnection(asyncio.Protocol):
             self.counted_address = None
         if self.in_flight is not None:
             self.in_flight.cancel()
+        # As Kafka's ShareSessionCache: a share session ends with its connection, and
+        # what its member acquired goes back to the group.
+        self.services.share_partitions.connection_closed(self.peer)
 
     def pause_writing(self) -> None:
         self.writing_paused = True

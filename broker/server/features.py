@@ -20,7 +20,11 @@ class Feature(NamedTuple):
     finalized_level: int
 
 
-FEATURES = (Feature("transaction.version", 0, 2, finalized_level=2),)
+FEATURES = (
+    # Share groups (KIP-932) are on in a new Kafka 4.2 cluster: share.version 1.
+    Feature("share.version", 0, 1, finalized_level=1),
+    Feature("transaction.version", 0, 2, finalized_level=2),
+)
 
 # The epoch of the finalized levels (Kafka: the metadata offset that set them). They
 # never change on a Brook broker, so one epoch stands for them.
@@ -31,15 +35,22 @@ UNKNOWN_FINALIZED_FEATURES_EPOCH = -1
 
 # The first release whose brokers advertise transaction.version to clients.
 FEATURES_SINCE_MAJOR = 4
+# The first release with share groups on (share.version 1 finalized in a new cluster).
+SHARE_GROUPS_SINCE = (4, 2)
 
 
 def features_of(release: str | None) -> tuple[Feature, ...]:
     """The features a broker advertises: Kafka 4's, or none for an emulated release
     before 4.0, so that a Java producer of 4.0+ keeps transaction version 0 as it does
-    against such a broker."""
-    if release is None or int(release.split(".")[0]) >= FEATURES_SINCE_MAJOR:
+    against such a broker; share.version from 4.2, where share groups became GA."""
+    if release is None:
         return FEATURES
-    return ()
+    major, minor = (int(part) for part in release.split(".")[:2])
+    if major < FEATURES_SINCE_MAJOR:
+        return ()
+    if (major, minor) < SHARE_GROUPS_SINCE:
+        return tuple(f for f in FEATURES if f.name != "share.version")
+    return FEATURES
 
 
 # ApiVersions v3 leaves out the supported features whose minimum is 0 (Kafka's

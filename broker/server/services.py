@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
     from ..security.scram_credentials import ScramCredentialStore
+    from ..share.share_partitions import SharePartitions
     from ..transactions.coordinator import TransactionCoordinator
 
 
@@ -79,6 +80,8 @@ class BrokerServices(NamedTuple):
     # Group configs (the GROUP config resource) and where they are kept.
     group_configs: GroupConfigs
     group_config_store: GroupConfigStore
+    # Share groups' partitions led here, and their members' share sessions (KIP-932).
+    share_partitions: SharePartitions
     # Requests' counts and times for /metrics: None unless admin.listener is set.
     request_metrics: RequestMetrics | None = None
 

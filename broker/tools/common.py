@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 30.0
 # Kafka's own internal topics (Topic.isInternal): hidden by --exclude-internal.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class ToolError(Exception):

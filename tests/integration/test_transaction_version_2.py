@@ -159,8 +159,10 @@ def test_api_versions_finalize_transaction_version_2(brook_broker):
                 client_software_name="test", client_software_version="1"
             )
         )
+    # Share groups (KIP-932) are on, as in a new Kafka 4.2+ cluster.
     assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-        ("transaction.version", 0, 2)
+        ("share.version", 0, 1),
+        ("transaction.version", 0, 2),
     ]
     # v3 leaves out features whose minimum is 0, as Kafka does; the finalized level shows.
     assert v3.supported_features == ()
@@ -168,7 +170,7 @@ def test_api_versions_finalize_transaction_version_2(brook_broker):
         assert response.finalized_features_epoch >= 0
         assert [
             (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-        ] == [("transaction.version", 2, 2)]
+        ] == [("share.version", 1, 1), ("transaction.version", 2, 2)]
     produce = next(key for key in v4.api_keys if key.api_key == ApiKey.PRODUCE)
     assert produce.max_version >= 12
 

@@ -1,0 +1,120 @@
+"""ShareAcknowledge (key 79), v1-v2: a share-group member acknowledges records it
+acquired, without fetching more (KIP-932), in its share session: the session's next
+epoch, or -1 to acknowledge and close it. Each partition answers whether its
+acknowledgements were taken; they are answered once written to the share-group state.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from brook.protocol.api_table import ApiKey
+from brook.protocol.errors import ErrorCode
+
+from ..authorizer.acl import ResourceType
+from ..authorizer.checks import authorize
+from ..authorizer.operations import AclOperation
+from ..server.request_context import RequestContext
+from ..share.share_partition_manager import PartitionAnswer, ShareFetchAnswer, ShareFetchPartition
+from . import NO_THROTTLE, build, handles, respond_later, schema_module
+from .share_fetch import SharePartitionView, acknowledgements, node_endpoints, unreadable
+
+
+class AcknowledgeTopicView(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[SharePartitionView]: ...
+
+
+class ShareAcknowledgeRequestView(Protocol):
+    @property
+    def group_id(self) -> str | None: ...
+    @property
+    def member_id(self) -> str | None: ...
+    @property
+    def share_session_epoch(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[AcknowledgeTopicView]: ...
+
+
+if TYPE_CHECKING:
+    from kio.schema.share_acknowledge import v1, v2
+
+    def _served_requests_are_views(
+        r1: v1.ShareAcknowledgeRequest, r2: v2.ShareAcknowledgeRequest
+    ) -> list[ShareAcknowledgeRequestView]:
+        return [r1, r2]
+
+
+@handles(ApiKey.SHARE_ACKNOWLEDGE)
+def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeRequestView) -> Any:
+    group_id = request.group_id or ""
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        return _response(ctx, ShareFetchAnswer(ErrorCode.group_authorization_failed))
+    if not request.member_id:
+        return _response(
+            ctx,
+            ShareFetchAnswer(ErrorCode.invalid_request, "An acknowledgement needs a member id"),
+        )
+    wanted = [
+        ShareFetchPartition(topic.topic_id, partition.partition_index, acknowledgements(partition))
+        for topic in request.topics
+        if topic.topic_id is not None
+        for partition in topic.partitions
+    ]
+    denied = unreadable(ctx, {p.topic_id for p in wanted})
+    answer = ctx.services.share_partitions.manager.share_acknowledge(
+        group_id,
+        request.member_id,
+        request.share_session_epoch,
+        [p for p in wanted if p.topic_id not in denied],
+    )
+
+    def with_refused(result: ShareFetchAnswer) -> Any:
+        if result.error is ErrorCode.none:
+            result.partitions.extend(
+                PartitionAnswer(p.topic_id, p.partition, ErrorCode.topic_authorization_failed)
+                for p in wanted
+                if p.topic_id in denied
+            )
+        return _response(ctx, result)
+
+    return respond_later(answer, with_refused)
+
+
+def _response(ctx: RequestContext, answer: ShareFetchAnswer) -> Any:
+    types = schema_module(ctx.response_type)
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    leaders: set[int] = set()
+    for part in answer.partitions:
+        if part.error is ErrorCode.not_leader_or_follower and part.leader_id >= 0:
+            leaders.add(part.leader_id)
+        by_topic.setdefault(part.topic_id, []).append(
+            build(
+                types.PartitionData,
+                partition_index=part.partition,
+                error_code=part.error,
+                error_message=part.error_message,
+                current_leader=build(
+                    types.LeaderIdAndEpoch,
+                    leader_id=part.leader_id,
+                    leader_epoch=part.leader_epoch,
+                ),
+            )
+        )
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=answer.error,
+        error_message=answer.error_message,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=answer.lock_duration_ms),
+        responses=tuple(
+            build(types.ShareAcknowledgeTopicResponse, topic_id=topic_id, partitions=tuple(parts))
+            for topic_id, parts in by_topic.items()
+        ),
+        node_endpoints=node_endpoints(ctx, types, leaders),
+    )
