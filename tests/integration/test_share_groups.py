@@ -25,6 +25,8 @@ from confluent_kafka.admin import (
 from brook.broker.share.share_partition import RecordState, SharePartition
 from brook.broker.testing import BrokerThread, wait_until
 
+from .processes import Brokers
+
 # Locks of a second, so that a test waits on expiry briefly; share-group heartbeats
 # often, so a consumer gets its partitions soon.
 SHARE_CONFIG = {
@@ -273,4 +275,32 @@ def test_records_a_closed_connection_held_go_back_to_the_group(
     wait_until(lambda: again.extend(_poll(other)) or len(again) == 10, "the records again")
     assert sorted(m.value() for m in again) == sorted(m.value() for m in held)
     assert {m.delivery_count() for m in again} == {1}
+    other.close()
+
+
+def test_accepted_records_stay_accepted_after_the_broker_is_killed(brokers: Brokers) -> None:
+    """SIGKILL with records in flight: what was accepted (answered once written to
+    __share_group_state) is not delivered again; what was only acquired is."""
+    broker = brokers.start({k.replace("_", "."): v for k, v in SHARE_CONFIG.items()})
+    bootstrap = broker.bootstrap
+    topic = _topic(bootstrap)
+    group = _name("group")
+    _group_config(bootstrap, group, share_auto_offset_reset="earliest")
+    _produce(bootstrap, topic, [f"r{n}" for n in range(10)])
+    consumer = _consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    got = wait_until(lambda: _poll(consumer), "the records")
+    assert len(got) == 10
+    for message in got[:5]:
+        consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+    consumer.commit_sync()
+    broker.kill()
+    consumer.close()
+    restarted = brokers.restart(broker)
+    other = _consumer(restarted.bootstrap, group)
+    other.subscribe([topic])
+    again: list[Message] = []
+    wait_until(lambda: again.extend(_poll(other)) or len(again) >= 5, "the other records")
+    assert sorted(m.value() for m in again) == [f"r{n}".encode() for n in range(5, 10)]
+    assert _poll(other, 1.0) == []
     other.close()

@@ -1,0 +1,198 @@
+"""Share groups (KIP-932) over raw requests: ShareGroupHeartbeat's epochs and Kafka's
+errors for bad heartbeats, share sessions' epochs (SHARE_SESSION_NOT_FOUND,
+INVALID_SHARE_SESSION_EPOCH, acknowledgements refused on a session's first fetch), an
+acknowledgement of records not acquired (INVALID_RECORD_STATE, nothing changed), and the
+group seen by ShareGroupDescribe, ListGroups and DescribeGroups."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.describe_groups.v6 import request as describe6
+from kio.schema.errors import ErrorCode
+from kio.schema.list_groups.v5 import request as list5
+from kio.schema.share_acknowledge.v1 import request as ack1
+from kio.schema.share_fetch.v1 import request as fetch1
+from kio.schema.share_group_describe.v1 import request as share_describe1
+from kio.schema.share_group_heartbeat.v1 import request as heartbeat1
+
+from brook.broker.testing import BrokerThread
+
+from .clients import create_topic
+from .raw_client import RawClient, topic_id
+
+pytestmark = pytest.mark.brook_config(
+    group_share_min_heartbeat_interval_ms=200, group_share_heartbeat_interval_ms=200
+)
+
+
+def heartbeat(
+    client: RawClient,
+    group: str,
+    member: str,
+    epoch: int,
+    topics: tuple[str, ...] | None = None,
+) -> Any:
+    return client.request(
+        heartbeat1.ShareGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member,
+            member_epoch=epoch,
+            rack_id=None,
+            subscribed_topic_names=topics,
+        )
+    )
+
+
+def share_fetch(
+    client: RawClient,
+    group: str,
+    member: str,
+    epoch: int,
+    topic: uuid.UUID,
+    acks: tuple[Any, ...] = (),
+    max_wait_ms: int = 0,
+) -> Any:
+    return client.request(
+        fetch1.ShareFetchRequest(
+            group_id=group,
+            member_id=member,
+            share_session_epoch=epoch,
+            max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=100,
+            batch_size=100,
+            topics=(
+                fetch1.FetchTopic(
+                    topic_id=topic,
+                    partitions=(
+                        fetch1.FetchPartition(partition_index=0, acknowledgement_batches=acks),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
+    )
+
+
+@pytest.fixture
+def topic(brook_broker: BrokerThread) -> str:
+    name = f"share-raw-{uuid.uuid4().hex[:8]}"
+    create_topic(brook_broker.bootstrap, name)
+    brook_broker.produce(name, [b"a", b"b", b"c"], partition=0)
+    return name
+
+
+@pytest.mark.parametrize(
+    ("member", "epoch", "topics", "message"),
+    [
+        ("", 0, ("t",), "Invalid member id in the request."),
+        ("m" * 37, 0, ("t",), "Invalid member id in the request."),
+        ("member", 0, None, "SubscribedTopicNames must be set in first request."),
+        ("member", -2, None, "MemberEpoch is -2, but must be greater than or equal to -1."),
+    ],
+)
+def test_bad_heartbeats_get_invalid_request(
+    brook_broker: BrokerThread, member: str, epoch: int, topics: Any, message: str
+) -> None:
+    with RawClient(brook_broker.port) as client:
+        response = heartbeat(client, "bad-group", member, epoch, topics)
+    assert response.error_code == ErrorCode.invalid_request
+    assert response.error_message == message
+
+
+def test_a_member_joins_heartbeats_and_leaves(brook_broker: BrokerThread, topic: str) -> None:
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with RawClient(brook_broker.port) as client:
+        joined = heartbeat(client, group, "member-1", 0, (topic,))
+        assert joined.error_code == ErrorCode.none
+        assert joined.member_epoch > 0
+        assert joined.heartbeat_interval == datetime.timedelta(milliseconds=200)
+        (assigned,) = joined.assignment.topic_partitions
+        assert (assigned.topic_id, assigned.partitions) == (topic_id(client, topic), (0,))
+        again = heartbeat(client, group, "member-1", joined.member_epoch)
+        assert again.error_code == ErrorCode.none and again.assignment is None
+        fenced = heartbeat(client, group, "member-1", joined.member_epoch + 5)
+        assert fenced.error_code == ErrorCode.fenced_member_epoch
+        unknown = heartbeat(client, group, "member-2", 3)
+        assert unknown.error_code == ErrorCode.unknown_member_id
+        missing = heartbeat(client, f"{group}-none", "member-1", 3)
+        assert missing.error_code == ErrorCode.group_id_not_found
+        described = client.request(
+            share_describe1.ShareGroupDescribeRequest(
+                group_ids=(group, f"{group}-none"), include_authorized_operations=False
+            )
+        )
+        found, not_found = described.groups
+        assert (found.error_code, found.group_state, found.assignor_name) == (
+            ErrorCode.none,
+            "Stable",
+            "simple",
+        )
+        assert [m.member_id for m in found.members] == ["member-1"]
+        assert not_found.error_code == ErrorCode.group_id_not_found
+        listed = client.request(list5.ListGroupsRequest(states_filter=(), types_filter=("share",)))
+        assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [
+            (group, "share", "share")
+        ]
+        classic = client.request(
+            describe6.DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+        )
+        assert classic.groups[0].error_code == ErrorCode.group_id_not_found
+        assert classic.groups[0].error_message == f"Group {group} is not a classic group."
+        left = heartbeat(client, group, "member-1", -1)
+        assert (left.error_code, left.member_epoch) == (ErrorCode.none, -1)
+        described = client.request(
+            share_describe1.ShareGroupDescribeRequest(
+                group_ids=(group,), include_authorized_operations=False
+            )
+        )
+        assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())
+
+
+def test_share_session_epochs(brook_broker: BrokerThread, topic: str) -> None:
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with RawClient(brook_broker.port) as client:
+        tid = topic_id(client, topic)
+        no_session = share_fetch(client, group, "m", 1, tid)
+        assert no_session.error_code == ErrorCode.share_session_not_found
+        ack = fetch1.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=(1,))
+        acks_first = share_fetch(client, group, "m", 0, tid, acks=(ack,))
+        assert acks_first.error_code == ErrorCode.invalid_request
+        opened = share_fetch(client, group, "m", 0, tid)
+        assert opened.error_code == ErrorCode.none
+        wrong = share_fetch(client, group, "m", 5, tid)
+        assert wrong.error_code == ErrorCode.invalid_share_session_epoch
+        opening_ack = client.request(
+            ack1.ShareAcknowledgeRequest(
+                group_id=group, member_id="m", share_session_epoch=0, topics=()
+            )
+        )
+        assert opening_ack.error_code == ErrorCode.invalid_share_session_epoch
+        # The group started at the end (offset 3): what comes next is acquired by "m".
+        brook_broker.produce(topic, [b"d", b"e"], partition=0)
+        (got,) = share_fetch(client, group, "m", 1, tid, max_wait_ms=5000).responses
+        assert [
+            (r.first_offset, r.last_offset, r.delivery_count)
+            for r in got.partitions[0].acquired_records
+        ] == [(3, 4, 1)]
+        # Another member may not acknowledge them; offsets below the start are done.
+        assert share_fetch(client, group, "n", 0, tid).error_code == ErrorCode.none
+        theirs = fetch1.AcknowledgementBatch(first_offset=3, last_offset=4, acknowledge_types=(1,))
+        (refused,) = share_fetch(client, group, "n", 1, tid, acks=(theirs,)).responses
+        assert refused.partitions[0].acknowledge_error_code == ErrorCode.invalid_record_state
+        (done,) = share_fetch(client, group, "n", 2, tid, acks=(ack,)).responses
+        assert done.partitions[0].acknowledge_error_code == ErrorCode.none
+        past = fetch1.AcknowledgementBatch(first_offset=9, last_offset=9, acknowledge_types=(1,))
+        (beyond,) = share_fetch(client, group, "n", 3, tid, acks=(past,)).responses
+        assert beyond.partitions[0].acknowledge_error_code == ErrorCode.invalid_request
+        # "m" accepts them with its final fetch, which closes its session.
+        (accepted,) = share_fetch(client, group, "m", -1, tid, acks=(theirs,)).responses
+        assert accepted.partitions[0].acknowledge_error_code == ErrorCode.none
+        assert (
+            share_fetch(client, group, "m", 3, tid).error_code == ErrorCode.share_session_not_found
+        )
