@@ -4,7 +4,8 @@ Offset commits go through OffsetCommitReplay (offsets.py: the pending transactio
 ones wait for their marker); a classic group's metadata record is handed over as it is
 (a tombstone as None): the broker rebuilds the group's members from it, the audit shows
 it. Kafka 4's consumer group records (protocol/consumer_group_records.py) are handed over
-decoded. Records this broker cannot read the meaning of (a key type of a newer group
+decoded, and so are share groups' (protocol/share_group_records.py). Records this
+broker cannot read the meaning of (a key type of a newer group
 protocol, a value version newer than the schemas it knows) are skipped, and the owner is
 told so it can count or log them; bytes that do not parse as what they claim raise
 CoordinatorRecordError.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from brook.protocol import consumer_group_records as cgr
+from brook.protocol import share_group_records as sgr
 from brook.protocol.coordinator_records import (
     CONSUMER_OFFSETS_TOPIC,
     GroupMetadataKey,
@@ -50,6 +52,12 @@ class ConsumerOffsetsState(Protocol):
         """A record of a consumer group of Kafka 4's protocol (None: a tombstone)."""
         ...
 
+    def share_group_changed(
+        self, key: sgr.ShareGroupKey, value: sgr.ShareGroupValue | None, offset: int
+    ) -> None:
+        """A record of a share group (KIP-932) (None: a tombstone)."""
+        ...
+
     def skipped(self, offset: int, key: Key, value_version: int | None) -> None:
         """The record at `offset` was not applied: its key type (value_version None) or
         its value version is not one this broker knows."""
@@ -67,6 +75,11 @@ class ConsumerOffsetsReplay:
         """The record at log `offset` of a batch written by `producer_id`."""
         decoded = decode_key(key, CONSUMER_OFFSETS_TOPIC)
         if isinstance(decoded, UnknownRecord):
+            if decoded.version in sgr.RECORD_TYPES:
+                share_key = sgr.decode_key(key)
+                share_value = sgr.decode_value(share_key, value) if value is not None else None
+                self._state.share_group_changed(share_key, share_value, offset)
+                return
             if decoded.version not in cgr.RECORD_TYPES:
                 self._state.skipped(offset, decoded, None)
                 return

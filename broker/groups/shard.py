@@ -26,6 +26,7 @@ from brook.coordinator_state.consumer_offsets import ConsumerOffsetsReplay
 from brook.coordinator_state.offsets import CommittedOffset
 from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
+from brook.protocol import share_group_records as sgr
 from brook.protocol.errors import ErrorCode, KafkaError
 from brook.storage.clock import Clock
 
@@ -52,6 +53,7 @@ from .group import (
 from .group_configs import GroupConfigs
 from .share_group import ShareGroup
 from .share_groups import ShareGroups, ShareHeartbeatRequest
+from .share_records import replay as replay_share_group
 
 log = logging.getLogger("brook.groups")
 
@@ -196,6 +198,11 @@ class GroupCoordinatorShard:
     ) -> None:
         replay_consumer_group(self.consumer_groups, self.groups, key, value, self.clock())
 
+    def share_group_changed(
+        self, key: sgr.ShareGroupKey, value: sgr.ShareGroupValue | None, offset: int
+    ) -> None:
+        replay_share_group(self.share_groups, key, value)
+
     def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         if value_version is None:
             return  # other record types (KIP-848 groups, newer Kafkas) are not this shard's
@@ -215,6 +222,7 @@ class GroupCoordinatorShard:
             for member in group.members.values():
                 self._schedule_session_expiry(group, member)
         self.consumer.on_loaded()
+        self.share.on_loaded()
         self._schedule_offsets_expiry()
         if self.groups or self.consumer_groups:
             log.info(
@@ -1069,6 +1077,11 @@ class GroupCoordinatorShard:
 
     def delete_group(self, group_id: str) -> CoordinatorResult[ErrorCode]:
         """Tombstones for the group's offsets and metadata; their replay removes it."""
+        if group_id in self.share_groups:
+            deleted = self.share.delete(group_id)
+            if deleted.response is ErrorCode.none:
+                log.info("Deleting share group %s", group_id)
+            return deleted
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             if not consumer_group.is_empty:

@@ -17,21 +17,22 @@ from .share_group import ShareAssignment, TopicId
 
 def assign_share_partitions(
     subscriptions: Mapping[str, tuple[str, ...]],
-    partition_counts: Mapping[TopicId, int],
+    assignable: Mapping[TopicId, frozenset[int]],
     topic_names: Mapping[TopicId, str],
     current: Mapping[str, ShareAssignment],
 ) -> dict[str, ShareAssignment]:
-    """Each member's partitions. `subscriptions`: member -> topic names; the topics'
-    partition counts and names by id; `current`: what each member has now."""
+    """Each member's partitions. `subscriptions`: member -> topic names; the partitions
+    that may be assigned (those whose share state is initialized) and the topics' names,
+    by topic id; `current`: what each member has now."""
     members = sorted(subscriptions)
     found: dict[str, dict[TopicId, set[int]]] = {member: {} for member in members}
     # Topic by topic, among the members subscribed to it.
-    for topic_id in sorted(partition_counts, key=str):
+    for topic_id in sorted(assignable, key=str):
         name = topic_names[topic_id]
         readers = [m for m in members if name in subscriptions[m]]
         if not readers:
             continue
-        partitions = list(range(partition_counts[topic_id]))
+        partitions = sorted(assignable[topic_id])
         for member, indexes in _spread(readers, partitions, topic_id, current).items():
             if indexes:
                 found[member].setdefault(topic_id, set()).update(indexes)

@@ -32,6 +32,7 @@ from brook.protocol.coordinator_records import (
     OffsetCommitKey,
 )
 from brook.protocol.errors import CorruptRecordError, InvalidRecordError
+from brook.protocol.share_group_records import ShareGroupKey, ShareGroupValue
 from brook.storage.end_transaction_marker import COMMIT, read_end_txn_marker
 from brook.storage.reader import Batch
 
@@ -120,6 +121,12 @@ class CoordinatorReplay:
         self, key: ConsumerGroupKey, value: ConsumerGroupValue | None, offset: int
     ) -> None:
         # Kafka 4's consumer groups: decoded, so known good, but not one of the tables.
+        self.other_records += 1
+
+    def share_group_changed(
+        self, key: ShareGroupKey, value: ShareGroupValue | None, offset: int
+    ) -> None:
+        # Share groups (KIP-932): decoded, so known good, but not one of the tables.
         self.other_records += 1
 
     def skipped(self, offset: int, key: Key, value_version: int | None) -> None:

@@ -50,7 +50,10 @@ def test_a_broker_registers_in_kafkas_znodes(cluster: Cluster, zk: ZooKeeperView
         "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "EXTERNAL": "PLAINTEXT"},
         "rack": "rack-a",
         "jmx_port": -1,
-        "features": {"transaction.version": {"min_version": 0, "max_version": 2}},
+        "features": {
+            "share.version": {"min_version": 0, "max_version": 1},
+            "transaction.version": {"min_version": 0, "max_version": 2},
+        },
     }
     assert stat.ephemeralOwner != 0
     controller, controller_stat = zk.get("/controller")

@@ -14,6 +14,7 @@ from brook.coordinator_state.transaction_log import TransactionLogReplay, value_
 from brook.coordinator_state.transaction_metadata import TransactionMetadata, TransactionState
 from brook.protocol import consumer_group_records as cgr
 from brook.protocol import coordinator_records as cr
+from brook.protocol import share_group_records as sgr
 
 NOT_TRANSACTIONAL = cr.NO_PRODUCER_ID
 
@@ -25,6 +26,7 @@ class Seen:
         self.offsets: dict[tuple[str, str, int], tuple[int | None, int]] = {}
         self.groups: dict[str, int] = {}
         self.skipped_records: list[tuple[int, int | None]] = []
+        self.share_groups: list[tuple[int, object, object]] = []
         self.consumer_groups: list[tuple[int, object, object]] = []
 
     def offset_changed(
@@ -46,6 +48,11 @@ class Seen:
         self, key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue | None, offset: int
     ) -> None:
         self.consumer_groups.append((offset, key, value))
+
+    def share_group_changed(
+        self, key: sgr.ShareGroupKey, value: sgr.ShareGroupValue | None, offset: int
+    ) -> None:
+        self.share_groups.append((offset, key, value))
 
     def skipped(self, offset: int, key: cr.Key, value_version: int | None) -> None:
         self.skipped_records.append((offset, value_version))

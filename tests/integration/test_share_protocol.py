@@ -19,9 +19,10 @@ from kio.schema.share_fetch.v1 import request as fetch1
 from kio.schema.share_group_describe.v1 import request as share_describe1
 from kio.schema.share_group_heartbeat.v1 import request as heartbeat1
 
-from brook.broker.testing import BrokerThread
+from brook.broker.testing import BrokerThread, wait_until
 
 from .clients import create_topic
+from .processes import Brokers
 from .raw_client import RawClient, topic_id
 
 pytestmark = pytest.mark.brook_config(
@@ -93,7 +94,8 @@ def topic(brook_broker: BrokerThread) -> str:
         ("", 0, ("t",), "Invalid member id in the request."),
         ("m" * 37, 0, ("t",), "Invalid member id in the request."),
         ("member", 0, None, "SubscribedTopicNames must be set in first request."),
-        ("member", -2, None, "MemberEpoch is -2, but must be greater than or equal to -1."),
+        ("member", -2, None, "MemberEpoch is invalid."),
+        ("member", 0, (), "SubscribedTopicNames must be set in first request."),
     ],
 )
 def test_bad_heartbeats_get_invalid_request(
@@ -196,3 +198,40 @@ def test_share_session_epochs(brook_broker: BrokerThread, topic: str) -> None:
         assert (
             share_fetch(client, group, "m", 3, tid).error_code == ErrorCode.share_session_not_found
         )
+
+
+def test_a_share_group_is_kept_in_its_records_across_a_restart(brokers: Brokers) -> None:
+    """The group's members, epochs and assignments are __consumer_offsets records: a
+    broker killed and started again has the member, which goes on with its epoch."""
+    broker = brokers.start()
+    topic = f"share-raw-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with RawClient(broker.port) as client:
+        joined = heartbeat(client, group, "member-1", 0, (topic,))
+        assert joined.error_code == ErrorCode.none
+        assigned = {t.topic_id: t.partitions for t in joined.assignment.topic_partitions}
+    broker.kill()
+    restarted = brokers.restart(broker)
+    with RawClient(restarted.port) as client:
+        again = wait_until(
+            lambda: _answered(heartbeat(client, group, "member-1", joined.member_epoch)),
+            "the group loaded",
+        )
+        assert (again.error_code, again.member_epoch) == (ErrorCode.none, joined.member_epoch)
+        described = client.request(
+            share_describe1.ShareGroupDescribeRequest(
+                group_ids=(group,), include_authorized_operations=False
+            )
+        ).groups[0]
+        assert described.group_epoch == joined.member_epoch
+        (member,) = described.members
+        assert member.subscribed_topic_names == (topic,)
+        assert {t.topic_id: t.partitions for t in member.assignment.topic_partitions} == assigned
+        assert assigned and sorted(next(iter(assigned.values()))) == [0, 1]
+
+
+def _answered(response: Any) -> Any:
+    """The response, once the coordinator has loaded (None while it loads)."""
+    loading = (ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator)
+    return None if response.error_code in loading else response

@@ -1,7 +1,8 @@
 """`__share_group_state` records (KIP-932): ShareSnapshot and ShareUpdate keys and values
-read back as written, the delivery-complete count a tagged field written only when known,
-the coordinator key hashed as Kafka hashes it, and bytes that are not a share state's
-refused."""
+byte for byte as Kafka 4.4 writes them (the expected bytes are its own generated classes',
+org.apache.kafka.coordinator.share.generated.*, kafka-share-coordinator-4.4.0.jar), the
+delivery-complete count a tagged field written only when known, the coordinator key in
+Kafka's form, and bytes that are not a share state's refused."""
 
 from __future__ import annotations
 
@@ -29,6 +30,34 @@ def test_a_snapshot_reads_back_as_written():
     assert sr.decode_value(sr.SNAPSHOT_TYPE, sr.encode_value(value)) == value
     key = sr.ShareStateKey(sr.SNAPSHOT_TYPE, "group", TOPIC, 3)
     assert sr.decode_key(sr.encode_key(key)) == key
+
+
+def test_snapshot_update_and_key_are_kafkas_bytes():
+    snapshot = sr.ShareSnapshotValue(
+        snapshot_epoch=3,
+        state_epoch=1,
+        leader_epoch=7,
+        start_offset=42,
+        delivery_complete_count=5,
+        create_timestamp=1000,
+        write_timestamp=2000,
+        state_batches=(sr.PersistedStateBatch(42, 50, 2, 1),),
+    )
+    assert sr.encode_value(snapshot).hex() == (
+        "0000000000030000000100000007000000000000002a00000000000003e800000000000007d0"
+        "02000000000000002a00000000000000320200010001000400000005"
+    )
+    update = sr.ShareUpdateValue(
+        snapshot_epoch=3,
+        leader_epoch=7,
+        start_offset=-1,
+        state_batches=(sr.PersistedStateBatch(42, 50, 4, 2),),
+    )
+    assert sr.encode_value(update).hex() == (
+        "00000000000300000007ffffffffffffffff02000000000000002a00000000000000320400020000"
+    )
+    key = sr.ShareStateKey(sr.SNAPSHOT_TYPE, "g", uuid.UUID(int=(1 << 64) | 2), 3)
+    assert sr.encode_key(key).hex() == "00000001670000000000000001000000000000000200000003"
 
 
 def test_an_update_without_a_delivery_complete_count_writes_no_tag():
