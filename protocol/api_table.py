@@ -74,6 +74,11 @@ class ApiKey(enum.IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
 
 
 class VersionRange(NamedTuple):
@@ -147,6 +152,11 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),
     ApiKey.SHARE_FETCH: VersionRange(1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: VersionRange(0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE: VersionRange(0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: VersionRange(0, 1),
+    ApiKey.DELETE_SHARE_GROUP_STATE: VersionRange(0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: VersionRange(0, 1),
 }
 
 

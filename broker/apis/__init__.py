@@ -84,6 +84,7 @@ def load_all() -> dict[int, Handler]:
         delete_acls,
         delete_groups,
         delete_records,
+        delete_share_group_state,
         delete_topics,
         describe_acls,
         describe_client_quotas,
@@ -102,6 +103,7 @@ def load_all() -> dict[int, Handler]:
         heartbeat,
         incremental_alter_configs,
         init_producer_id,
+        initialize_share_group_state,
         join_group,
         leave_group,
         list_groups,
@@ -114,6 +116,8 @@ def load_all() -> dict[int, Handler]:
         offset_fetch,
         offset_for_leader_epoch,
         produce,
+        read_share_group_state,
+        read_share_group_state_summary,
         sasl_authenticate,
         sasl_handshake,
         share_acknowledge,
@@ -122,6 +126,7 @@ def load_all() -> dict[int, Handler]:
         share_group_heartbeat,
         sync_group,
         txn_offset_commit,
+        write_share_group_state,
         write_txn_markers,
     )
 

@@ -7,6 +7,7 @@ mypy checks. A view of one API stays in that API's module.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -98,3 +99,28 @@ class ConfigsAlterationView(Protocol[ResourceT_co]):
     def resources(self) -> Sequence[ResourceT_co]: ...
     @property
     def validate_only(self) -> bool: ...
+
+
+# --- the share-state APIs (83-87): a group, then partitions of topics by id -----------
+
+
+class StatePartitionView(Protocol):
+    """A partition of a share-state request; each API reads its own fields of it (the
+    leader epoch, the state to write) where its handler serves the partition."""
+
+    @property
+    def partition(self) -> int: ...
+
+
+class StateTopicView(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[StatePartitionView]: ...
+
+
+class StateRequestView(Protocol):
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[StateTopicView]: ...

@@ -143,7 +143,7 @@ async def build_broker_parts(
             metadata,
             replicas,
             group_configs,
-            CoordinatorPersister(coordinators),
+            CoordinatorPersister(coordinators, metadata, broker_id, inter_broker),
             clock,
         )
 

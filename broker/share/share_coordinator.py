@@ -192,6 +192,8 @@ class ShareCoordinatorShard:
         current = self.states.get((group_id, topic_id, partition))
         if current is None:
             return CoordinatorResult([], None)
+        if leader_epoch < 0:  # a reader that is no leader (a tool): nothing to fence
+            return CoordinatorResult([], current)
         if leader_epoch < current.leader_epoch:
             raise KafkaError.with_code(
                 ErrorCode.fenced_leader_epoch,
@@ -257,6 +259,42 @@ class ShareCoordinatorShard:
             key = key_of(sr.UPDATE_TYPE, request.group_id, request.topic_id, request.partition)
         return CoordinatorRecord(sr.encode_key(key), sr.encode_value(value))
 
+    def initialize(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        state_epoch: int,
+        start_offset: int,
+    ) -> CoordinatorResult[None]:
+        """A fresh state (the group coordinator's InitializeShareGroupState: a new share
+        partition, or offsets altered): a snapshot with nothing in flight, whatever was
+        there. An older state epoch than the stored one is FENCED_STATE_EPOCH."""
+        current = self.states.get((group_id, topic_id, partition))
+        if current is not None and state_epoch < current.state_epoch:
+            raise KafkaError.with_code(
+                ErrorCode.fenced_state_epoch,
+                f"State epoch {state_epoch} is older than {current.state_epoch}",
+            )
+        now = self.clock()
+        value = sr.ShareSnapshotValue(
+            snapshot_epoch=current.snapshot_epoch + 1 if current is not None else 0,
+            state_epoch=state_epoch,
+            leader_epoch=current.leader_epoch if current is not None else 0,
+            start_offset=start_offset,
+            delivery_complete_count=(
+                sr.UNKNOWN_DELIVERY_COMPLETE_COUNT
+                if start_offset == UNINITIALIZED_START_OFFSET
+                else 0
+            ),
+            create_timestamp=now,
+            write_timestamp=now,
+        )
+        key = sr.ShareStateKey(sr.SNAPSHOT_TYPE, group_id, topic_id, partition)
+        return CoordinatorResult(
+            [CoordinatorRecord(sr.encode_key(key), sr.encode_value(value))], None
+        )
+
     def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> CoordinatorResult[None]:
         if (group_id, topic_id, partition) not in self.states:
             return CoordinatorResult([], None)
@@ -310,6 +348,32 @@ class ShareCoordinator:
             "write-share-group-state",
             self.partition_of(request.group_id, request.topic_id, request.partition),
             lambda shard: shard.write(request),
+        )
+
+    async def initialize_state(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        state_epoch: int,
+        start_offset: int,
+    ) -> None:
+        await self.runtime.schedule_write_operation(
+            "initialize-share-group-state",
+            self.partition_of(group_id, topic_id, partition),
+            lambda shard: shard.initialize(
+                group_id, topic_id, partition, state_epoch, start_offset
+            ),
+        )
+
+    async def read_summary(
+        self, group_id: str, topic_id: uuid.UUID, partition: int
+    ) -> ShareGroupOffset | None:
+        """The state as committed, without a leader epoch to record (DescribeShareGroupOffsets)."""
+        index = self.partition_of(group_id, topic_id, partition)
+        await self.runtime.writes_committed(index)
+        return self.runtime.schedule_read_operation(
+            index, lambda shard: shard.states.get((group_id, topic_id, partition))
         )
 
     async def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:

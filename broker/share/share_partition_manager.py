@@ -272,6 +272,12 @@ class SharePartitionManager:
             answer.leader_id, answer.leader_epoch = partition.leader_id, partition.leader_epoch
             share = await self._share_partition(group_id, answer.topic_id, partition)
         except KafkaError as exc:
+            if exc.error_code is ErrorCode.coordinator_not_available:
+                # The state's coordinator is being made, moving or loading: as Kafka's
+                # share partition while it initializes, the fetch gets nothing this time
+                # and the member fetches again.
+                log.debug("Share group %s cannot load %s yet: %s", group_id, answer, exc)
+                return
             answer.error, answer.error_message = exc.error_code, exc.message
             return
         isolation = FetchIsolation.HIGH_WATERMARK
