@@ -79,6 +79,9 @@ class ApiKey(enum.IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 class VersionRange(NamedTuple):
@@ -157,6 +160,9 @@ SERVED: dict[ApiKey, VersionRange] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: VersionRange(0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: VersionRange(0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: VersionRange(0, 1),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: VersionRange(0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: VersionRange(0, 0),
 }
 
 

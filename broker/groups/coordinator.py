@@ -218,6 +218,39 @@ class GroupCoordinator:
             return ErrorCode.group_id_not_found, None
         return ErrorCode.none, group
 
+    async def alter_share_group_offsets(
+        self, group_id: str, partitions: dict[Any, frozenset[int]]
+    ) -> int:
+        """Mark the partitions initialized for a new state; the state epoch to write it
+        with. Raises the KafkaError to answer (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...)."""
+        try:
+            return await self.runtime.schedule_write_operation(
+                "alter-share-group-offsets",
+                self._partition(group_id),
+                lambda shard: shard.alter_share_group_offsets(group_id, partitions),
+            )
+        except KafkaError as exc:
+            raise KafkaError.with_code(coordinator_error(exc), exc.message) from None
+
+    def share_offsets_to_delete(
+        self, group_id: str, topic_ids: list[Any]
+    ) -> dict[Any, frozenset[int]]:
+        """The initialized partitions of the topics, of an empty share group."""
+        try:
+            return self.runtime.schedule_read_operation(
+                self._partition(group_id),
+                lambda shard: shard.share.offsets_to_delete(group_id, topic_ids),
+            )
+        except KafkaError as exc:
+            raise KafkaError.with_code(coordinator_error(exc), exc.message) from None
+
+    async def share_offsets_deleted(self, group_id: str, topic_ids: list[Any]) -> None:
+        await self.runtime.schedule_write_operation(
+            "delete-share-group-offsets",
+            self._partition(group_id),
+            lambda shard: shard.share.offsets_deleted(group_id, topic_ids),
+        )
+
     def share_group(self, group_id: str) -> ShareGroup | None:
         shard = self._shard_if_loaded(group_id)
         return shard.share_groups.get(group_id) if shard is not None else None

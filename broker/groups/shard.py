@@ -1026,6 +1026,15 @@ class GroupCoordinatorShard:
     def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> CoordinatorResult[Any]:
         return self.share.heartbeat(request)
 
+    def alter_share_group_offsets(
+        self, group_id: str, partitions: dict[Any, frozenset[int]]
+    ) -> CoordinatorResult[int]:
+        if group_id in self.groups or group_id in self.consumer_groups:
+            raise KafkaError.with_code(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+            )
+        return self.share.alter_offsets(group_id, partitions)
+
     def delete_offsets(
         self, group_id: str, partitions: list[OffsetKey]
     ) -> CoordinatorResult[tuple[ErrorCode, dict[OffsetKey, ErrorCode]]]:

@@ -394,6 +394,63 @@ class ShareGroups:
             for member_id in group.members:
                 self._schedule_session_expiry(group.group_id, member_id)
 
+    # --- offsets (AlterShareGroupOffsets, DeleteShareGroupOffsets) ------------------------
+
+    def _empty_share_group(self, group_id: str, create: bool) -> ShareGroup:
+        """The group whose share state an admin request changes: a share group (made when
+        `create` and missing) without members."""
+        group = self._group(group_id, create)
+        if group.members:
+            raise KafkaError.with_code(ErrorCode.non_empty_group, "The group is not empty.")
+        return group
+
+    def alter_offsets(
+        self, group_id: str, partitions: dict[TopicId, frozenset[int]]
+    ) -> CoordinatorResult[int]:
+        """The partitions get a new state (their start offsets, written by the caller to
+        the share coordinator with the epoch answered): they are initialized from now."""
+        group = self._empty_share_group(group_id, create=True)
+        current = group.state_partitions
+        initialized = dict(current.initialized)
+        for topic_id, indexes in partitions.items():
+            initialized[topic_id] = initialized.get(topic_id, frozenset()) | indexes
+        state = StatePartitions(
+            initializing=dict(current.initializing),
+            initialized=initialized,
+            deleting=current.deleting - frozenset(partitions),
+        )
+        # A missing group is made by the record's replay, as in Kafka.
+        out = [records.state_partitions(group_id, state, self._names(state))]
+        return CoordinatorResult(out, group.group_epoch)
+
+    def offsets_to_delete(
+        self, group_id: str, topic_ids: list[TopicId]
+    ) -> dict[TopicId, frozenset[int]]:
+        """The initialized partitions of the topics (whose state the caller deletes)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            self._group(group_id, create=False)  # raises GROUP_ID_NOT_FOUND with its message
+            raise AssertionError("unreachable")
+        if group.members:
+            raise KafkaError.with_code(ErrorCode.non_empty_group, "The group is not empty.")
+        initialized = group.state_partitions.initialized
+        return {t: initialized[t] for t in topic_ids if t in initialized}
+
+    def offsets_deleted(self, group_id: str, topic_ids: list[TopicId]) -> CoordinatorResult[None]:
+        """The topics' share state is gone: they are no longer initialized."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return CoordinatorResult([], None)
+        current = group.state_partitions
+        state = StatePartitions(
+            initializing={t: p for t, p in current.initializing.items() if t not in topic_ids},
+            initialized={t: p for t, p in current.initialized.items() if t not in topic_ids},
+            deleting=current.deleting - frozenset(topic_ids),
+        )
+        return CoordinatorResult(
+            [records.state_partitions(group_id, state, self._names(state))], None
+        )
+
     # --- deleting ------------------------------------------------------------------------
 
     def delete(self, group_id: str) -> CoordinatorResult[ErrorCode]:

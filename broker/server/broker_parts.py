@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ..quotas.manager import ClientQuotas
     from ..quotas.store import ClientQuotaStore
     from ..replica.partition import Partition
+    from ..share.persister import CoordinatorPersister
     from ..share.share_partition_manager import SharePartitionManager
 
 log = logging.getLogger("brook.broker")
@@ -134,20 +135,19 @@ async def build_broker_parts(
         group_configs,
     )
 
-    def make_share_partitions() -> SharePartitionManager:
+    def make_share_persister() -> CoordinatorPersister:
         from ..share.persister import CoordinatorPersister
+
+        return CoordinatorPersister(coordinators, metadata, broker_id, inter_broker)
+
+    def make_share_partitions(persister: CoordinatorPersister) -> SharePartitionManager:
         from ..share.share_partition_manager import SharePartitionManager
 
         return SharePartitionManager(
-            current_config,
-            metadata,
-            replicas,
-            group_configs,
-            CoordinatorPersister(coordinators, metadata, broker_id, inter_broker),
-            clock,
+            current_config, metadata, replicas, group_configs, persister, clock
         )
 
-    share_partitions = SharePartitions(make_share_partitions)
+    share_partitions = SharePartitions(make_share_partitions, make_share_persister)
     if any(metadata.get(name) for name in INTERNAL_TOPICS):
         await coordinators.start()
 

@@ -158,6 +158,7 @@ class CoordinatorPersister:
                     leader_epoch,
                     state.start_offset,
                     batches,
+                    state.delivery_complete_count,
                 )
             )
 
@@ -177,7 +178,7 @@ class CoordinatorPersister:
                                     state_epoch=i32(state.state_epoch),
                                     leader_epoch=i32(leader_epoch),
                                     start_offset=i64(state.start_offset),
-                                    delivery_complete_count=i32(-1),
+                                    delivery_complete_count=i32(state.delivery_complete_count),
                                     state_batches=tuple(
                                         write1.StateBatch(
                                             first_offset=i64(b.first_offset),

@@ -276,6 +276,11 @@ class ShareCoordinatorShard:
                 ErrorCode.fenced_state_epoch,
                 f"State epoch {state_epoch} is older than {current.state_epoch}",
             )
+        if current is not None:
+            # A new state always fences the share partition that read the old one (an
+            # empty group's epoch, which Kafka takes for the state epoch, may not have
+            # moved since).
+            state_epoch = max(state_epoch, current.state_epoch + 1)
         now = self.clock()
         value = sr.ShareSnapshotValue(
             snapshot_epoch=current.snapshot_epoch + 1 if current is not None else 0,

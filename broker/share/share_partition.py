@@ -392,6 +392,12 @@ class SharePartition:
                 batches.append(StateBatch(offset, offset, state, count))
         return batches
 
+    def delivery_complete_count(self) -> int:
+        """How many offsets in flight are done (acknowledged or archived): the start
+        offset, the end of the log and this give the group's lag (KIP-1226)."""
+        done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+        return sum(1 for record in self.records.values() if record.state in done)
+
     def counts(self) -> dict[RecordState, int]:
         counts = dict.fromkeys(RecordState, 0)
         for record in self.records.values():

@@ -64,6 +64,8 @@ class PersistedState:
     state_epoch: int
     start_offset: int
     batches: tuple[StateBatch, ...] = ()
+    # Offsets in flight that are done (-1: not known).
+    delivery_complete_count: int = -1
 
 
 class Persister(Protocol):
@@ -510,9 +512,14 @@ class SharePartitionManager:
     # --- sessions and members -----------------------------------------------------------
 
     def _close(self, group_id: str, member_id: str) -> None:
-        """End the member's session: what it holds goes back to the group."""
+        """End the member's session: what it holds goes back to the group. The group's
+        last session here ending, its share partitions are dropped (Kafka's
+        onGroupEmpty): read again at the next fetch, they see offsets altered meanwhile."""
         self.sessions.remove(group_id, member_id)
         self.release_member(group_id, member_id)
+        if not any(s.group_id == group_id for s in self.sessions.sessions()):
+            for key in [k for k in self._partitions if k[0] == group_id]:
+                self._drop(key)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         for (group, topic_id, _), share in list(self._partitions.items()):
@@ -556,13 +563,38 @@ class SharePartitionManager:
     # --- persisting ---------------------------------------------------------------------
 
     async def _persist(self, share: SharePartition, topic_id: uuid.UUID, leader_epoch: int) -> None:
-        await self._persister.write_state(
-            share.group_id,
-            topic_id,
-            share.partition,
-            leader_epoch,
-            PersistedState(share.state_epoch, share.start_offset, tuple(share.state_batches())),
-        )
+        try:
+            await self._persister.write_state(
+                share.group_id,
+                topic_id,
+                share.partition,
+                leader_epoch,
+                PersistedState(
+                    share.state_epoch,
+                    share.start_offset,
+                    tuple(share.state_batches()),
+                    share.delivery_complete_count(),
+                ),
+            )
+        except KafkaError as exc:
+            if exc.error_code is ErrorCode.not_leader_or_follower:
+                # Fenced: a newer leader, or a new state (offsets altered). As Kafka's, the
+                # share partition is dropped and read again at the next fetch.
+                log.info(
+                    "Share group %s's state of %s-%d was fenced (%s): reading it again",
+                    share.group_id,
+                    share.topic,
+                    share.partition,
+                    exc.message,
+                )
+                self._drop((share.group_id, topic_id, share.partition))
+            raise
+
+    def _drop(self, key: tuple[str, uuid.UUID, int]) -> None:
+        self._partitions.pop(key, None)
+        timer = self._lock_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
 
     def _persist_soon(self, share: SharePartition, topic_id: uuid.UUID) -> None:
         partition = self._replicas.hosted(share.topic, share.partition)
@@ -579,10 +611,7 @@ class SharePartitionManager:
         """Another broker leads the partition now: its share partitions load there."""
         for key, share in list(self._partitions.items()):
             if share.topic == topic and share.partition == index:
-                del self._partitions[key]
-                timer = self._lock_timers.pop(key, None)
-                if timer is not None:
-                    timer.cancel()
+                self._drop(key)
 
 
 def _log_failed_write(task: asyncio.Future[None]) -> None:

@@ -11,13 +11,27 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .persister import CoordinatorPersister
     from .share_partition_manager import SharePartitionManager
 
 
 class SharePartitions:
-    def __init__(self, make: Callable[[], SharePartitionManager]) -> None:
+    def __init__(
+        self,
+        make: Callable[[CoordinatorPersister], SharePartitionManager],
+        make_persister: Callable[[], CoordinatorPersister],
+    ) -> None:
         self._make = make
+        self._make_persister = make_persister
         self._made: SharePartitionManager | None = None
+        self._persister: CoordinatorPersister | None = None
+
+    @property
+    def persister(self) -> CoordinatorPersister:
+        """The share coordinators' client, for the group coordinator's admin requests too."""
+        if self._persister is None:
+            self._persister = self._make_persister()
+        return self._persister
 
     @property
     def made(self) -> bool:
@@ -26,7 +40,7 @@ class SharePartitions:
     @property
     def manager(self) -> SharePartitionManager:
         if self._made is None:
-            self._made = self._make()
+            self._made = self._make(self.persister)
         return self._made
 
     def connection_closed(self, connection: str) -> None:

@@ -139,9 +139,9 @@ def test_release_delivers_again_and_reject_archives(
     consumer.commit_sync()
     # Nothing else comes: "keep" accepted, "poison" archived.
     assert _poll(consumer, 2.0) == []
-    consumer.close()
     share = _share_partition(brook_broker, group, topic)
     assert _state(brook_broker, share) == (3, 0, 0)
+    consumer.close()
 
 
 def _share_partition(broker: BrokerThread, group: str, topic: str) -> SharePartition:
