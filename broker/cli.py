@@ -145,13 +145,14 @@ def build_parser(with_tools: bool = True) -> argparse.ArgumentParser:
             groups,
             leader_election,
             reassign,
+            share_groups,
             storage_zip,
             topics,
             transactions,
         )
 
-        tools = (topics, configs, groups, transactions, dump_log, storage_zip, audit, compact)
-        for tool in (*tools, acls, leader_election, reassign, faults, cluster):
+        tools = (topics, configs, groups, share_groups, transactions, dump_log, storage_zip)
+        for tool in (*tools, audit, compact, acls, leader_election, reassign, faults, cluster):
             tool.add_parser(commands)
     return parser
 

@@ -298,16 +298,16 @@ def _check_options(action: str, args: argparse.Namespace) -> None:
         if action == "delete-offsets" and not args.topic:
             raise ToolError("--delete-offsets needs --topic", 2)
     for topic in args.topic:
-        _parse_topic(topic)
+        parse_topic(topic)
     if args.to_datetime is not None:
-        _parse_datetime(args.to_datetime)
+        parse_datetime(args.to_datetime)
     if args.by_duration is not None:
         _parse_duration(args.by_duration)
     if action == "list" and args.state:
         _parse_states(args.state)
 
 
-def _parse_topic(text: str) -> tuple[str, list[int] | None]:
+def parse_topic(text: str) -> tuple[str, list[int] | None]:
     """`orders` (every partition) or `orders:0,2` (those partitions)."""
     name, sep, partitions = text.partition(":")
     if not name:
@@ -323,7 +323,7 @@ def _parse_topic(text: str) -> tuple[str, list[int] | None]:
     return name, indexes
 
 
-def _parse_datetime(text: str) -> int:
+def parse_datetime(text: str) -> int:
     """Milliseconds since the epoch; without a zone the time is UTC, as in Kafka's tool."""
     try:
         moment = datetime.fromisoformat(text)
@@ -382,7 +382,7 @@ def _parse_states(text: str) -> list[str]:
 # --- reading groups ---------------------------------------------------------------------
 
 
-def _list_groups(
+def listed_groups(
     cluster: KafkaCluster, states: list[str] | None = None, with_types: bool = False
 ) -> list[Any]:
     """The groups of the cluster (GroupListing), sorted by id."""
@@ -399,7 +399,7 @@ def _list_groups(
 
 def _group_ids(cluster: KafkaCluster, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
-        return [listing.group_id for listing in _list_groups(cluster)]
+        return [listing.group_id for listing in listed_groups(cluster)]
     return list(dict.fromkeys(args.group))  # in the order given, each once
 
 
@@ -498,7 +498,7 @@ def _committed(cluster: KafkaCluster, group_id: str) -> dict[TopicPartition, Com
         ) from None
 
 
-def _log_offsets(
+def log_offsets(
     cluster: KafkaCluster, partitions: Iterable[TopicPartition], spec: int
 ) -> dict[TopicPartition, int | None]:
     """ListOffsets for each partition: the offset, or None where the topic or partition
@@ -521,9 +521,9 @@ def _tp(key: TopicPartition) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def _topic_partitions(cluster: KafkaCluster, topics: list[str]) -> list[TopicPartition]:
+def topic_partitions(cluster: KafkaCluster, topics: list[str]) -> list[TopicPartition]:
     """The partitions --topic names; a topic without a partition list means all of them."""
-    parsed = [_parse_topic(text) for text in topics]
+    parsed = [parse_topic(text) for text in topics]
     names = sorted({name for name, _ in parsed})
     # Metadata for the topics named, which never creates one.
     metadata = cluster.metadata(names)
@@ -551,7 +551,7 @@ def _cell(value: object) -> str:
     return MISSING if value is None else str(value)
 
 
-def _print_table(
+def print_table(
     header: Sequence[str],
     rows: Iterable[Sequence[object]],
     min_widths: Sequence[int] = (),
@@ -589,12 +589,12 @@ def _missing_groups(missing: list[str]) -> ToolError:
 
 def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     if args.state is None and args.type is None:
-        for listing in _list_groups(cluster):
+        for listing in listed_groups(cluster):
             print(listing.group_id)
         return 0
     states = _parse_states(args.state) if args.state else None
     types = _parse_types(args.type) if args.type else None
-    listings = _list_groups(cluster, states, with_types=args.type is not None)
+    listings = listed_groups(cluster, states, with_types=args.type is not None)
     if types is not None:
         listings = [listing for listing in listings if listing.group_type in types]
     header = ["GROUP", *(["TYPE"] if args.type is not None else [])]
@@ -607,7 +607,7 @@ def _list(cluster: KafkaCluster, args: argparse.Namespace) -> int:
         if args.state is not None:
             row.append(listing.state)
         rows.append(row)
-    _print_table(header, rows, min_widths=[25, 20], blank_line=False)
+    print_table(header, rows, min_widths=[25, 20], blank_line=False)
     return 0
 
 
@@ -638,7 +638,7 @@ def _describe_state(info: GroupInfo, verbose: bool) -> None:
     if verbose:  # Kafka 4's columns: a classic group has no epochs ("-")
         header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         row += [info.group_epoch, info.target_epoch]
-    _print_table(
+    print_table(
         [*header, "#MEMBERS"],
         [[*row, len(info.members)]],
         min_widths=[15, 25, 20, 20, *([15, 25] if verbose else [])],
@@ -661,14 +661,14 @@ def _describe_members(info: GroupInfo, verbose: bool) -> None:
             row.append(member.instance_id)
         row += [member.host, member.client_id, len(member.partitions)]
         if verbose:
-            row += [member.member_epoch, _assignment(member.partitions), member.target_epoch]
-            row.append(_assignment(member.target) if member.target is not None else None)
+            row += [member.member_epoch, assignment_text(member.partitions), member.target_epoch]
+            row.append(assignment_text(member.target) if member.target is not None else None)
         rows.append(row)
     widths = [15, 15, *([17] if static else []), 15, 15, 15, *([15, 20, 15] if verbose else [])]
-    _print_table(header, rows, min_widths=widths)
+    print_table(header, rows, min_widths=widths)
 
 
-def _assignment(partitions: list[TopicPartition]) -> str | None:
+def assignment_text(partitions: list[TopicPartition]) -> str | None:
     """`orders:0,1;payments:2`: a member's partitions, by topic, as Kafka 4 prints them."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
@@ -694,7 +694,7 @@ def _describe_offsets(cluster: KafkaCluster, info: GroupInfo, args: argparse.Nam
         if info.state not in ("Empty", *REBALANCING_STATES):
             print(f"\nConsumer group '{info.group_id}' has no offsets.", file=sys.stderr)
         return
-    log_end = _log_offsets(cluster, partitions, LATEST)
+    log_end = log_offsets(cluster, partitions, LATEST)
     header = ["GROUP", "TOPIC", "PARTITION", *(["LEADER-EPOCH"] if args.verbose else [])]
     header += ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
     rows = []
@@ -711,7 +711,7 @@ def _describe_offsets(cluster: KafkaCluster, info: GroupInfo, args: argparse.Nam
         row += [owner.member_id, owner.host, owner.client_id] if owner else [None] * 3
         rows.append(row)
     widths = [15, 15, 10, *([15] if args.verbose else []), 15, 15, 15, 15, 15]
-    _print_table(header, rows, min_widths=widths)
+    print_table(header, rows, min_widths=widths)
 
 
 # --- reset-offsets -------------------------------------------------------------------------
@@ -752,7 +752,7 @@ def _reset_offsets(cluster: KafkaCluster, args: argparse.Namespace) -> int:
                 failures.append(str(exc))
                 del plans[group_id]
     if plans:
-        _print_table(
+        print_table(
             ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
             [
                 [group_id, tp[0], tp[1], offset]
@@ -785,11 +785,11 @@ def _plan(
             raise ToolError(f"consumer group '{group_id}' does not exist")
         partitions = sorted(committed)
     else:
-        partitions = _topic_partitions(cluster, args.topic)
+        partitions = topic_partitions(cluster, args.topic)
     if not partitions:
         return {}
-    earliest = _known(_log_offsets(cluster, partitions, EARLIEST))
-    latest = _known(_log_offsets(cluster, partitions, LATEST))
+    earliest = _known(log_offsets(cluster, partitions, EARLIEST))
+    latest = _known(log_offsets(cluster, partitions, LATEST))
 
     if spec == "to_earliest":
         return {tp: earliest[tp] for tp in partitions}
@@ -800,10 +800,10 @@ def _plan(
         return {tp: committed[tp].offset if tp in committed else latest[tp] for tp in partitions}
     if spec in ("to_datetime", "by_duration"):
         if spec == "to_datetime":
-            timestamp = _parse_datetime(args.to_datetime)
+            timestamp = parse_datetime(args.to_datetime)
         else:
             timestamp = int(time.time() * 1000) - _parse_duration(args.by_duration)
-        found = _log_offsets(cluster, partitions, timestamp)
+        found = log_offsets(cluster, partitions, timestamp)
         # No record at or after the time: the log end, where the next record will be.
         return {
             tp: offset if (offset := found.get(tp)) is not None and offset >= 0 else latest[tp]
@@ -911,7 +911,7 @@ def _delete_offsets(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     from .admin.groups import offset_delete
 
     group_id = args.group[0]
-    partitions = _topic_partitions(cluster, args.topic)
+    partitions = topic_partitions(cluster, args.topic)
     error, results = offset_delete(cluster, group_id, partitions)
     if error == ErrorCode.group_id_not_found:
         raise _missing_groups([group_id])
@@ -929,7 +929,7 @@ def _delete_offsets(cluster: KafkaCluster, args: argparse.Namespace) -> int:
     if not failed:
         topics = ", ".join(sorted({topic for topic, _ in partitions}))
         print(f"Request succeeded for deleting offsets of topic {topics} in group {group_id}")
-    _print_table(
+    print_table(
         ["TOPIC", "PARTITION", "STATUS"],
         [
             [
