@@ -172,6 +172,7 @@ def take_snapshot(view: BrokerView) -> list[_Family]:
         families += _partitions(services)
         families += _controller(services)
         families += _coordinators(services)
+        families += _share_groups(services)
     return families
 
 
@@ -426,6 +427,65 @@ def _controller(services: BrokerServices) -> list[_Family]:
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 # Kafka 4's consumer groups (KIP-848); Kafka's metric tags them lower-cased.
 CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+SHARE_GROUP_STATES = ("Empty", "Stable")
+
+
+def _share_groups(services: BrokerServices) -> list[_Family]:
+    """Kafka's ShareGroupMetrics, SharePartitionMetrics and ShareSessionCache, as the JMX
+    exporter names them, for the share partitions this broker leads."""
+    acknowledgements = _Family(
+        "counter",
+        "kafka_server_sharegroupmetrics_recordacknowledgementspersec",
+        "Records acknowledged by share-group members, by type (Accept, Release, Reject, Renew)",
+        ("acktype",),
+    )
+    in_flight = _Family(
+        "gauge",
+        "kafka_server_sharepartitionmetrics_inflightmessagecount",
+        "Records in flight of a share partition (end offset less start offset)",
+        ("group", "topic", "partition"),
+    )
+    families = [acknowledgements, in_flight]
+    share_partitions = services.share_partitions
+    if not share_partitions.made:
+        for name in ("Accept", "Release", "Reject", "Renew"):
+            acknowledgements.add(0, name)
+        stats = None
+    else:
+        manager = share_partitions.manager
+        stats = manager.stats
+        for name, count in stats.acknowledgements.items():
+            acknowledgements.add(count, name)
+        for (group_id, _, index), share in sorted(
+            manager.share_partitions().items(),
+            key=lambda item: (item[0][0], item[1].topic, item[0][2]),
+        ):
+            in_flight.add(share.in_flight(), group_id, share.topic, index)
+    families += [
+        _Family(
+            "counter",
+            "kafka_server_sharepartitionmetrics_acquisitionlocktimeoutpersec",
+            "Records whose acquisition lock ran out before they were acknowledged",
+        ).add(stats.lock_timeouts if stats else 0),
+        _Family(
+            "counter", "brook_share_records_acquired", "Records acquired by share-group members"
+        ).add(stats.acquired if stats else 0),
+        _Family(
+            "gauge",
+            "kafka_server_sharesessioncache_sharesessionscount",
+            "Share sessions held (a share-group member fetching from this broker)",
+        ).add(len(share_partitions.manager.sessions) if share_partitions.made else 0),
+        _Family(
+            "gauge",
+            "kafka_server_sharesessioncache_sharepartitionscount",
+            "Share partitions in the share sessions held",
+        ).add(
+            sum(len(s.partitions) for s in share_partitions.manager.sessions.sessions())
+            if share_partitions.made
+            else 0
+        ),
+    ]
+    return families
 
 
 def _coordinators(services: BrokerServices) -> list[_Family]:
@@ -454,6 +514,7 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
     )
     rebalances = completed = consumer_rebalances = offsets = 0
     consumer_by_state = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
+    share_by_state = dict.fromkeys(SHARE_GROUP_STATES, 0)
     transactions: dict[str, int] = {}
     coordinators = services.coordinators
     if coordinators.made:
@@ -466,6 +527,8 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
         for tally, kind in ((by_state, classic), (consumer_by_state, consumer)):
             for group in kind:
                 tally[group.state.value] = tally.get(group.state.value, 0) + 1
+        for share_group in groups.list_share_groups():
+            share_by_state[share_group.state.value] += 1
         for group in classic + consumer:
             state = group.state.value
             group_state.add(1, group.group_id, state)
@@ -535,6 +598,16 @@ def _coordinators(services: BrokerServices) -> list[_Family]:
             "Generations formed (classic groups)",
         ).add(completed),
     ]
+    share_states = _Family(
+        "gauge",
+        coordinator + "share_group_count",
+        "Share groups (KIP-932) coordinated here, by state",
+        ("state",),
+    )
+    for state, count in share_by_state.items():
+        share_states.add(count, state.lower())
+    by_protocol.add(sum(share_by_state.values()), "share")
+    families.append(share_states)
     states = _Family(
         "gauge",
         "brook_transaction_coordinator_transactions",

@@ -86,6 +86,20 @@ class Persister(Protocol):
     ) -> None: ...
 
 
+@dataclass
+class ShareStats:
+    """What /metrics shows of share groups on this broker (Kafka's ShareGroupMetrics and
+    SharePartitionMetrics, totals since start)."""
+
+    # RecordAcknowledgementsPerSec by ackType (Accept, Release, Reject, Renew).
+    acknowledgements: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("Accept", "Release", "Reject", "Renew"), 0)
+    )
+    acquired: int = 0
+    # AcquisitionLockTimeoutPerSec: records whose lock ran out.
+    lock_timeouts: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ShareFetchPartition:
     topic_id: uuid.UUID
@@ -151,6 +165,7 @@ class SharePartitionManager:
         self._lock_timers: dict[tuple[str, uuid.UUID, int], asyncio.TimerHandle] = {}
         # Fetches waiting for records to acquire; woken when records come back.
         self._waiters: set[asyncio.Future[None]] = set()
+        self.stats = ShareStats()
 
     # --- fetching -----------------------------------------------------------------------
 
@@ -313,6 +328,7 @@ class SharePartitionManager:
             aborted,
         )
         if acquired:
+            self.stats.acquired += sum(r.last_offset - r.first_offset + 1 for r in acquired)
             last = acquired[-1].last_offset
             end = next(
                 (b.position + b.size for b in batches if b.last_offset >= last),
@@ -484,6 +500,7 @@ class SharePartitionManager:
                 self._clock(),
                 self._lock_duration(group_id),
             )
+            self._count_acknowledgements(wanted.acknowledgements)
         except KafkaError as exc:
             answer.acknowledge_error, answer.acknowledge_error_message = (
                 exc.error_code,
@@ -508,6 +525,21 @@ class SharePartitionManager:
                 exc.error_code,
                 exc.message,
             )
+
+    def _count_acknowledgements(self, batches: Sequence[AcknowledgementBatch]) -> None:
+        counts = self.stats.acknowledgements
+        for batch in batches:
+            size = batch.last_offset - batch.first_offset + 1
+            if len(batch.acknowledge_types) == 1:
+                kinds = {batch.acknowledge_types[0]: size}
+            else:
+                kinds = {}
+                for kind in batch.acknowledge_types:
+                    kinds[kind] = kinds.get(kind, 0) + 1
+            for kind, count in kinds.items():
+                name = _ACK_NAMES.get(kind)
+                if name is not None:  # gaps are not counted, as in Kafka
+                    counts[name] += count
 
     # --- sessions and members -----------------------------------------------------------
 
@@ -548,6 +580,7 @@ class SharePartitionManager:
     def _expire_locks(self, share: SharePartition, topic_id: uuid.UUID) -> None:
         self._lock_timers.pop((share.group_id, topic_id, share.partition), None)
         expired = share.expire_locks(self._clock())
+        self.stats.lock_timeouts += expired
         if expired:
             log.info(
                 "%d record(s) of %s-%d acquired by share group %s: lock expired, released",
@@ -612,6 +645,9 @@ class SharePartitionManager:
         for key, share in list(self._partitions.items()):
             if share.topic == topic and share.partition == index:
                 self._drop(key)
+
+
+_ACK_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 
 
 def _log_failed_write(task: asyncio.Future[None]) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, ShareConsumer
 
 from brook.broker.testing import BrokerThread, free_port, wait_until
 from brook.protocol.record_batch import Record, build_batch
@@ -154,7 +154,12 @@ def traffic_broker(tmp_path: Path) -> Iterator[Admin]:
     on, a group with lag, a committed transaction, a rejected produce, timed flushes."""
     broker = BrokerThread(
         tmp_path / "data",
-        {"admin.listener": "http://127.0.0.1:0", "log.flush.interval.ms": 500},
+        {
+            "admin.listener": "http://127.0.0.1:0",
+            "log.flush.interval.ms": 500,
+            "group.share.min.heartbeat.interval.ms": 500,
+            "group.share.heartbeat.interval.ms": 500,
+        },
     ).start()
     stop = threading.Event()
     threads: list[threading.Thread] = []
@@ -204,8 +209,20 @@ def traffic_broker(tmp_path: Path) -> Iterator[Admin]:
                 reader.poll(0.2)
             reader.close()
 
+        def keep_sharing() -> None:
+            # A share group reading the same topic, accepting what it gets (KIP-932).
+            worker = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "workers"})
+            worker.subscribe(["payments"])
+            while not stop.is_set():
+                worker.poll(0.2)
+            worker.close()
+
         produce(bootstrap, "payments", [(None, b"p")])  # made before its consumer joins
-        threads = [threading.Thread(target=keep_producing), threading.Thread(target=keep_consuming)]
+        threads = [
+            threading.Thread(target=keep_producing),
+            threading.Thread(target=keep_consuming),
+            threading.Thread(target=keep_sharing),
+        ]
         for thread in threads:
             thread.start()
         yield Admin(broker)

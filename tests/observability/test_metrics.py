@@ -419,3 +419,80 @@ def test_samples_parse_as_prometheus_text(admin_broker: Admin):
 def test_unknown_admin_paths_are_404(admin_broker: Admin):
     status, body = admin_broker.json("/metricz")
     assert status == 404 and "No such path" in body["error"]
+
+
+@pytest.mark.brook_config(
+    group_share_min_heartbeat_interval_ms=200,
+    group_share_heartbeat_interval_ms=200,
+    group_share_min_record_lock_duration_ms=1000,
+)
+def test_share_groups_count_acknowledgements_lock_timeouts_and_sessions(
+    admin_broker: Admin, topic_name: str
+) -> None:
+    """Share groups (KIP-932): share-group-count by state, RecordAcknowledgementsPerSec
+    by ackType, AcquisitionLockTimeoutPerSec, InFlightMessageCount and the share
+    session cache, as Kafka's JMX exporter names them."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    bootstrap = admin_broker.broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    produce(bootstrap, topic_name, [(None, VALUE)] * 3)
+    resource = ConfigResource(ConfigResource.Type.GROUP, "queue")
+    for name, value in (
+        ("share.auto.offset.reset", "earliest"),
+        ("share.record.lock.duration.ms", "1000"),
+    ):
+        resource.add_incremental_config(
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        )
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "queue",
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([topic_name])
+    try:
+        got = wait_until(
+            lambda: [m for m in consumer.poll(0.5) or [] if m.error() is None], "records"
+        )
+        assert len(got) == 3
+        consumer.acknowledge(got[0], AcknowledgeType.ACCEPT)
+        consumer.acknowledge(got[1], AcknowledgeType.REJECT)
+        consumer.acknowledge(got[2], AcknowledgeType.RELEASE)
+        consumer.commit_sync()
+        # The released record comes again; unacknowledged, its lock runs out.
+        again = wait_until(
+            lambda: [m for m in consumer.poll(0.5) or [] if m.error() is None], "again"
+        )
+        assert len(again) == 1
+        share = "kafka_server_sharegroupmetrics_recordacknowledgementspersec_total"
+        metrics = wait_until(
+            lambda: (
+                (m := admin_broker.metrics()).value(
+                    "kafka_server_sharepartitionmetrics_acquisitionlocktimeoutpersec_total"
+                )
+                == 1
+                and m
+            ),
+            what="the lock of the record delivered again to run out",
+        )
+        assert metrics.value(share, acktype="Accept") == 1
+        assert metrics.value(share, acktype="Reject") == 1
+        assert metrics.value(share, acktype="Release") == 1
+        assert metrics.value("brook_share_records_acquired_total") == 4
+        coordinator = "kafka_server_group_coordinator_metrics_"
+        assert metrics.value(coordinator + "share_group_count", state="stable") == 1
+        assert metrics.value(coordinator + "group_count", protocol="share") == 1
+        assert metrics.value("kafka_server_sharesessioncache_sharesessionscount") == 1
+        assert metrics.value("kafka_server_sharesessioncache_sharepartitionscount") == 1
+        labels = {"group": "queue", "topic": topic_name, "partition": 0}
+        assert (
+            metrics.value("kafka_server_sharepartitionmetrics_inflightmessagecount", **labels) == 1
+        )
+    finally:
+        consumer.close()
