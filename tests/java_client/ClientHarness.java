@@ -37,7 +37,9 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -136,6 +138,7 @@ public class ClientHarness {
             case "produce": return produce(command);
             case "produce_transactions": return produceTransactions(command);
             case "consume": return consume(command);
+            case "share_consume": return shareConsume(command);
             case "read_to_end": return readToEnd(command);
             case "offsets": return offsets(command);
             case "member_start": return memberStart(command);
@@ -273,6 +276,56 @@ public class ClientHarness {
                 }
             }
             if (command.path("commit").asBoolean(false)) {
+                consumer.commitSync();
+            }
+        }
+        return records;
+    }
+
+    /** A share-group member (KafkaShareConsumer, KIP-932) reading `topic` until `count`
+     * records came or `timeout_ms` passed. In explicit acknowledgement mode each record
+     * is acknowledged as `acks` says for its value (ACCEPT, RELEASE or REJECT; ACCEPT when
+     * the value is not there) and committed after each poll; in implicit mode the next
+     * poll accepts what the previous one returned. Each record with its delivery count. */
+    static JsonNode shareConsume(JsonNode command) throws Exception {
+        Properties properties = properties(command);
+        String topic = command.get("topic").asText();
+        int count = command.get("count").asInt();
+        long deadline = System.currentTimeMillis() + command.path("timeout_ms").asLong(30000);
+        JsonNode acks = command.path("acks");
+        // Stop once nothing came for this long after something did (0: wait for `count`).
+        long idleMs = command.path("idle_ms").asLong(0);
+        boolean explicit = "explicit".equals(properties.getProperty("share.acknowledgement.mode"));
+        ArrayNode records = JSON.createArrayNode();
+        try (KafkaShareConsumer<String, String> consumer =
+                 new KafkaShareConsumer<>(properties, new StringDeserializer(), new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            long lastRecord = 0;
+            while (records.size() < count && System.currentTimeMillis() < deadline) {
+                if (idleMs > 0 && lastRecord > 0 && System.currentTimeMillis() - lastRecord > idleMs) {
+                    break;
+                }
+                ConsumerRecords<String, String> polled = consumer.poll(Duration.ofMillis(200));
+                if (!polled.isEmpty()) {
+                    lastRecord = System.currentTimeMillis();
+                }
+                for (ConsumerRecord<String, String> record : polled) {
+                    ObjectNode node = JSON.createObjectNode();
+                    node.put("partition", record.partition());
+                    node.put("offset", record.offset());
+                    node.put("value", record.value());
+                    node.put("delivery_count", record.deliveryCount().map(Short::intValue).orElse(-1));
+                    records.add(node);
+                    if (explicit) {
+                        String kind = acks.path(String.valueOf(record.value())).asText("ACCEPT");
+                        consumer.acknowledge(record, AcknowledgeType.valueOf(kind));
+                    }
+                }
+                if (explicit && !polled.isEmpty()) {
+                    consumer.commitSync();
+                }
+            }
+            if (!explicit) {
                 consumer.commitSync();
             }
         }

@@ -1,6 +1,8 @@
 """The Java client (kafka-clients 4.4) against one Brook broker over PLAINTEXT: its
 producers (idempotent, every codec, transactional), its consumers (read_committed, a
-classic group and a KIP-848 consumer group across rebalances) and its AdminClient (topics through
+classic group and a KIP-848 consumer group across rebalances), its share consumer
+(KafkaShareConsumer, KIP-932: beside confluent-kafka's, acknowledging each way, read_committed)
+and its AdminClient (topics through
 DescribeTopicPartitions, configs, consumer-group offsets, the cluster), with the errors
 Kafka's client raises for bad requests. The records cross over to confluent-kafka both
 ways: what one client writes, the other reads."""
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -409,3 +412,124 @@ def test_a_consumer_group_of_kip_848_across_rebalances(
     """group.protocol=consumer: the broker assigns (uniform), the members reconcile with
     ConsumerGroupHeartbeat; the same exactly-once reading as the classic group's."""
     group_rebalances(java, config, group_protocol="consumer")
+
+
+# --- share groups (KIP-932): the Java client's KafkaShareConsumer -------------------------
+
+
+def _share_group(bootstrap: str, **configs: str) -> str:
+    """A new share group with `configs` (share.auto.offset.reset=earliest besides)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    group = unique("share")
+    resource = ConfigResource(ConfigResource.Type.GROUP, group)
+    for name, value in {"share.auto.offset.reset": "earliest", **configs}.items():
+        resource.add_incremental_config(
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        )
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    return group
+
+
+def test_java_and_confluent_share_consumers_share_one_partition(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    """A KafkaShareConsumer and confluent-kafka's ShareConsumer in one share group read
+    one partition together: each record is delivered to one of them, once."""
+    import threading
+
+    from confluent_kafka import ShareConsumer
+
+    topic = unique("java-share")
+    create_topic(java, config, topic)
+    values = [f"r{i}" for i in range(200)]
+    producer = Producer(config)
+    for index, value in enumerate(values, 1):
+        producer.produce(topic, value.encode(), partition=0)
+        if index % 10 == 0:
+            producer.flush(10)  # batches of ten: each fetch acquires about one
+    assert producer.flush(10) == 0
+    group = _share_group(config["bootstrap.servers"])
+    confluent: list[str] = []
+    stop = threading.Event()
+
+    def share_with_confluent() -> None:
+        # A slow worker (a tenth of a second a record): the Java consumer, whose JVM
+        # member joins later, finds most of the work left.
+        consumer = ShareConsumer({**config, "group.id": group, "max.poll.records": 5})
+        consumer.subscribe([topic])
+        while not stop.is_set():
+            for message in consumer.poll(0.2) or []:
+                if not message.error():
+                    confluent.append(message.value().decode())
+                    time.sleep(0.1)
+        consumer.close()
+
+    thread = threading.Thread(target=share_with_confluent)
+    thread.start()
+    try:
+        from_java = java.call(
+            "share_consume",
+            config={**config, "group.id": group, "max.poll.records": "10"},
+            topic=topic,
+            count=len(values),
+            idle_ms=3000,
+            timeout_ms=60000,
+        )
+    finally:
+        stop.set()
+        thread.join(30)
+    java_values = [r["value"] for r in from_java]
+    assert sorted(java_values + confluent) == sorted(values)
+    assert java_values and confluent  # both had a share
+    assert {r["delivery_count"] for r in from_java} == {1}
+
+
+def test_java_release_delivers_again_until_the_limit_and_reject_archives(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    topic = unique("java-share-acks")
+    create_topic(java, config, topic)
+    producer = Producer(config)
+    for value in ("keep", "again", "poison"):
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(10) == 0
+    group = _share_group(config["bootstrap.servers"], **{"share.delivery.count.limit": "3"})
+    read = java.call(
+        "share_consume",
+        config={**config, "group.id": group, "share.acknowledgement.mode": "explicit"},
+        topic=topic,
+        count=10,
+        idle_ms=3000,
+        acks={"again": "RELEASE", "poison": "REJECT"},
+    )
+    deliveries = [(r["value"], r["delivery_count"]) for r in read]
+    # Released, "again" comes back with its count up until share.delivery.count.limit;
+    # rejected, "poison" never comes back; "keep" was accepted.
+    assert [count for value, count in deliveries if value == "again"] == [1, 2, 3]
+    assert [v for v in deliveries if v[0] != "again"] == [("keep", 1), ("poison", 1)]
+
+
+def test_java_share_consumer_reads_committed_only(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    topic = unique("java-share-txn")
+    create_topic(java, config, topic)
+    producer = Producer({**config, "transactional.id": unique("txn")})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce(topic, b"aborted", partition=0)
+    producer.abort_transaction(15)
+    producer.begin_transaction()
+    producer.produce(topic, b"committed", partition=0)
+    producer.commit_transaction(15)
+    group = _share_group(config["bootstrap.servers"], **{"share.isolation.level": "read_committed"})
+    read = java.call(
+        "share_consume",
+        config={**config, "group.id": group},
+        topic=topic,
+        count=2,
+        idle_ms=2000,
+    )
+    assert [r["value"] for r in read] == ["committed"]
