@@ -435,3 +435,72 @@ def test_describe_topic_partitions_needs_describe_on_the_topic(acl_broker):  # n
     assert name in {topic.name for topic in _as_alice(acl_broker, every).topics}
     # Her operations on it: DESCRIBE only (bit 8 of Kafka's AclOperation codes).
     assert allowed.topic_authorized_operations == 1 << 8
+
+
+# --- share groups (KIP-932) --------------------------------------------------------------
+
+
+def test_share_groups_need_read_on_the_group_and_describe_or_read_on_the_topic(
+    acl_broker,  # noqa: F811
+):
+    """ShareGroupHeartbeat: Read on the group, Describe on each subscribed topic;
+    ShareFetch: Read on the group, Read on each topic (TOPIC_AUTHORIZATION_FAILED per
+    partition otherwise); ShareGroupDescribe: Describe on the group."""
+    from kio.schema.share_fetch.v1 import request as share_fetch1
+    from kio.schema.share_group_describe.v1 import request as share_describe1
+    from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat1
+
+    from tests.integration.raw_client import topic_id
+
+    group, topic = _name("share-acl"), _name("share-topic")
+    _topic(acl_broker, topic)
+    heartbeat = share_heartbeat1.ShareGroupHeartbeatRequest(
+        group_id=group,
+        member_id="member-1",
+        member_epoch=0,
+        rack_id=None,
+        subscribed_topic_names=(topic,),
+    )
+    assert _as_alice(acl_broker, heartbeat).error_code == ErrorCode.group_authorization_failed
+    _allow(acl_broker, ALICE, ResourceType.GROUP, group, AclOperation.READ)
+    assert _as_alice(acl_broker, heartbeat).error_code == ErrorCode.topic_authorization_failed
+    _allow(acl_broker, ALICE, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+    joined = _as_alice(acl_broker, heartbeat)
+    assert joined.error_code == ErrorCode.none
+    with _logged_in(acl_broker, "PLAINTEXT") as client:
+        tid = topic_id(client, topic)
+    fetch = share_fetch1.ShareFetchRequest(
+        group_id=group,
+        member_id="member-1",
+        share_session_epoch=0,
+        max_wait=datetime.timedelta(0),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=10,
+        batch_size=10,
+        topics=(
+            share_fetch1.FetchTopic(
+                topic_id=tid,
+                partitions=(
+                    share_fetch1.FetchPartition(partition_index=0, acknowledgement_batches=()),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+    (refused,) = _as_alice(acl_broker, fetch).responses[0].partitions
+    assert refused.error_code == ErrorCode.topic_authorization_failed
+    _allow(acl_broker, ALICE, ResourceType.TOPIC, topic, AclOperation.READ)
+    (allowed,) = _as_alice(acl_broker, fetch).responses[0].partitions
+    assert allowed.error_code == ErrorCode.none
+    describe = share_describe1.ShareGroupDescribeRequest(
+        group_ids=(group,), include_authorized_operations=False
+    )
+    # Read on the group implies Describe, as in Kafka.
+    assert _as_alice(acl_broker, describe).groups[0].error_code == ErrorCode.none
+    other = share_describe1.ShareGroupDescribeRequest(
+        group_ids=(_name("not-alices"),), include_authorized_operations=False
+    )
+    assert _as_alice(acl_broker, other).groups[0].error_code == (
+        ErrorCode.group_authorization_failed
+    )
