@@ -1,9 +1,9 @@
-"""A share group (KIP-932) across the SIGKILL of the broker that leads its partition, on
-three brokers. The share partition's state lives with the share coordinator of its key
-(the leader of a `__share_group_state` partition, replicated three times), reached over
-ReadShareGroupState and WriteShareGroupState when it is another broker: what was
-accepted before the kill is never delivered again, the new leader serves the rest, and
-every record is accepted once in the end."""
+"""A share group (KIP-932) across the SIGKILL of the broker holding its partition's state
+(the share coordinator of its key: the leader of a `__share_group_state` partition,
+replicated three times) and of the broker leading its partition, on three brokers. The
+leader reaches the coordinator over ReadShareGroupState and WriteShareGroupState when it
+is another broker: what was accepted before each kill is never delivered again, and every
+record is accepted once in the end."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _consumer(bootstrap: str) -> ShareConsumer:
     )
 
 
-def test_accepted_records_stay_accepted_across_the_partition_leaders_kill(
+def test_accepted_records_stay_accepted_across_the_kills_of_the_leader_and_coordinator(
     cluster: Cluster, zk: ZooKeeperView
 ) -> None:
     brokers = start_three(cluster, zk, **SETTINGS)
@@ -74,21 +74,7 @@ def test_accepted_records_stay_accepted_across_the_partition_leaders_kill(
         producer.produce(TOPIC, value)
     assert producer.flush(30) == 0
 
-    first = _consumer(bootstrap)
-    first.subscribe([TOPIC])
-    accepted: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(accepted) < 20 and time.monotonic() < deadline:
-        for message in first.poll(0.5) or []:
-            assert message.error() is None, message.error()
-            if len(accepted) < 20:
-                first.acknowledge(message, AcknowledgeType.ACCEPT)
-                accepted.append(message.value())
-            else:
-                first.acknowledge(message, AcknowledgeType.RELEASE)
-        first.commit_sync()
-    assert len(accepted) == 20
-    first.close()
+    accepted = _accept(bootstrap, 20)
     # The share partition's state, as its coordinator (and only it) answers for it.
     share_topic = _topic_id(brokers[1].port)
     states = wait_until(
@@ -100,34 +86,57 @@ def test_accepted_records_stay_accepted_across_the_partition_leaders_kill(
         ErrorCode.not_coordinator,
         ErrorCode.not_coordinator,
     ]
-
-    leader = topic_of(brokers[1].port, TOPIC)[1][0].leader
-    brokers[leader].kill()
-    survivors = [b for broker_id, b in brokers.items() if broker_id != leader]
-    wait_until(
-        lambda: topic_of(survivors[0].port, TOPIC)[1][0].leader not in (-1, leader),
-        "a new leader",
-        timeout=30,
+    coordinator = next(
+        broker_id
+        for broker_id, broker in brokers.items()
+        if states[broker.port][0] == ErrorCode.none
     )
-    second = _consumer(",".join(b.bootstrap for b in survivors))
-    second.subscribe([TOPIC])
-    rest: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(rest) < 20 and time.monotonic() < deadline:
-        for message in second.poll(0.5) or []:
-            if message.error() is not None:
-                continue  # the group coordinator or the leader moving: the client retries
-            second.acknowledge(message, AcknowledgeType.ACCEPT)
-            rest.append(message.value())
-        second.commit_sync()
-    second.close()
-    assert not set(rest) & set(accepted), sorted(set(rest) & set(accepted))
-    assert sorted(accepted + rest) == sorted(values)
+    leader = topic_of(brokers[1].port, TOPIC)[1][0].leader
+    # The share-state coordinator dies first (when it is not the partition's leader,
+    # which then reaches the new one), then the partition's leader.
+    alive = dict(brokers)
+    for victim in dict.fromkeys([coordinator, leader]):
+        alive.pop(victim).kill()
+        port = next(iter(alive.values())).port
+        wait_until(
+            lambda port=port: topic_of(port, TOPIC)[1][0].leader in alive,
+            "the partition led by a live broker",
+            timeout=30,
+        )
+        wanted = 10 if len(alive) == 2 else 40 - len(accepted)
+        more = _accept(",".join(b.bootstrap for b in alive.values()), wanted)
+        assert not set(more) & set(accepted), sorted(set(more) & set(accepted))
+        accepted += more
+    if len(accepted) < 40:
+        accepted += _accept(",".join(b.bootstrap for b in alive.values()), 40 - len(accepted))
+    assert sorted(accepted) == sorted(values)
     # All 40 accepted: the share partition's start offset is past them.
     wait_until(
-        lambda: _states(survivors, share_topic, lambda s: s[1] == 40),
+        lambda: _states(alive.values(), share_topic, lambda s: s[1] == 40),
         "every record accepted in __share_group_state",
     )
+
+
+def _accept(bootstrap: str, count: int) -> list[bytes]:
+    """`count` records accepted by a new member (what it gets past them it releases),
+    which then leaves."""
+    consumer = _consumer(bootstrap)
+    consumer.subscribe([TOPIC])
+    accepted: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(accepted) < count and time.monotonic() < deadline:
+        for message in consumer.poll(0.5) or []:
+            if message.error() is not None:
+                continue  # a coordinator or the leader moving: the client tries again
+            if len(accepted) < count:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+                accepted.append(message.value())
+            else:
+                consumer.acknowledge(message, AcknowledgeType.RELEASE)
+        consumer.commit_sync()
+    consumer.close()
+    assert len(accepted) == count, f"accepted {len(accepted)} of {count}"
+    return accepted
 
 
 def _topic_id(port: int) -> uuid.UUID:

@@ -304,3 +304,84 @@ def test_accepted_records_stay_accepted_after_the_broker_is_killed(brokers: Brok
     assert sorted(m.value() for m in again) == [f"r{n}".encode() for n in range(5, 10)]
     assert _poll(other, 1.0) == []
     other.close()
+
+
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+
+bootstrap, group, topic = sys.argv[1:4]
+consumer = ShareConsumer(
+    {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+)
+consumer.subscribe([topic])
+held = 0
+while held < 10:
+    held += len([m for m in consumer.poll(0.5) or [] if m.error() is None])
+print(held, flush=True)
+sys.stdin.read()  # holds the records, unacknowledged, until it is killed
+"""
+
+
+def test_a_consumer_killed_mid_batch_loses_nothing(
+    brook_broker: BrokerThread, share_group: tuple[str, str]
+) -> None:
+    """SIGKILL of a share consumer holding records it has not acknowledged: its connection
+    closes, its records go back at once (not counted as delivered), and another member
+    gets every one of them."""
+    import signal
+    import subprocess
+    import sys
+
+    topic, group = share_group
+    bootstrap = brook_broker.bootstrap
+    values = [f"job-{n}" for n in range(10)]
+    _produce(bootstrap, topic, values)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, bootstrap, group, topic],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "10"
+        share = _share_partition(brook_broker, group, topic)
+        assert _state(brook_broker, share)[2] == 10  # all ten acquired by the holder
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    other = _consumer(bootstrap, group)
+    other.subscribe([topic])
+    again: list[Message] = []
+    wait_until(lambda: again.extend(_poll(other)) or len(again) >= 10, "the records again")
+    other.close()
+    assert sorted(m.value().decode() for m in again) == values
+    assert {m.delivery_count() for m in again} == {1}
+
+
+def test_by_duration_starts_a_new_group_at_the_records_of_that_time(
+    brook_broker: BrokerThread,
+) -> None:
+    """share.auto.offset.reset=by_duration:PT1H: a new group starts at the first record
+    of the last hour, skipping older ones."""
+    bootstrap = brook_broker.bootstrap
+    topic = _topic(bootstrap)
+    now_ms = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, b"yesterday", timestamp=now_ms - 24 * 3600 * 1000)
+    producer.produce(topic, b"two hours ago", timestamp=now_ms - 2 * 3600 * 1000)
+    producer.produce(topic, b"a minute ago", timestamp=now_ms - 60 * 1000)
+    producer.produce(topic, b"now", timestamp=now_ms)
+    assert producer.flush(15) == 0
+    group = _name("group")
+    _group_config(bootstrap, group, share_auto_offset_reset="by_duration:PT1H")
+    consumer = _consumer(bootstrap, group)
+    consumer.subscribe([topic])
+    got: list[Message] = []
+    wait_until(lambda: got.extend(_poll(consumer)) or len(got) >= 2, "the last hour's records")
+    assert _poll(consumer, 1.0) == []
+    consumer.close()
+    assert [m.value() for m in got] == [b"a minute ago", b"now"]
