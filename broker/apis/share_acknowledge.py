@@ -20,7 +20,14 @@ from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from ..share.share_partition_manager import PartitionAnswer, ShareFetchAnswer, ShareFetchPartition
 from . import NO_THROTTLE, build, handles, respond_later, schema_module
-from .share_fetch import SharePartitionView, acknowledgements, node_endpoints, unreadable
+from .share_fetch import (
+    FIRST_RENEW_VERSION,
+    SharePartitionView,
+    acknowledgements,
+    node_endpoints,
+    unreadable,
+    valid_member_id,
+)
 
 
 class AcknowledgeTopicView(Protocol):
@@ -55,10 +62,9 @@ def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeReque
     group_id = request.group_id or ""
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return _response(ctx, ShareFetchAnswer(ErrorCode.group_authorization_failed))
-    if not request.member_id:
+    if not valid_member_id(request.member_id):
         return _response(
-            ctx,
-            ShareFetchAnswer(ErrorCode.invalid_request, "An acknowledgement needs a member id"),
+            ctx, ShareFetchAnswer(ErrorCode.invalid_request, "Invalid member id in the request.")
         )
     wanted = [
         ShareFetchPartition(topic.topic_id, partition.partition_index, acknowledgements(partition))
@@ -69,9 +75,10 @@ def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeReque
     denied = unreadable(ctx, {p.topic_id for p in wanted})
     answer = ctx.services.share_partitions.manager.share_acknowledge(
         group_id,
-        request.member_id,
+        request.member_id or "",
         request.share_session_epoch,
         [p for p in wanted if p.topic_id not in denied],
+        allow_renew=ctx.api_version >= FIRST_RENEW_VERSION,
     )
 
     def with_refused(result: ShareFetchAnswer) -> Any:

@@ -95,6 +95,17 @@ if TYPE_CHECKING:
         return [r1, r2]
 
 
+# Kafka's bound on a share member's id (a UUID's string is 36 characters).
+MAX_MEMBER_ID_LENGTH = 36
+# v2 (KIP-1222): renewing acknowledgements, and the acquire mode.
+FIRST_RENEW_VERSION = 2
+RECORD_LIMIT_MODE = 1
+
+
+def valid_member_id(member_id: str | None) -> bool:
+    return bool(member_id) and len(member_id or "") <= MAX_MEMBER_ID_LENGTH
+
+
 def acknowledgements(partition: SharePartitionView) -> tuple[AcknowledgementBatch, ...]:
     return tuple(
         AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
@@ -125,9 +136,24 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequestView) -> A
     group_id = request.group_id or ""
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return _response(ctx, ShareFetchAnswer(ErrorCode.group_authorization_failed))
-    if not request.member_id:
+    if not valid_member_id(request.member_id):
         return _response(
-            ctx, ShareFetchAnswer(ErrorCode.invalid_request, "A share fetch needs a member id")
+            ctx, ShareFetchAnswer(ErrorCode.invalid_request, "Invalid member id in the request.")
+        )
+    renew_only = bool(getattr(request, "is_renew_ack", False))  # v2
+    if renew_only and (
+        request.max_wait.total_seconds()
+        or request.min_bytes
+        or request.max_bytes
+        or request.max_records
+    ):
+        # KIP-1222: a request that renews locks fetches nothing, and says so.
+        return _response(
+            ctx,
+            ShareFetchAnswer(
+                ErrorCode.invalid_request,
+                "A renewing ShareFetch must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0",
+            ),
         )
     wanted = [
         ShareFetchPartition(topic.topic_id, partition.partition_index, acknowledgements(partition))
@@ -144,12 +170,12 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequestView) -> A
     answer = ctx.services.share_partitions.manager.share_fetch(
         ShareFetchRequest(
             group_id=group_id,
-            member_id=request.member_id,
+            member_id=request.member_id or "",
             session_epoch=request.share_session_epoch,
             max_wait_ms=int(request.max_wait.total_seconds() * 1000),
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
-            max_records=request.max_records if request.max_records > 0 else 500,
+            max_records=request.max_records if request.max_records > 0 or renew_only else 500,
             partitions=tuple(p for p in wanted if p.topic_id not in denied),
             forgotten=tuple(
                 (topic.topic_id, index)
@@ -158,6 +184,9 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequestView) -> A
                 for index in topic.partitions
             ),
             connection=ctx.peer,
+            record_limit=getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT_MODE,
+            renew_only=renew_only,
+            allow_renew=ctx.api_version >= FIRST_RENEW_VERSION,
         )
     )
 

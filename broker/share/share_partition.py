@@ -85,6 +85,9 @@ class AcknowledgementBatch:
         return self.acknowledge_types[offset - self.first_offset]
 
 
+RENEW = AcknowledgeType.RENEW.value
+
+
 class InvalidRecordStateError(Exception):
     """An acknowledgement for offsets this member has not acquired (INVALID_RECORD_STATE)."""
 
@@ -178,13 +181,16 @@ class SharePartition:
         now_ms: int,
         lock_duration_ms: int,
         aborted: Sequence[AbortedTransaction] | None = None,
+        record_limit: bool = False,
     ) -> list[AcquiredRange]:
         """Acquire for `member_id` what `batches` (read from the log at
         next_fetch_offset(), in order) hold: available records in flight, then new ones
         past the end offset, about `max_records` of them (whole batches: the limit is
-        passed to finish a batch, as Kafka's batch-optimized mode does). Records of an
-        aborted transaction (`aborted` given: a read_committed group) and control
-        records are archived on the way, never delivered."""
+        passed to finish a batch, as Kafka's batch-optimized mode does; exactly
+        `max_records` with `record_limit`, ShareFetch v2's record-limit mode, the rest of
+        the batch staying available). Records of an aborted transaction (`aborted` given:
+        a read_committed group) and control records are archived on the way, never
+        delivered."""
         acquired: list[int] = []
         deadline = now_ms + lock_duration_ms
         aborting = _AbortTracker(aborted)
@@ -215,6 +221,8 @@ class SharePartition:
                 if skip:
                     record.state = RecordState.ARCHIVED
                     continue
+                if record_limit and len(acquired) >= max_records:
+                    continue  # in flight, available for the next fetch
                 self._lock(record, member_id, deadline)
                 acquired.append(offset)
         self._advance_start()
@@ -235,6 +243,8 @@ class SharePartition:
                 return False
             record = self.records.get(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
+                if len(acquired) >= max_records:
+                    return False
                 self._lock(record, member_id, deadline)
                 acquired.append(offset)
         return len(acquired) < max_records

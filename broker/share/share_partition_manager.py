@@ -29,6 +29,7 @@ from brook.protocol.record_batch import split_batches
 from ..groups.group_configs import GroupConfigs, duration_ms
 from ..replica.partition import FetchIsolation, Partition, ReplicaRole
 from .share_partition import (
+    RENEW,
     AbortedTransaction,
     AcknowledgementBatch,
     AcquiredRange,
@@ -133,6 +134,12 @@ class ShareFetchRequest:
     partitions: tuple[ShareFetchPartition, ...]
     forgotten: tuple[SessionPartition, ...] = ()
     connection: str = ""
+    # v2 (KIP-1222): acquire exactly max_records (record-limit mode), and a request that
+    # only renews locks (no fetch).
+    record_limit: bool = False
+    renew_only: bool = False
+    # v1 has no RENEW acknowledgement type.
+    allow_renew: bool = True
 
 
 @dataclass(slots=True)
@@ -187,10 +194,11 @@ class SharePartitionManager:
             answers[key] = PartitionAnswer(wanted.topic_id, wanted.partition)
             if wanted.acknowledgements:
                 await self._acknowledge_into(
-                    request.group_id, request.member_id, wanted, answers[key]
+                    request.group_id, request.member_id, wanted, answers[key], request.allow_renew
                 )
-        if session is None:  # the final request: acknowledgements only
-            self._close(request.group_id, request.member_id)
+        if session is None or request.renew_only:  # acknowledgements only
+            if session is None:  # the final request
+                self._close(request.group_id, request.member_id)
             answer.partitions = list(answers.values())
             return answer
         for key in request.forgotten:
@@ -268,7 +276,12 @@ class SharePartitionManager:
             if remaining_records <= 0:
                 continue
             await self._acquire_one(
-                request.group_id, request.member_id, answer, remaining_bytes, remaining_records
+                request.group_id,
+                request.member_id,
+                answer,
+                remaining_bytes,
+                remaining_records,
+                request.record_limit,
             )
             got = len(answer.records)
             fetched += got
@@ -283,6 +296,7 @@ class SharePartitionManager:
         answer: PartitionAnswer,
         max_bytes: int,
         max_records: int,
+        record_limit: bool,
     ) -> None:
         try:
             partition = self._leader_partition(answer.topic_id, answer.partition)
@@ -326,6 +340,7 @@ class SharePartitionManager:
             self._clock(),
             self._lock_duration(group_id),
             aborted,
+            record_limit,
         )
         if acquired:
             self.stats.acquired += sum(r.last_offset - r.first_offset + 1 for r in acquired)
@@ -445,6 +460,7 @@ class SharePartitionManager:
         member_id: str,
         session_epoch: int,
         partitions: Sequence[ShareFetchPartition],
+        allow_renew: bool = True,
     ) -> ShareFetchAnswer:
         """ShareAcknowledge: acknowledgements alone, in the member's session."""
         try:
@@ -470,7 +486,7 @@ class SharePartitionManager:
         answer = ShareFetchAnswer(lock_duration_ms=self._lock_duration(group_id))
         for wanted in partitions:
             result = PartitionAnswer(wanted.topic_id, wanted.partition)
-            await self._acknowledge_into(group_id, member_id, wanted, result)
+            await self._acknowledge_into(group_id, member_id, wanted, result, allow_renew)
             result.error, result.error_message = (
                 result.acknowledge_error,
                 result.acknowledge_error_message,
@@ -483,8 +499,19 @@ class SharePartitionManager:
         return answer
 
     async def _acknowledge_into(
-        self, group_id: str, member_id: str, wanted: ShareFetchPartition, answer: PartitionAnswer
+        self,
+        group_id: str,
+        member_id: str,
+        wanted: ShareFetchPartition,
+        answer: PartitionAnswer,
+        allow_renew: bool,
     ) -> None:
+        if not allow_renew and any(
+            RENEW in batch.acknowledge_types for batch in wanted.acknowledgements
+        ):
+            answer.acknowledge_error = ErrorCode.invalid_request
+            answer.acknowledge_error_message = "Renew acknowledgements need version 2 or later"
+            return
         try:
             partition = self._leader_partition(wanted.topic_id, wanted.partition)
             answer.leader_id, answer.leader_epoch = partition.leader_id, partition.leader_epoch

@@ -188,3 +188,24 @@ def test_the_log_start_moving_past_the_start_offset_drops_what_it_removed():
         share.acknowledge("b", [ack(2, 3, 1)], 0, LOCK_MS)
     # An acknowledgement of what is gone is done already, not an error.
     share.acknowledge("a", [ack(0, 1, 1)], 0, LOCK_MS)
+
+
+def test_record_limit_mode_acquires_exactly_max_records():
+    share = partition()
+    got = share.acquire("a", [batch(0, 5)], 3, 0, LOCK_MS, record_limit=True)
+    assert got == [AcquiredRange(0, 2, 1)]
+    # The rest of the batch is in flight and goes to the next fetch.
+    assert (share.end_offset, share.next_fetch_offset()) == (5, 3)
+    assert share.acquire("b", [batch(0, 5)], 3, 0, LOCK_MS, record_limit=True) == [
+        AcquiredRange(3, 4, 1)
+    ]
+
+
+def test_renew_keeps_a_record_acquired_with_a_fresh_lock():
+    share = partition()
+    share.acquire("a", [batch(0, 1)], 10, now_ms=0, lock_duration_ms=LOCK_MS)
+    share.acknowledge("a", [ack(0, 0, 4)], now_ms=900, lock_duration_ms=LOCK_MS)
+    assert share.expire_locks(LOCK_MS) == 0  # renewed at 900: good until 1900
+    assert share.next_lock_deadline() == 900 + LOCK_MS
+    share.acknowledge("a", [ack(0, 0, 1)], 1000, LOCK_MS)
+    assert share.start_offset == 1

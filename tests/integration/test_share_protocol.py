@@ -235,3 +235,70 @@ def _answered(response: Any) -> Any:
     """The response, once the coordinator has loaded (None while it loads)."""
     loading = (ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator)
     return None if response.error_code in loading else response
+
+
+def test_renew_acknowledgements_need_version_2_and_an_empty_fetch(
+    brook_broker: BrokerThread, topic: str
+) -> None:
+    from kio.schema.share_fetch.v2 import request as fetch2
+
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with RawClient(brook_broker.port) as client:
+        tid = topic_id(client, topic)
+        too_long = share_fetch(client, group, "m" * 37, 0, tid)
+        assert (too_long.error_code, too_long.error_message) == (
+            ErrorCode.invalid_request,
+            "Invalid member id in the request.",
+        )
+        assert share_fetch(client, group, "m", 0, tid).error_code == ErrorCode.none
+        brook_broker.produce(topic, [b"d"], partition=0)
+        (got,) = share_fetch(client, group, "m", 1, tid, max_wait_ms=5000).responses
+        (acquired,) = got.partitions[0].acquired_records
+        renew = fetch1.AcknowledgementBatch(
+            first_offset=acquired.first_offset,
+            last_offset=acquired.last_offset,
+            acknowledge_types=(4,),
+        )
+        (v1_renew,) = share_fetch(client, group, "m", 2, tid, acks=(renew,)).responses
+        assert v1_renew.partitions[0].acknowledge_error_code == ErrorCode.invalid_request
+
+        def v2(epoch: int, max_wait_ms: int) -> Any:
+            return client.request(
+                fetch2.ShareFetchRequest(
+                    group_id=group,
+                    member_id="m",
+                    share_session_epoch=epoch,
+                    max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+                    min_bytes=0,
+                    max_bytes=0,
+                    max_records=0,
+                    batch_size=0,
+                    share_acquire_mode=0,
+                    is_renew_ack=True,
+                    topics=(
+                        fetch2.FetchTopic(
+                            topic_id=tid,
+                            partitions=(
+                                fetch2.FetchPartition(
+                                    partition_index=0,
+                                    acknowledgement_batches=(
+                                        fetch2.AcknowledgementBatch(
+                                            first_offset=acquired.first_offset,
+                                            last_offset=acquired.last_offset,
+                                            acknowledge_types=(4,),
+                                        ),
+                                    ),
+                                ),
+                            ),
+                        ),
+                    ),
+                    forgotten_topics_data=(),
+                )
+            )
+
+        assert v2(3, 500).error_code == ErrorCode.invalid_request  # a renewal waits for nothing
+        renewed = v2(3, 0)
+        assert renewed.error_code == ErrorCode.none
+        (partition,) = renewed.responses[0].partitions
+        assert partition.acknowledge_error_code == ErrorCode.none
+        assert partition.acquired_records == ()  # renewing fetches nothing

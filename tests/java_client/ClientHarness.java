@@ -99,6 +99,8 @@ import java.util.concurrent.Future;
 public class ClientHarness {
     static final ObjectMapper JSON = new ObjectMapper();
     static final Map<String, GroupMember> MEMBERS = new ConcurrentHashMap<>();
+    // Share consumers holding records they have not acknowledged (share_hold), by name.
+    static final Map<String, KafkaShareConsumer<String, String>> HOLDERS = new ConcurrentHashMap<>();
     static final Map<String, KafkaStreams> APPS = new ConcurrentHashMap<>();
 
     public static void main(String[] args) throws Exception {
@@ -139,6 +141,8 @@ public class ClientHarness {
             case "produce_transactions": return produceTransactions(command);
             case "consume": return consume(command);
             case "share_consume": return shareConsume(command);
+            case "share_hold": return shareHold(command);
+            case "share_hold_close": return shareHoldClose(command);
             case "read_to_end": return readToEnd(command);
             case "offsets": return offsets(command);
             case "member_start": return memberStart(command);
@@ -330,6 +334,39 @@ public class ClientHarness {
             }
         }
         return records;
+    }
+
+    /** A share consumer (explicit acknowledgement) that polls until it holds `count`
+     * records, then neither acknowledges them nor polls again: it holds them until their
+     * locks run out, its JVM dies or share_hold_close. Kept under `name`. */
+    static JsonNode shareHold(JsonNode command) throws Exception {
+        Properties properties = properties(command);
+        properties.put("share.acknowledgement.mode", "explicit");
+        int count = command.get("count").asInt();
+        long deadline = System.currentTimeMillis() + command.path("timeout_ms").asLong(30000);
+        KafkaShareConsumer<String, String> consumer =
+            new KafkaShareConsumer<>(properties, new StringDeserializer(), new StringDeserializer());
+        HOLDERS.put(command.get("name").asText(), consumer);
+        consumer.subscribe(List.of(command.get("topic").asText()));
+        ArrayNode records = JSON.createArrayNode();
+        while (records.size() < count && System.currentTimeMillis() < deadline) {
+            for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                ObjectNode node = JSON.createObjectNode();
+                node.put("offset", record.offset());
+                node.put("value", record.value());
+                node.put("delivery_count", record.deliveryCount().map(Short::intValue).orElse(-1));
+                records.add(node);
+            }
+        }
+        return records;
+    }
+
+    static JsonNode shareHoldClose(JsonNode command) {
+        KafkaShareConsumer<String, String> consumer = HOLDERS.remove(command.get("name").asText());
+        if (consumer != null) {
+            consumer.close();
+        }
+        return JSON.nullNode();
     }
 
     /** Every record of every partition of the topic, from the start to the end offsets

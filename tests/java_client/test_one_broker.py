@@ -53,6 +53,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
             "group.consumer.heartbeat.interval.ms": 500,
             "group.consumer.min.session.timeout.ms": 3000,
             "group.consumer.session.timeout.ms": 3000,
+            # Share groups' locks may be short here (a test waits one out).
+            "group.share.min.record.lock.duration.ms": 1000,
         },
     ).start()
     try:
@@ -533,3 +535,73 @@ def test_java_share_consumer_reads_committed_only(
         idle_ms=2000,
     )
     assert [r["value"] for r in read] == ["committed"]
+
+
+def test_java_holding_past_its_lock_gives_the_records_back(
+    java: JavaClients, config: dict[str, Any]
+) -> None:
+    """A KafkaShareConsumer that holds records without acknowledging them: once their lock
+    (share.record.lock.duration.ms) runs out they go to another member, delivered twice."""
+    topic = unique("java-share-lock")
+    create_topic(java, config, topic)
+    producer = Producer(config)
+    for value in ("slow-1", "slow-2"):
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(10) == 0
+    group = _share_group(config["bootstrap.servers"], **{"share.record.lock.duration.ms": "2000"})
+    name = unique("holder")
+    held = java.call(
+        "share_hold", config={**config, "group.id": group}, topic=topic, count=2, name=name
+    )
+    try:
+        assert [(r["value"], r["delivery_count"]) for r in held] == [("slow-1", 1), ("slow-2", 1)]
+        again = java.call(
+            "share_consume",
+            config={**config, "group.id": group},
+            topic=topic,
+            count=2,
+            timeout_ms=40000,
+        )
+        assert sorted((r["value"], r["delivery_count"]) for r in again) == [
+            ("slow-1", 2),
+            ("slow-2", 2),
+        ]
+    finally:
+        java.call("share_hold_close", name=name)
+
+
+def test_a_java_consumer_killed_mid_batch_loses_nothing(
+    java: JavaClients, config: dict[str, Any], tmp_path: Path
+) -> None:
+    """SIGKILL of a JVM whose KafkaShareConsumer holds records: its connections close, its
+    records go back at once without counting the delivery, and another member (confluent's)
+    gets every one."""
+    from confluent_kafka import ShareConsumer
+
+    topic = unique("java-share-kill")
+    create_topic(java, config, topic)
+    values = [f"job-{i}" for i in range(10)]
+    producer = Producer(config)
+    for value in values:
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(10) == 0
+    group = _share_group(config["bootstrap.servers"])
+    doomed = JavaClients(tmp_path / "doomed.log")
+    try:
+        held = doomed.call(
+            "share_hold", config={**config, "group.id": group}, topic=topic, count=10, name="h"
+        )
+        assert len(held) == 10
+        os.kill(doomed.process.pid, signal.SIGKILL)
+        doomed.process.wait(10)
+    finally:
+        doomed.stop()
+    consumer = ShareConsumer({**config, "group.id": group})
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        got += [m for m in consumer.poll(0.5) or [] if m.error() is None]
+    consumer.close()
+    assert sorted(m.value().decode() for m in got) == values
+    assert {m.delivery_count() for m in got} == {1}

@@ -127,3 +127,59 @@ def test_a_consumer_group_across_its_coordinators_kill(
         for broker_id in killed:  # the module's next tests want three brokers
             cluster.restart(broker_id)
         wait_ready(cluster.zk, cluster.brokers)
+
+
+def test_a_share_group_across_its_partition_leaders_kill(
+    java: JavaClients, cluster: JavaTestCluster
+) -> None:
+    """KafkaShareConsumer (KIP-932) on three brokers: records accepted before the kill of
+    the partition's leader are never delivered again; the rest come once."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tests.cluster.topics import topic_of
+
+    config = cluster.plaintext()
+    topic, group = unique("java-share-failover"), unique("java-share")
+    create_topic(java, config, topic, partitions=1, replication_factor=3)
+    producer = Producer({**config, "acks": "all"})
+    values = [f"job-{i}" for i in range(30)]
+    for value in values:
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(30) == 0
+    resource = ConfigResource(ConfigResource.Type.GROUP, group)
+    resource.add_incremental_config(
+        ConfigEntry(
+            "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+        )
+    )
+    admin = AdminClient(config)
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    share = {**config, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    first = java.call("share_consume", config=share, topic=topic, count=30, idle_ms=2000)
+    assert [r["value"] for r in first] == values  # all accepted
+    producer = Producer({**config, "acks": "all"})
+    later = [f"later-{i}" for i in range(10)]
+    for value in later:
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(30) == 0
+    leader = topic_of(cluster.brokers[1].port, topic)[1][0].leader
+    cluster.brokers[leader].kill()
+    try:
+        survivors = {
+            "bootstrap.servers": ",".join(
+                b.bootstrap for broker_id, b in cluster.brokers.items() if broker_id != leader
+            )
+        }
+        second = java.call(
+            "share_consume",
+            config={**share, **survivors},
+            topic=topic,
+            count=40,
+            idle_ms=5000,
+            timeout_ms=60000,
+        )
+        assert [r["value"] for r in second] == later
+    finally:
+        cluster.restart(leader)
+        wait_ready(cluster.zk, cluster.brokers)
