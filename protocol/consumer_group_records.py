@@ -28,7 +28,6 @@ import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from kio.serial import readers as r
@@ -240,27 +239,17 @@ def _decode_key(record_type: int, data: bytes | memoryview) -> ConsumerGroupKey:
 # --- values: writing -----------------------------------------------------------------------
 
 
-def _strings(writer: FieldWriter, values: Sequence[str]) -> None:
-    writer.array_length(len(values))
-    for value in values:
-        writer.string(value)
-
-
-def _int32s(writer: FieldWriter, values: Sequence[int]) -> None:
-    writer.array_length(len(values))
-    for value in values:
-        writer.int32(value)
-
-
 def _write_topic_partitions(writer: FieldWriter, topics: Sequence[TopicPartitions]) -> None:
     writer.array_length(len(topics))
     for topic in topics:
         writer.uuid(topic.topic_id)
-        _int32s(writer, topic.partitions)
+        writer.int32s(topic.partitions)
         tagged: list[tuple[int, Callable[[Any, Any], None], Any]] = []
         epochs = topic.assignment_epochs
         if epochs is not None:
-            tagged.append((0, _raw_writer, _encoded(partial(_int32s, values=epochs))))
+            sub = FieldWriter(None, flexible=True)  # a tagged field: no version before it
+            sub.int32s(epochs)
+            tagged.append((0, _raw_writer, sub.getvalue()))
         writer.tagged_fields(tagged)
 
 
@@ -287,7 +276,7 @@ def encode_value(value: ConsumerGroupValue) -> bytes:
         writer.nullable_string(value.rack_id)
         writer.string(value.client_id)
         writer.string(value.client_host)
-        _strings(writer, value.subscribed_topic_names)
+        writer.strings(value.subscribed_topic_names)
         writer.nullable_string(value.subscribed_topic_regex)
         writer.int32(value.rebalance_timeout_ms)
         writer.nullable_string(value.server_assignor)
@@ -307,7 +296,7 @@ def encode_value(value: ConsumerGroupValue) -> bytes:
         _write_topic_partitions(writer, value.assigned_partitions)
         _write_topic_partitions(writer, value.partitions_pending_revocation)
     else:
-        _strings(writer, value.topics)
+        writer.strings(value.topics)
         writer.int64(value.version)
         writer.int64(value.timestamp)
     writer.tagged_fields(tagged)
@@ -328,28 +317,16 @@ def _write_classic(writer: FieldWriter, classic: ClassicMemberMetadata) -> None:
 # --- values: reading -----------------------------------------------------------------------
 
 
-def _read_strings(reader: FieldReader, name: str) -> tuple[str, ...]:
-    length = reader.array_length(nullable=False, name=name) or 0
-    return tuple(reader.string() for _ in range(length))
-
-
-def _read_int32s(reader: FieldReader, name: str, nullable: bool = False) -> tuple[int, ...] | None:
-    length = reader.array_length(nullable=nullable, name=name)
-    if length is None:
-        return None
-    return tuple(reader.int32() for _ in range(length))
-
-
 def _read_topic_partitions(reader: FieldReader, name: str) -> tuple[TopicPartitions, ...]:
     length = reader.array_length(nullable=False, name=name) or 0
     topics = []
     for _ in range(length):
         topic_id = reader.uuid()
-        partitions = _read_int32s(reader, f"{name}.partitions") or ()
+        partitions = reader.int32s(f"{name}.partitions") or ()
         epochs = None
         raw = reader.tagged_fields().get(0)
         if raw is not None:
-            epochs = _read_int32s(FieldReader(raw, 0, flexible=True), "assignment_epochs", True)
+            epochs = FieldReader(raw, 0, flexible=True).int32s("assignment_epochs", nullable=True)
         topics.append(
             TopicPartitions(topic_id=topic_id, partitions=partitions, assignment_epochs=epochs)
         )
@@ -393,7 +370,7 @@ def _decode_value(record_type: int, data: bytes | memoryview) -> ConsumerGroupVa
         rack_id = reader.nullable_string()
         client_id = reader.string()
         client_host = reader.string()
-        topics = _read_strings(reader, "subscribed_topic_names")
+        topics = reader.strings("subscribed_topic_names")
         regex = reader.nullable_string()
         rebalance_timeout_ms = reader.int32()
         server_assignor = reader.nullable_string()
@@ -434,7 +411,7 @@ def _decode_value(record_type: int, data: bytes | memoryview) -> ConsumerGroupVa
             assigned_partitions=assigned,
             partitions_pending_revocation=revoking,
         )
-    topics = _read_strings(reader, "topics")
+    topics = reader.strings("topics")
     version = reader.int64()
     timestamp = reader.int64()
     reader.tagged_fields()

@@ -341,6 +341,18 @@ class FieldWriter:
         else:
             w.write_legacy_array_length(self.buffer, i32(-1 if length is None else length))
 
+    def strings(self, values: Sequence[str]) -> None:
+        """An array of strings."""
+        self.array_length(len(values))
+        for value in values:
+            self.string(value)
+
+    def int32s(self, values: Sequence[int]) -> None:
+        """An array of int32s."""
+        self.array_length(len(values))
+        for value in values:
+            self.int32(value)
+
     def tagged_fields(
         self, fields: Sequence[tuple[int, Callable[[Any, Any], None], Any]] = ()
     ) -> None:
@@ -415,6 +427,18 @@ class FieldReader:
         if length is None and not nullable:
             raise CoordinatorRecordError(f"non-nullable array {name} is null")
         return length
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        """A non-nullable array of strings (`name` for the error of a bad length)."""
+        count = self.array_length(nullable=False, name=name) or 0
+        return tuple(self.string() for _ in range(count))
+
+    def int32s(self, name: str, nullable: bool = False) -> tuple[int, ...] | None:
+        """An array of int32s; None when `nullable` and null."""
+        count = self.array_length(nullable=nullable, name=name)
+        if count is None:
+            return None
+        return tuple(self.int32() for _ in range(count))
 
     def tagged_fields(self) -> dict[int, memoryview]:
         """The tagged-field section: each tag's raw bytes, by tag."""

@@ -183,23 +183,11 @@ def encode_key(key: ShareGroupKey) -> bytes:
     return writer.getvalue()
 
 
-def _strings(writer: FieldWriter, values: Sequence[str]) -> None:
-    writer.array_length(len(values))
-    for value in values:
-        writer.string(value)
-
-
-def _int32s(writer: FieldWriter, values: Sequence[int]) -> None:
-    writer.array_length(len(values))
-    for value in values:
-        writer.int32(value)
-
-
 def _topic_partitions(writer: FieldWriter, topics: Sequence[TopicPartitions]) -> None:
     writer.array_length(len(topics))
     for topic in topics:
         writer.uuid(topic.topic_id)
-        _int32s(writer, topic.partitions)
+        writer.int32s(topic.partitions)
         writer.tagged_fields()
 
 
@@ -208,7 +196,7 @@ def _topic_partitions_info(writer: FieldWriter, topics: Sequence[TopicPartitions
     for topic in topics:
         writer.uuid(topic.topic_id)
         writer.string(topic.topic_name)
-        _int32s(writer, topic.partitions)
+        writer.int32s(topic.partitions)
         writer.tagged_fields()
 
 
@@ -219,7 +207,7 @@ def encode_value(value: ShareGroupValue) -> bytes:
         writer.nullable_string(value.rack_id)
         writer.string(value.client_id)
         writer.string(value.client_host)
-        _strings(writer, value.subscribed_topic_names)
+        writer.strings(value.subscribed_topic_names)
     elif isinstance(value, ShareGroupMetadataValue):
         writer.int32(value.epoch)
         writer.int64(value.metadata_hash)
@@ -249,21 +237,11 @@ def encode_value(value: ShareGroupValue) -> bytes:
 # --- reading ------------------------------------------------------------------------------
 
 
-def _read_strings(reader: FieldReader, name: str) -> tuple[str, ...]:
-    count = reader.array_length(nullable=False, name=name) or 0
-    return tuple(reader.string() for _ in range(count))
-
-
-def _read_int32s(reader: FieldReader, name: str) -> tuple[int, ...]:
-    count = reader.array_length(nullable=False, name=name) or 0
-    return tuple(reader.int32() for _ in range(count))
-
-
 def _read_topic_partitions(reader: FieldReader, name: str) -> tuple[TopicPartitions, ...]:
     count = reader.array_length(nullable=False, name=name) or 0
     topics = []
     for _ in range(count):
-        topic = TopicPartitions(topic_id=reader.uuid(), partitions=_read_int32s(reader, name))
+        topic = TopicPartitions(topic_id=reader.uuid(), partitions=reader.int32s(name) or ())
         reader.tagged_fields()
         topics.append(topic)
     return tuple(topics)
@@ -276,7 +254,7 @@ def _read_topic_partitions_info(reader: FieldReader, name: str) -> tuple[TopicPa
         topic = TopicPartitionsInfo(
             topic_id=reader.uuid(),
             topic_name=reader.string(),
-            partitions=_read_int32s(reader, name),
+            partitions=reader.int32s(name) or (),
         )
         reader.tagged_fields()
         topics.append(topic)
@@ -314,7 +292,7 @@ def decode_value(key: ShareGroupKey, data: bytes | memoryview) -> ShareGroupValu
                 rack_id=reader.nullable_string(),
                 client_id=reader.string(),
                 client_host=reader.string(),
-                subscribed_topic_names=_read_strings(reader, "SubscribedTopicNames"),
+                subscribed_topic_names=reader.strings("SubscribedTopicNames"),
             )
             reader.tagged_fields()
         elif isinstance(key, ShareGroupMetadataKey):

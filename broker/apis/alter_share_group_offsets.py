@@ -16,8 +16,8 @@ from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, authorized
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
-from . import NO_THROTTLE, build, handles, respond_later, schema_module
-from .share_offsets import NO_TOPIC, topic_id_of
+from . import build, handles, respond_later, schema_module
+from .share_offsets import NO_TOPIC, offsets_response, topic_id_of
 
 
 class AlterShareGroupOffsetsPartitionView(Protocol):
@@ -61,9 +61,9 @@ async def _alter(ctx: RequestContext, request: AlterShareGroupOffsetsRequestView
     types = schema_module(ctx.response_type)
     group_id = request.group_id
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
-        return _response(types, ctx, ErrorCode.group_authorization_failed, None, ())
+        return offsets_response(ctx, ErrorCode.group_authorization_failed, None, ())
     if not group_id:
-        return _response(types, ctx, ErrorCode.invalid_group_id, None, ())
+        return offsets_response(ctx, ErrorCode.invalid_group_id, None, ())
     names = [topic.topic_name for topic in request.topics]
     readable = set(authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names))
     results: dict[str, dict[int, tuple[ErrorCode, str | None]]] = {}
@@ -88,7 +88,7 @@ async def _alter(ctx: RequestContext, request: AlterShareGroupOffsetsRequestView
                 group_id, {t: frozenset(p) for t, p in wanted.items()}
             )
         except KafkaError as exc:
-            return _response(types, ctx, exc.error_code, exc.message, ())
+            return offsets_response(ctx, exc.error_code, exc.message, ())
         persister = ctx.services.share_partitions.persister
         for name, topic_id in ids.items():
             for index, start in wanted.get(topic_id, {}).items():
@@ -114,16 +114,4 @@ async def _alter(ctx: RequestContext, request: AlterShareGroupOffsetsRequestView
         )
         for name, partitions in results.items()
     )
-    return _response(types, ctx, ErrorCode.none, None, topics)
-
-
-def _response(
-    types: Any, ctx: RequestContext, error: ErrorCode, message: str | None, topics: tuple[Any, ...]
-) -> Any:
-    return build(
-        ctx.response_type,
-        throttle_time=NO_THROTTLE,
-        error_code=error,
-        error_message=message,
-        responses=topics,
-    )
+    return offsets_response(ctx, ErrorCode.none, None, topics)

@@ -15,8 +15,8 @@ from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorize, authorized
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
-from . import NO_THROTTLE, build, handles, respond_later, schema_module
-from .share_offsets import NO_TOPIC, topic_id_of
+from . import build, handles, respond_later, schema_module
+from .share_offsets import NO_TOPIC, offsets_response, topic_id_of
 
 
 class DeleteShareGroupOffsetsTopicView(Protocol):
@@ -51,7 +51,7 @@ async def _delete(ctx: RequestContext, request: DeleteShareGroupOffsetsRequestVi
     types = schema_module(ctx.response_type)
     group_id = request.group_id
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
-        return _response(types, ctx, ErrorCode.group_authorization_failed, None, ())
+        return offsets_response(ctx, ErrorCode.group_authorization_failed, None, ())
     names = [topic.topic_name for topic in request.topics]
     readable = set(authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names))
     results: dict[str, tuple[Any, ErrorCode, str | None]] = {}
@@ -67,7 +67,7 @@ async def _delete(ctx: RequestContext, request: DeleteShareGroupOffsetsRequestVi
     try:
         partitions = ctx.services.groups.share_offsets_to_delete(group_id, list(ids.values()))
     except KafkaError as exc:
-        return _response(types, ctx, exc.error_code, exc.message, ())
+        return offsets_response(ctx, exc.error_code, exc.message, ())
     persister = ctx.services.share_partitions.persister
     deleted = []
     for name, topic_id in ids.items():
@@ -98,16 +98,4 @@ async def _delete(ctx: RequestContext, request: DeleteShareGroupOffsetsRequestVi
         )
         for name, (topic_id, error, message) in results.items()
     )
-    return _response(types, ctx, ErrorCode.none, None, topics)
-
-
-def _response(
-    types: Any, ctx: RequestContext, error: ErrorCode, message: str | None, topics: tuple[Any, ...]
-) -> Any:
-    return build(
-        ctx.response_type,
-        throttle_time=NO_THROTTLE,
-        error_code=error,
-        error_message=message,
-        responses=topics,
-    )
+    return offsets_response(ctx, ErrorCode.none, None, topics)

@@ -6,7 +6,6 @@ acknowledgements were taken; they are answered once written to the share-group s
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,12 +18,12 @@ from ..authorizer.checks import authorize
 from ..authorizer.operations import AclOperation
 from ..server.request_context import RequestContext
 from ..share.share_partition_manager import PartitionAnswer, ShareFetchAnswer, ShareFetchPartition
-from . import NO_THROTTLE, build, handles, respond_later, schema_module
+from . import handles, respond_later
 from .share_fetch import (
     FIRST_RENEW_VERSION,
     SharePartitionView,
     acknowledgements,
-    node_endpoints,
+    share_response,
     unreadable,
     valid_member_id,
 )
@@ -94,34 +93,4 @@ def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeReque
 
 
 def _response(ctx: RequestContext, answer: ShareFetchAnswer) -> Any:
-    types = schema_module(ctx.response_type)
-    by_topic: dict[uuid.UUID, list[Any]] = {}
-    leaders: set[int] = set()
-    for part in answer.partitions:
-        if part.error is ErrorCode.not_leader_or_follower and part.leader_id >= 0:
-            leaders.add(part.leader_id)
-        by_topic.setdefault(part.topic_id, []).append(
-            build(
-                types.PartitionData,
-                partition_index=part.partition,
-                error_code=part.error,
-                error_message=part.error_message,
-                current_leader=build(
-                    types.LeaderIdAndEpoch,
-                    leader_id=part.leader_id,
-                    leader_epoch=part.leader_epoch,
-                ),
-            )
-        )
-    return build(
-        ctx.response_type,
-        throttle_time=NO_THROTTLE,
-        error_code=answer.error,
-        error_message=answer.error_message,
-        acquisition_lock_timeout=datetime.timedelta(milliseconds=answer.lock_duration_ms),
-        responses=tuple(
-            build(types.ShareAcknowledgeTopicResponse, topic_id=topic_id, partitions=tuple(parts))
-            for topic_id, parts in by_topic.items()
-        ),
-        node_endpoints=node_endpoints(ctx, types, leaders),
-    )
+    return share_response(ctx, answer, "ShareAcknowledgeTopicResponse", lambda types, part: {})

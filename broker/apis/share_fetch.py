@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from brook.protocol.api_table import ApiKey
@@ -199,6 +199,35 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequestView) -> A
 
 
 def _response(ctx: RequestContext, answer: ShareFetchAnswer) -> Any:
+    return share_response(ctx, answer, "ShareFetchableTopicResponse", _fetched)
+
+
+def _fetched(types: Any, part: PartitionAnswer) -> dict[str, Any]:
+    """What a ShareFetch partition has beyond a ShareAcknowledge one's."""
+    return {
+        "acknowledge_error_code": part.acknowledge_error,
+        "acknowledge_error_message": part.acknowledge_error_message,
+        "records": part.records,
+        "acquired_records": tuple(
+            build(
+                types.AcquiredRecords,
+                first_offset=r.first_offset,
+                last_offset=r.last_offset,
+                delivery_count=r.delivery_count,
+            )
+            for r in part.acquired
+        ),
+    }
+
+
+def share_response(
+    ctx: RequestContext,
+    answer: ShareFetchAnswer,
+    topic_type: str,
+    partition_fields: Callable[[Any, PartitionAnswer], dict[str, Any]],
+) -> Any:
+    """A ShareFetch or ShareAcknowledge response: partitions by topic, each with its error
+    and leader, and the endpoints of the leaders a NOT_LEADER_OR_FOLLOWER names."""
     types = schema_module(ctx.response_type)
     by_topic: dict[uuid.UUID, list[Any]] = {}
     leaders: set[int] = set()
@@ -211,23 +240,10 @@ def _response(ctx: RequestContext, answer: ShareFetchAnswer) -> Any:
                 partition_index=part.partition,
                 error_code=part.error,
                 error_message=part.error_message,
-                acknowledge_error_code=part.acknowledge_error,
-                acknowledge_error_message=part.acknowledge_error_message,
                 current_leader=build(
-                    types.LeaderIdAndEpoch,
-                    leader_id=part.leader_id,
-                    leader_epoch=part.leader_epoch,
+                    types.LeaderIdAndEpoch, leader_id=part.leader_id, leader_epoch=part.leader_epoch
                 ),
-                records=part.records,
-                acquired_records=tuple(
-                    build(
-                        types.AcquiredRecords,
-                        first_offset=r.first_offset,
-                        last_offset=r.last_offset,
-                        delivery_count=r.delivery_count,
-                    )
-                    for r in part.acquired
-                ),
+                **partition_fields(types, part),
             )
         )
     return build(
@@ -237,7 +253,7 @@ def _response(ctx: RequestContext, answer: ShareFetchAnswer) -> Any:
         error_message=answer.error_message,
         acquisition_lock_timeout=datetime.timedelta(milliseconds=answer.lock_duration_ms),
         responses=tuple(
-            build(types.ShareFetchableTopicResponse, topic_id=topic_id, partitions=tuple(parts))
+            build(getattr(types, topic_type), topic_id=topic_id, partitions=tuple(parts))
             for topic_id, parts in by_topic.items()
         ),
         node_endpoints=node_endpoints(ctx, types, leaders),

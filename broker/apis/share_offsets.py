@@ -5,6 +5,7 @@ the end of a partition's log for the lag, asked of its leader."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kio.schema.list_offsets.v7 import request as list_offsets7
 from kio.schema.types import BrokerId, TopicName
@@ -14,6 +15,7 @@ from brook.protocol.errors import ErrorCode
 
 from ..replica.partition import ReplicaRole
 from ..server.request_context import RequestContext
+from . import NO_THROTTLE, build
 
 NO_TOPIC = uuid.UUID(int=0)
 LATEST_TIMESTAMP = -1
@@ -62,3 +64,16 @@ async def high_watermark(ctx: RequestContext, topic: str, index: int) -> int | N
         return None
     answer = response.topics[0].partitions[0]
     return int(answer.offset) if answer.error_code == ErrorCode.none else None
+
+
+def offsets_response(
+    ctx: RequestContext, error: ErrorCode, message: str | None, topics: tuple[Any, ...]
+) -> Any:
+    """An AlterShareGroupOffsets or DeleteShareGroupOffsets response."""
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=message,
+        responses=topics,
+    )
