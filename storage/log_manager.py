@@ -24,6 +24,7 @@ import logging
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -139,6 +140,9 @@ class LogManager:
         self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        # How many logs each log dir holds: a new log goes to the emptiest, and counting
+        # them at each creation would make creating n partitions cost n squared.
+        self._logs_in_dir: Counter[Path] = Counter()
         # Copies of partitions being moved to another log dir (AlterReplicaLogDirs).
         self._future_logs: dict[TopicPartition, Log] = {}
         self._lock_fds: dict[Path, int] = {}
@@ -346,7 +350,7 @@ class LogManager:
             if high_watermark is not None:
                 log.high_watermark = high_watermark
             self._logs[topic_partition] = log
-            self._dir_of[topic_partition] = log_dir
+            self._place(topic_partition, log_dir)
         return future_dirs
 
     def _settle_future_dirs(self, future_dirs: list[Path]) -> None:
@@ -382,7 +386,7 @@ class LogManager:
                 clock=self._clock,
                 producer_state_config=self.producer_state_config,
             )
-            self._dir_of[topic_partition] = path.parent
+            self._place(topic_partition, path.parent)
 
     # --- access -----------------------------------------------------------------------
 
@@ -395,6 +399,15 @@ class LogManager:
     @property
     def logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
+
+    def _place(self, topic_partition: TopicPartition, log_dir: Path | None) -> None:
+        """The partition's log is in `log_dir` now (None: it is gone)."""
+        previous = self._dir_of.pop(topic_partition, None)
+        if previous is not None:
+            self._logs_in_dir[previous] -= 1
+        if log_dir is not None:
+            self._dir_of[topic_partition] = log_dir
+            self._logs_in_dir[log_dir] += 1
 
     def get_or_create_log(
         self,
@@ -427,11 +440,7 @@ class LogManager:
                 f"Cannot create log {topic}-{partition}: no log dir is online"
                 f" (offline: {', '.join(str(d) for d in self.log_dirs)})"
             )
-        counts = {log_dir: 0 for log_dir in online}
-        for log_dir in self._dir_of.values():
-            if log_dir in counts:
-                counts[log_dir] += 1
-        log_dir = min(online, key=lambda d: counts[d])
+        log_dir = min(online, key=lambda d: self._logs_in_dir[d])
         try:
             log = _log_class().open(
                 log_dir / f"{topic}-{partition}",
@@ -450,7 +459,7 @@ class LogManager:
         # DEBUG: the broker logs one line per topic created, not one per partition.
         logger.debug("Created log %s in %s", log.name, log_dir)
         self._logs[topic_partition] = log
-        self._dir_of[topic_partition] = log_dir
+        self._place(topic_partition, log_dir)
         return log
 
     # --- moving a partition to another log dir -------------------------------------------
@@ -538,7 +547,7 @@ class LogManager:
         )
         replaced.high_watermark = high_watermark
         self._logs[topic_partition] = replaced
-        self._dir_of[topic_partition] = target_dir
+        self._place(topic_partition, target_dir)
         files.remove_tree(doomed)
         logger.info("Moved %s-%d to %s", topic, partition, target_dir)
         return replaced
@@ -548,7 +557,7 @@ class LogManager:
         topic_partition = (topic, partition)
         self.abandon_future_log(topic, partition)
         log = self._logs.pop(topic_partition, None)
-        self._dir_of.pop(topic_partition, None)
+        self._place(topic_partition, None)
         if log is None:
             return False
         log.delete()
@@ -706,6 +715,7 @@ class LogManager:
         failed = bool(failed_dirs) or bool(self.failure_channel.offline_dirs)
         self._logs.clear()
         self._dir_of.clear()
+        self._logs_in_dir.clear()
         for fd in self._lock_fds.values():
             os.close(fd)
         self._lock_fds.clear()

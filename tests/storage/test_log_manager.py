@@ -213,3 +213,23 @@ def test_the_managers_clock_runs_every_log(tmp_path: Path, make_batch: BatchFact
     assert lm.purge_deleted_segments() == segments
     assert not list(log.dir.glob("*.deleted"))
     lm.shutdown()
+
+
+def test_new_logs_go_to_the_log_dir_holding_fewest(tmp_path: Path) -> None:
+    """Placement by the count of logs each dir holds, kept as logs come and go (not
+    counted again at each creation, which made creating n partitions cost n squared)."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    lm = manager([first, second])
+    try:
+        for partition in range(4):
+            lm.get_or_create_log("spread", partition)
+        placed = [lm.dir_of("spread", p) for p in range(4)]
+        assert sorted(placed) == [first, first, second, second]
+        gone = next(p for p in range(4) if placed[p] == second)
+        assert lm.delete_log("spread", gone)
+        lm.get_or_create_log("spread", 4)
+        assert lm.dir_of("spread", 4) == second
+        lm.get_or_create_log("spread", 5)
+        assert lm.dir_of("spread", 5) == first  # a tie: the first listed
+    finally:
+        lm.shutdown()
