@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from .deferred_fsync import defer, deferring
 from .errors import CorruptCheckpointError
 from .log_file_utils import PARTITION_METADATA_FILE, fsync_dir
 
@@ -61,18 +62,24 @@ def write_json(path: Path, value: Any, pretty: bool = False) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` through `<name>.tmp`, fsynced and renamed, the directory
-    fsynced after: a crash leaves the old or the new content, never a torn file."""
+    fsynced after: a crash leaves the old or the new content, never a torn file. Within
+    deferring_fsyncs() (a new partition's files) the fsyncs wait for sync_deferred."""
+    deferred = deferring()
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if not deferred:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if deferred:
+        defer(path, path.parent)
+    else:
+        fsync_dir(path.parent)
 
 
 class CheckpointFile(Generic[T]):
@@ -312,6 +319,10 @@ def read_partition_metadata(partition_dir: Path) -> uuid.UUID | None:
     try:
         text = path.read_text("utf-8")
     except FileNotFoundError:
+        return None
+    if not text.strip():
+        # Written, but its fsync deferred and the machine down before the disk had it: the
+        # topic id comes again from the metadata (deferred_fsync.py).
         return None
     fields: dict[str, str] = {}
     for line in text.splitlines():

@@ -43,6 +43,7 @@ from brook.protocol.record_batch import BatchHeader, split_batches, verify_crc
 from . import log_file_utils as files
 from .checkpoints import read_partition_metadata, topic_id_to_string, write_partition_metadata
 from .clock import Clock, system_clock
+from .deferred_fsync import defer, deferring
 from .end_transaction_marker import read_end_txn_marker
 from .leader_epoch_cache import LeaderEpochFileCache
 from .load_progress import LoadProgress
@@ -217,7 +218,10 @@ class Log:
         created = not dir.exists()
         dir.mkdir(parents=True, exist_ok=True)
         if created:
-            files.fsync_dir(dir.parent)
+            if deferring():
+                defer(directory=dir.parent)
+            else:
+                files.fsync_dir(dir.parent)
         started = time.monotonic()
         stored_topic_id = read_partition_metadata(dir)
         if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:

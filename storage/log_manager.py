@@ -44,6 +44,7 @@ from .checkpoints import (
     write_partition_metadata,
 )
 from .clock import Clock, system_clock
+from .deferred_fsync import sync_deferred
 from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
@@ -688,6 +689,10 @@ class LogManager:
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
         logger.info("Shutting down the log manager (%d logs)", len(self._logs))
+        try:
+            sync_deferred()  # new partitions' files, before the clean-shutdown marker
+        except OSError as exc:
+            logger.error("Could not fsync the files of new partitions: %s", exc)
         for future in self._future_logs.values():
             # Left on disk: the next start sees the copy is unfinished and removes it.
             future.close_handlers()

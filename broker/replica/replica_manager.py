@@ -10,12 +10,14 @@ MetadataCache.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from brook.storage.clock import system_clock
+from brook.storage.deferred_fsync import deferring_fsyncs, sync_deferred
 from brook.storage.log_manager import LogManager
 
 from ..metadata.cache import MetadataCache
@@ -140,13 +142,20 @@ class ReplicaManager:
                     changed.append((hosted, record))
                     continue
                 is_new = self._log_manager.get_log(name, record.partition_id) is None
-                partition = self._make_partition(name, record, configs[record.topic_id])
-                opened.append(partition)
                 if is_new:
+                    # A new partition's first files: their fsyncs run together, off the
+                    # loop, once the change is made (storage/deferred_fsync.py).
+                    with deferring_fsyncs():
+                        partition = self._make_partition(name, record, configs[record.topic_id])
                     made.append(partition)
+                else:
+                    partition = self._make_partition(name, record, configs[record.topic_id])
+                opened.append(partition)
         except BaseException:
             self.remove_partitions(made)
             raise
+        if made:
+            self._sync_deferred_soon()
         removed = [names[r.topic_id] for r in records if isinstance(r, RemoveTopicRecord)]
         reconfigured = [
             (names[r.topic_id], configs[r.topic_id])
@@ -154,6 +163,16 @@ class ReplicaManager:
             if isinstance(r, TopicConfigsRecord)
         ]
         return ReplicaChange(self, opened, made, changed, removed, reconfigured, stopped, strays)
+
+    def _sync_deferred_soon(self) -> None:
+        """Fsync the new partitions' files on a worker thread (now, without a loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            sync_deferred()
+            return
+        syncing = loop.run_in_executor(None, sync_deferred)
+        syncing.add_done_callback(_log_sync_failure)
 
     def refresh_configs(self, topics: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """The broker's defaults changed: every log takes its topic's new config."""
@@ -352,3 +371,8 @@ class ReplicaChange:
         for name in self._removed:
             self._manager.remove_topic(name)
         self._manager.refresh_configs(self._reconfigured)
+
+
+def _log_sync_failure(done: asyncio.Future[int]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        logger.error("Could not fsync the files of new partitions: %s", done.exception())

@@ -1,0 +1,54 @@
+"""A new partition's files are written at once and fsynced later, together
+(storage/deferred_fsync.py): inside deferring_fsyncs() atomic writes wait for
+sync_deferred; outside they are fsynced as they are written; and a partition.metadata that
+a machine lost (empty, its fsync never made) reads as no topic id, to be written again."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from brook.storage import deferred_fsync
+from brook.storage.checkpoints import (
+    atomic_write_bytes,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from brook.storage.log import Log
+from brook.storage.log_config import LogConfig
+
+
+def test_writes_inside_wait_for_sync_deferred(tmp_path: Path) -> None:
+    deferred_fsync.sync_deferred()  # nothing left from elsewhere
+    atomic_write_bytes(tmp_path / "now", b"fsynced as written")
+    assert deferred_fsync.pending() == 0
+    with deferred_fsync.deferring_fsyncs():
+        atomic_write_bytes(tmp_path / "later", b"fsynced later")
+        Log.open(tmp_path / "topic-0", LogConfig(), topic_id=uuid.uuid4()).close()
+    assert (tmp_path / "later").read_bytes() == b"fsynced later"
+    # The file and its dir, the partition's metadata and epoch files, and the new
+    # partition dir's parent.
+    assert deferred_fsync.pending() >= 3
+    assert deferred_fsync.sync_deferred() >= 3
+    assert deferred_fsync.pending() == 0
+
+
+def test_a_file_gone_before_its_fsync_is_skipped(tmp_path: Path) -> None:
+    with deferred_fsync.deferring_fsyncs():
+        (tmp_path / "gone").mkdir()
+        atomic_write_bytes(tmp_path / "gone" / "file", b"x")
+    (tmp_path / "gone" / "file").unlink()
+    (tmp_path / "gone").rmdir()
+    assert deferred_fsync.sync_deferred() == 2
+
+
+def test_an_empty_partition_metadata_reads_as_none_and_is_written_again(tmp_path: Path) -> None:
+    topic_id = uuid.uuid4()
+    partition = tmp_path / "orders-0"
+    partition.mkdir()
+    (partition / "partition.metadata").write_bytes(b"")
+    assert read_partition_metadata(partition) is None
+    Log.open(partition, LogConfig(), topic_id=topic_id).close()
+    assert read_partition_metadata(partition) == topic_id
+    write_partition_metadata(partition, topic_id)
+    assert read_partition_metadata(partition) == topic_id
