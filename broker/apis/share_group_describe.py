@@ -12,9 +12,9 @@ from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode
 
 from ..authorizer.acl import ResourceType
-from ..authorizer.checks import authorized_operations, denied
+from ..authorizer.checks import authorized, authorized_operations, denied
 from ..authorizer.operations import NOT_PROVIDED, AclOperation
-from ..groups.share_group import ShareAssignment
+from ..groups.share_group import ShareAssignment, ShareGroup
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -51,6 +51,17 @@ def handle_share_group_describe(ctx: RequestContext, request: ShareGroupDescribe
                 f"Group {group_id} not found." if error is ErrorCode.group_id_not_found else None
             )
             described.append(_failed(types, group_id, error, message))
+            continue
+        if not _may_describe_topics(ctx, group):
+            described.append(
+                _failed(
+                    types,
+                    group_id,
+                    ErrorCode.topic_authorization_failed,
+                    "The group has described topic(s) that the client is not authorized to"
+                    " describe.",
+                )
+            )
             continue
 
         def named(assignment: ShareAssignment) -> Any:
@@ -97,6 +108,22 @@ def handle_share_group_describe(ctx: RequestContext, request: ShareGroupDescribe
             )
         )
     return build(ctx.response_type, throttle_time=NO_THROTTLE, groups=tuple(described))
+
+
+def _may_describe_topics(ctx: RequestContext, group: ShareGroup) -> bool:
+    """As Kafka: a group whose members read a topic the principal may not Describe is
+    not shown."""
+    if ctx.services.authorizer is None:
+        return True
+    names = set()
+    for member in group.members.values():
+        for topic_id in member.assignment:
+            topic = ctx.services.metadata.get_by_id(topic_id)
+            if topic is not None:
+                names.add(topic.name)
+    return (
+        not names or set(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)) >= names
+    )
 
 
 def _failed(types: Any, group_id: str, error: ErrorCode, message: str | None) -> Any:

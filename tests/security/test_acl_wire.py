@@ -504,3 +504,21 @@ def test_share_groups_need_read_on_the_group_and_describe_or_read_on_the_topic(
     assert _as_alice(acl_broker, other).groups[0].error_code == (
         ErrorCode.group_authorization_failed
     )
+    # Without Describe on a topic its members read, the group is not shown to alice.
+    from confluent_kafka.admin import AclBindingFilter, AclPermissionType, ResourcePatternType
+
+    alices_on_topic = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        ALICE,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    admin = _admin(acl_broker)
+    for future in admin.delete_acls([alices_on_topic]).values():
+        assert len(future.result(15)) == 2
+    hidden = _as_alice(acl_broker, describe).groups[0]
+    assert hidden.error_code == ErrorCode.topic_authorization_failed
+    assert hidden.members == ()
