@@ -42,6 +42,9 @@ STOP_TIMEOUT_S = 30.0
 WATCH_INTERVAL_S = 0.2
 
 
+DEV_SESSION_TIMEOUT_MS = 6000
+
+
 def replication_defaults(brokers: int) -> dict[str, int]:
     """The compose cluster's replication settings, for a cluster of `brokers`."""
     replicas = min(3, brokers)
@@ -51,6 +54,8 @@ def replication_defaults(brokers: int) -> dict[str, int]:
         "offsets.topic.replication.factor": replicas,
         "transaction.state.log.replication.factor": replicas,
         "transaction.state.log.min.isr": max(1, replicas - 1),
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": max(1, replicas - 1),
     }
 
 
@@ -190,7 +195,12 @@ class DevCluster:
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self._connect = zookeeper_connect + CHROOT
         self._overrides = overrides
-        self._defaults = replication_defaults(len(ports))
+        self._defaults: dict[str, int] = {
+            **replication_defaults(len(ports)),
+            # A developer's cluster fails over in seconds, not Kafka's 18 s: a killed
+            # broker's session ends after this (ZooKeeper's 2 s tick allows 4 s up).
+            "zookeeper.session.timeout.ms": DEV_SESSION_TIMEOUT_MS,
+        }
         self._zookeeper = KazooClient(
             zookeeper_connect, timeout=10, logger=logging.getLogger("brook.zookeeper.server")
         )
