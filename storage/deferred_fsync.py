@@ -16,12 +16,13 @@ written.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+
+from .log_file_utils import fsync_dir, fsync_path
 
 _DEFERRING: ContextVar[bool] = ContextVar("brook_deferring_fsyncs", default=False)
 _lock = threading.Lock()
@@ -65,18 +66,7 @@ def sync_deferred() -> int:
         _files.clear()
         _dirs.clear()
     for path in sorted(files):
-        _fsync(path, os.O_RDONLY)
+        fsync_path(path)
     for directory in sorted(dirs | {path.parent for path in files}):
-        _fsync(directory, os.O_RDONLY | os.O_DIRECTORY)
+        fsync_dir(directory)
     return len(files) + len(dirs)
-
-
-def _fsync(path: Path, flags: int) -> None:
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -82,8 +82,13 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename or a new file in `directory` durable (the entry lives in the dir)."""
+    fsync_path(directory, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def fsync_path(path: Path, flags: int = os.O_RDONLY) -> None:
+    """Fsync a file (or, with O_DIRECTORY, a directory) by its path; gone, nothing."""
     try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return
     try:
