@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 TopicPartition = tuple[str, int]
 logger = logging.getLogger("brook.replica_manager")
 
+# How many new partitions one change makes before their fsyncs are deferred.
+DEFERRED_FSYNC_MIN_PARTITIONS = 64
+
 
 class ReplicaManager:
     def __init__(
@@ -125,6 +128,19 @@ class ReplicaManager:
         changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
         stopped: list[tuple[Partition, PartitionRecord]] = []  # no longer assigned here
         strays: list[TopicPartition] = []  # logs here of partitions assigned elsewhere
+        # A few new partitions are fsynced as they are made, as any file; only a change that
+        # makes many leaves their fsyncs to a worker thread (which holds descriptors for a
+        # moment, and whose cost matters only in bulk).
+        bulk = (
+            sum(
+                1
+                for record in records
+                if isinstance(record, PartitionRecord)
+                and self.broker_id in record.replicas
+                and (names[record.topic_id], record.partition_id) not in self._partitions
+            )
+            >= DEFERRED_FSYNC_MIN_PARTITIONS
+        )
         try:
             for record in records:
                 if not isinstance(record, PartitionRecord):
@@ -142,19 +158,20 @@ class ReplicaManager:
                     changed.append((hosted, record))
                     continue
                 is_new = self._log_manager.get_log(name, record.partition_id) is None
-                if is_new:
-                    # A new partition's first files: their fsyncs run together, off the
-                    # loop, once the change is made (storage/deferred_fsync.py).
+                if is_new and bulk:
+                    # Many new partitions: their first files' fsyncs run together, off
+                    # the loop, once the change is made (storage/deferred_fsync.py).
                     with deferring_fsyncs():
                         partition = self._make_partition(name, record, configs[record.topic_id])
-                    made.append(partition)
                 else:
                     partition = self._make_partition(name, record, configs[record.topic_id])
+                if is_new:
+                    made.append(partition)
                 opened.append(partition)
         except BaseException:
             self.remove_partitions(made)
             raise
-        if made:
+        if made and bulk:
             self._sync_deferred_soon()
         removed = [names[r.topic_id] for r in records if isinstance(r, RemoveTopicRecord)]
         reconfigured = [
