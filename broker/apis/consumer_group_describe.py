@@ -17,9 +17,9 @@ from brook.protocol.errors import ErrorCode
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorized_operations, denied
 from ..authorizer.operations import NOT_PROVIDED, AclOperation
-from ..groups.assignors import Assignment
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
+from .assignments import named
 
 CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
@@ -61,21 +61,6 @@ def handle_consumer_group_describe(
             described.append(_failed(types, group_id, error, message))
             continue
 
-        def named(assignment: Assignment) -> Any:
-            return build(
-                types.Assignment,
-                topic_partitions=tuple(
-                    build(
-                        types.TopicPartitions,
-                        topic_id=topic_id,
-                        topic_name=topic.name,
-                        partitions=tuple(sorted(parts)),
-                    )
-                    for topic_id, parts in sorted(assignment.items(), key=lambda i: str(i[0]))
-                    if (topic := ctx.services.metadata.get_by_id(topic_id)) is not None
-                ),
-            )
-
         members = tuple(
             build(
                 types.Member,
@@ -87,8 +72,10 @@ def handle_consumer_group_describe(
                 client_host=member.client_host,
                 subscribed_topic_names=member.subscribed_topic_names,
                 subscribed_topic_regex=member.subscribed_topic_regex,
-                assignment=named(member.assigned),
-                target_assignment=named(group.target_assignment.get(member.member_id, {})),
+                assignment=named(ctx, types, member.assigned),
+                target_assignment=named(
+                    ctx, types, group.target_assignment.get(member.member_id, {})
+                ),
                 member_type=CLASSIC_MEMBER_TYPE
                 if member.classic is not None
                 else CONSUMER_MEMBER_TYPE,

@@ -6,7 +6,6 @@ acknowledgements were taken; they are answered once written to the share-group s
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,19 +20,12 @@ from ..share.share_partition_manager import PartitionAnswer, ShareFetchAnswer, S
 from . import handles, respond_later
 from .share_fetch import (
     FIRST_RENEW_VERSION,
-    SharePartitionView,
     acknowledgements,
     share_response,
     unreadable,
     valid_member_id,
 )
-
-
-class AcknowledgeTopicView(Protocol):
-    @property
-    def topic_id(self) -> uuid.UUID | None: ...
-    @property
-    def partitions(self) -> Sequence[SharePartitionView]: ...
+from .views import ShareTopicView
 
 
 class ShareAcknowledgeRequestView(Protocol):
@@ -44,7 +36,7 @@ class ShareAcknowledgeRequestView(Protocol):
     @property
     def share_session_epoch(self) -> int: ...
     @property
-    def topics(self) -> Sequence[AcknowledgeTopicView]: ...
+    def topics(self) -> Sequence[ShareTopicView]: ...
 
 
 if TYPE_CHECKING:

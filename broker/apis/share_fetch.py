@@ -31,29 +31,7 @@ from ..share.share_partition_manager import (
     ShareFetchRequest,
 )
 from . import NO_THROTTLE, build, handles, respond_later, schema_module
-
-
-class AcknowledgementBatchView(Protocol):
-    @property
-    def first_offset(self) -> int: ...
-    @property
-    def last_offset(self) -> int: ...
-    @property
-    def acknowledge_types(self) -> Sequence[int]: ...
-
-
-class SharePartitionView(Protocol):
-    @property
-    def partition_index(self) -> int: ...
-    @property
-    def acknowledgement_batches(self) -> Sequence[AcknowledgementBatchView]: ...
-
-
-class ShareTopicView(Protocol):
-    @property
-    def topic_id(self) -> uuid.UUID | None: ...
-    @property
-    def partitions(self) -> Sequence[SharePartitionView]: ...
+from .views import SharePartitionView, ShareTopicView
 
 
 class ForgottenTopicView(Protocol):

@@ -14,9 +14,10 @@ from brook.protocol.errors import ErrorCode
 from ..authorizer.acl import ResourceType
 from ..authorizer.checks import authorized, authorized_operations, denied
 from ..authorizer.operations import NOT_PROVIDED, AclOperation
-from ..groups.share_group import ShareAssignment, ShareGroup
+from ..groups.share_group import ShareGroup
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
+from .assignments import named
 
 
 class ShareGroupDescribeRequestView(Protocol):
@@ -64,21 +65,6 @@ def handle_share_group_describe(ctx: RequestContext, request: ShareGroupDescribe
             )
             continue
 
-        def named(assignment: ShareAssignment) -> Any:
-            return build(
-                types.Assignment,
-                topic_partitions=tuple(
-                    build(
-                        types.TopicPartitions,
-                        topic_id=topic_id,
-                        topic_name=topic.name,
-                        partitions=tuple(sorted(parts)),
-                    )
-                    for topic_id, parts in sorted(assignment.items(), key=lambda i: str(i[0]))
-                    if (topic := ctx.services.metadata.get_by_id(topic_id)) is not None
-                ),
-            )
-
         members = tuple(
             build(
                 types.Member,
@@ -88,7 +74,7 @@ def handle_share_group_describe(ctx: RequestContext, request: ShareGroupDescribe
                 client_id=member.client_id,
                 client_host=member.client_host,
                 subscribed_topic_names=member.subscribed_topic_names,
-                assignment=named(member.assignment),
+                assignment=named(ctx, types, member.assignment),
             )
             for member in group.members.values()
         )

@@ -19,6 +19,7 @@ from ..authorizer.operations import AclOperation
 from ..groups.share_groups import ShareHeartbeatRequest, ShareHeartbeatResponse
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, respond, schema_module
+from .assignments import by_topic_id
 
 
 class ShareGroupHeartbeatRequestView(Protocol):
@@ -80,13 +81,7 @@ def _response(ctx: RequestContext, response: ShareHeartbeatResponse) -> Any:
     types = schema_module(ctx.response_type)
     assignment = None
     if response.assignment is not None and response.error is ErrorCode.none:
-        assignment = build(
-            types.Assignment,
-            topic_partitions=tuple(
-                build(types.TopicPartitions, topic_id=topic, partitions=tuple(sorted(parts)))
-                for topic, parts in sorted(response.assignment.items(), key=lambda i: str(i[0]))
-            ),
-        )
+        assignment = by_topic_id(types, response.assignment)
     return build(
         ctx.response_type,
         throttle_time=NO_THROTTLE,

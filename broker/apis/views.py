@@ -124,3 +124,31 @@ class StateRequestView(Protocol):
     def group_id(self) -> str: ...
     @property
     def topics(self) -> Sequence[StateTopicView]: ...
+
+
+# --- ShareFetch and ShareAcknowledge: acknowledgements of partitions by topic id -------
+
+
+class AcknowledgementBatchView(Protocol):
+    """Offsets a share-group member acknowledges, one type for all or one each."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
+
+class SharePartitionView(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def acknowledgement_batches(self) -> Sequence[AcknowledgementBatchView]: ...
+
+
+class ShareTopicView(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[SharePartitionView]: ...
