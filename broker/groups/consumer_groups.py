@@ -63,6 +63,17 @@ log = logging.getLogger("brook.groups")
 DERIVED_CACHE_SIZE = 1024
 
 
+def topics_hash(topics: TopicImage | None, names: Iterable[str]) -> int:
+    """A hash of the named topics as they are (id, partition count), for a group's
+    metadata hash (consumer and share groups): Brook's own value, not Kafka's xxh3."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(names):
+        topic = topics.get(name) if topics is not None else None
+        if topic is not None:
+            digest.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
 class TopicImage(Protocol):
     """What the coordinator reads of the cluster's topics (the MetadataCache)."""
 
@@ -502,13 +513,7 @@ class ConsumerGroups:
         return value
 
     def _hash_of(self, names: Iterable[str]) -> int:
-        digest = hashlib.blake2b(digest_size=8)
-        for name in sorted(names):
-            topic = self.topics.get(name) if self.topics else None
-            if topic is None:
-                continue
-            digest.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
-        return int.from_bytes(digest.digest(), "big", signed=True)
+        return topics_hash(self.topics, names)
 
     def _topic_ids(self, names: Iterable[str]) -> dict[str, TopicId]:
         ids = {}

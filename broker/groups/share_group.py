@@ -66,6 +66,3 @@ class ShareGroup:
     @property
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
-
-    def subscribed_topics(self) -> set[str]:
-        return {name for m in self.members.values() for name in m.subscribed_topic_names}

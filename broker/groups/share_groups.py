@@ -15,8 +15,8 @@ ShareGroupStatePartitionMetadata record): only those are assigned.
 
 from __future__ import annotations
 
-import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from ..coordinator.coordinator_timer import CoordinatorTimer
 from ..coordinator.records import CoordinatorRecord
 from ..coordinator.shard import CoordinatorResult
 from . import share_records as records
+from .consumer_groups import topics_hash
 from .share_assignor import assign_share_partitions
 from .share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -98,7 +99,7 @@ class ShareGroups:
         config: Any,
         topics: TopicImage | None,
         group_configs: GroupConfigs | None,
-        other_group_exists: Any,
+        other_group_exists: Callable[[str], bool],
     ) -> None:
         self.groups = groups
         self.timer = timer
@@ -284,12 +285,7 @@ class ShareGroups:
         """A hash of the subscribed topics as they are (id, partition count): when it
         changes, the group epoch moves and the assignment is made again. Kafka keeps
         such a hash (xxh3 of more fields); its value here is Brook's own."""
-        digest = hashlib.blake2b(digest_size=8)
-        for name in sorted(names):
-            topic = self.topics.get(name) if self.topics is not None else None
-            if topic is not None:
-                digest.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
-        return int.from_bytes(digest.digest(), "big", signed=True)
+        return topics_hash(self.topics, names)
 
     def _target(
         self,

@@ -20,7 +20,7 @@ timers and persists what `state_batches` returns after each change.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from brook.protocol.record_batch import BatchHeader
@@ -444,8 +444,3 @@ class _AbortTracker:
         if batch.is_control:
             self._open.discard(batch.producer_id)  # the ABORT marker ends it
         return True
-
-
-def offsets_of(ranges: Iterable[AcquiredRange]) -> Iterator[int]:
-    for acquired in ranges:
-        yield from range(acquired.first_offset, acquired.last_offset + 1)
