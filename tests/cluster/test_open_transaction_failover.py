@@ -133,7 +133,14 @@ def test_an_open_transaction_commits_through_the_new_coordinator(
     assert [r.value() for r in records] == expected
     _, new_coordinator, _ = _find_coordinator(brokers[others[0]].port, "open-commit", key_type=1)
     assert new_coordinator in others
-    assert _transaction_state(brokers[new_coordinator].port, "open-commit") == "CompleteCommit"
+    # EndTxn answers once PrepareCommit is written; CompleteCommit follows the markers.
+    assert (
+        eventually(
+            lambda: _transaction_state(brokers[new_coordinator].port, "open-commit"),
+            lambda state: state == "CompleteCommit",
+        )
+        == "CompleteCommit"
+    )
     assert _last_stable_offset(brokers[others[0]].port) == 16
 
 

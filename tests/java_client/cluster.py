@@ -53,6 +53,9 @@ class JavaTestCluster:
             "offsets.topic.replication.factor": 3,
             "transaction.state.log.replication.factor": 3,
             "transaction.state.log.min.isr": 2,
+            # Share groups' state survives a broker's death only when replicated.
+            "share.coordinator.state.topic.replication.factor": 3,
+            "share.coordinator.state.topic.min.isr": 2,
             "group.initial.rebalance.delay.ms": 0,
             # Consumer groups (KIP-848) heartbeat as the broker says: often, here.
             "group.consumer.min.heartbeat.interval.ms": 500,
