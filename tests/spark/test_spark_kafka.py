@@ -4,8 +4,8 @@ structured-streaming query from one topic into another through the Kafka sink wi
 checkpoint, stopped, fed more, and started again from its checkpoint, so that every input
 record is in the output exactly once; then `brook audit` of the broker's log dir passes.
 
-The connector is the newest Maven Central serves (4.2.0) on the installed PySpark (4.3.0):
-these tests are what says the two work together."""
+The connector is the release of the installed PySpark (the test extra pins PySpark to the
+newest release whose connector Maven Central serves); the first test checks the two match."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.apache_kafka import spark_kafka_jars, spark_version
 from brook.broker.testing import BrokerThread
 
 from .conftest import _audit
@@ -91,6 +92,14 @@ def _end_offsets(broker: BrokerThread, topic: str, partitions: int) -> dict[int,
         }
     finally:
         consumer.close()
+
+
+def test_the_connector_is_the_running_sparks_release(spark: Any) -> None:
+    """A connector of another release than the Spark it runs in is unsupported: Spark builds
+    each against its own internals."""
+    connector = [jar.name for jar in spark_kafka_jars() if jar.name.startswith("spark-sql-kafka")]
+    assert connector == [f"spark-sql-kafka-0-10_2.13-{spark.version}.jar"]
+    assert spark.version == spark_version()
 
 
 def test_a_batch_read_with_offsets_keys_and_headers(spark: Any, broker: BrokerThread) -> None:
