@@ -11,6 +11,7 @@ from __future__ import annotations
 # confluent_kafka.admin re-exports these without __all__ (see above); the types are its own.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
+    OffsetSpec,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -18,6 +19,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 __all__ = [
     "NewTopic",
+    "OffsetSpec",
     "ScramCredentialInfo",
     "ScramMechanism",
     "UserScramCredentialUpsertion",

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
-from brook.protocol.errors import ErrorCode, KafkaError
+from brook.protocol.errors import ErrorCode, KafkaError, TopicExistsError
 
 from ..authorizer.acl import CLUSTER_NAME
 from ..authorizer.acl import ResourceType as AclResource
@@ -250,6 +250,10 @@ def _maybe_create(
         return None, ErrorCode.topic_authorization_failed
     try:
         topic = services.controller.auto_create(name)
+    except TopicExistsError:
+        # Being created by a CreateTopics still making its logs: there a moment later.
+        # Kafka answers a topic it has only just created the same way.
+        return None, ErrorCode.leader_not_available
     except KafkaError as exc:
         log.info("Auto-creation of %s for %s failed: %s", name, ctx.who, exc.message)
         return None, exc.error_code

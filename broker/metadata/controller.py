@@ -76,7 +76,8 @@ class Controller:
         a client's CreateTopics or auto-creation, as in Kafka.
         """
         validate_topic_name(name)
-        exists = self._cache.get(name) is not None
+        # A topic whose creation is under way (in slices) exists for a second creation.
+        exists = self._cache.get(name) is not None or name in self._publisher.topics_in_progress
         if name in INTERNAL_TOPICS and not internal and not exists:
             raise InvalidRequestError(f"Creation of internal topic {name} is prohibited.")
         if exists:
@@ -126,6 +127,21 @@ class Controller:
         configs: dict[str, Any] | None = None,
         internal: bool = False,
     ) -> TopicMetadata:
+        records = self._creation(name, num_partitions, replication_factor, configs, internal)
+        # All or nothing, as Kafka commits a topic's records together: no partition of a
+        # topic that could not be made whole stays behind, on disk or here.
+        self._apply(f"create topic {name}", records)
+        return self._created(name)
+
+    def _creation(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, Any] | None,
+        internal: bool,
+    ) -> list[MetadataRecord]:
+        """The records that create a topic, once the creation is found valid."""
         num_partitions, _, parsed = self.check_create(
             name, num_partitions, replication_factor, configs or {}, internal
         )
@@ -134,18 +150,18 @@ class Controller:
         records += self._new_partitions(topic_id, 0, num_partitions)
         if parsed:
             records.append(TopicConfigsRecord(topic_id, parsed))
-        # All or nothing, as Kafka commits a topic's records together: no partition of a
-        # topic that could not be made whole stays behind, on disk or here.
-        self._apply(f"create topic {name}", records)
+        return records
+
+    def _created(self, name: str) -> TopicMetadata:
+        topic = self._cache.get(name)
+        assert topic is not None
         # The topic id as Kafka's tools print it (kafka-topics.sh --describe, brook topics).
         log.info(
             "Created topic %s with %s (topic id %s)",
             name,
-            partitions(num_partitions),
-            topic_id_to_string(topic_id),
+            partitions(len(topic.partitions)),
+            topic_id_to_string(topic.topic_id),
         )
-        topic = self._cache.get(name)
-        assert topic is not None
         return topic
 
     def delete(self, name: str) -> TopicMetadata:
@@ -204,8 +220,11 @@ class Controller:
         assignments: dict[int, list[int]] | None = None,
         timeout_ms: int = 0,
     ) -> uuid.UUID:
-        """CreateTopics: the topic made (a manual assignment names this broker only)."""
-        return self.create(name, num_partitions, replication_factor, configs).topic_id
+        """CreateTopics: the topic made (a manual assignment names this broker only), its
+        logs made in slices while the broker serves others."""
+        records = self._creation(name, num_partitions, replication_factor, configs, False)
+        await self._apply_in_slices(f"create topic {name}", records)
+        return self._created(name).topic_id
 
     def auto_create(self, name: str) -> TopicMetadata:
         """A Metadata request's auto-creation of a topic with the broker's defaults."""
@@ -237,11 +256,22 @@ class Controller:
         try:
             self._publisher.apply(records)
         except (OSError, KafkaStorageError) as exc:
-            # The log manager reports its own failures as KAFKA_STORAGE_ERROR already; a
-            # failure of the store's own files arrives as an OSError.
-            reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
-            log.error("Could not %s: %s; nothing of it was kept", action, reason)
-            raise KafkaStorageError(f"Could not {action}: {reason}.") from None
+            raise _not_kept(action, exc) from None
+
+    async def _apply_in_slices(self, action: str, records: list[MetadataRecord]) -> None:
+        try:
+            await self._publisher.apply_in_slices(records)
+        except (OSError, KafkaStorageError) as exc:
+            raise _not_kept(action, exc) from None
+
+
+def _not_kept(action: str, exc: OSError | KafkaStorageError) -> KafkaStorageError:
+    """A change that could not be made, logged, as the client is told (the log manager
+    reports its own failures as KAFKA_STORAGE_ERROR already; a failure of the store's own
+    files arrives as an OSError)."""
+    reason = exc.message if isinstance(exc, KafkaStorageError) else exc.strerror or str(exc)
+    log.error("Could not %s: %s; nothing of it was kept", action, reason)
+    return KafkaStorageError(f"Could not {action}: {reason}.")
 
 
 def check_partition_increase(

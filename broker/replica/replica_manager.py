@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import KafkaStorageError, UnknownTopicOrPartitionError
@@ -42,6 +42,9 @@ logger = logging.getLogger("brook.replica_manager")
 
 # How many new partitions one change makes before their fsyncs are deferred.
 DEFERRED_FSYNC_MIN_PARTITIONS = 64
+# Partitions a sliced change makes before it lets the loop serve others: a few
+# milliseconds of work, so bystanders wait little (prepare_in_slices).
+PARTITIONS_PER_SLICE = 16
 
 
 class ReplicaManager:
@@ -115,6 +118,43 @@ class ReplicaManager:
         made, what this call made is removed again and the error raised. What the change
         removes or reconfigures waits for ReplicaChange.complete, once it is kept.
         """
+        steps = self._preparing(records, cache)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                change: ReplicaChange = done.value
+                return change
+
+    async def prepare_in_slices(
+        self,
+        records: Sequence[MetadataRecord],
+        cache: MetadataCache,
+        slice_partitions: int = PARTITIONS_PER_SLICE,
+    ) -> ReplicaChange:
+        """prepare, giving the loop back after every `slice_partitions` partitions made, so
+        that a change of thousands of partitions does not stop the broker serving others
+        meanwhile. Cancelled part-way, it removes what it made."""
+        steps = self._preparing(records, cache)
+        made = 0
+        try:
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    change: ReplicaChange = done.value
+                    return change
+                made += 1
+                if made % slice_partitions == 0:
+                    await asyncio.sleep(0)
+        except BaseException:
+            steps.close()  # its own handler removes what it made
+            raise
+
+    def _preparing(
+        self, records: Sequence[MetadataRecord], cache: MetadataCache
+    ) -> Generator[None, None, ReplicaChange]:
+        """prepare's work, yielding after each partition it makes."""
         names = {topic.topic_id: topic.name for topic in cache.topics()}
         configs = {topic.topic_id: topic.configs for topic in cache.topics()}
         for record in records:
@@ -168,6 +208,7 @@ class ReplicaManager:
                 if is_new:
                     made.append(partition)
                 opened.append(partition)
+                yield
         except BaseException:
             self.remove_partitions(made)
             raise
