@@ -8,7 +8,8 @@ ftruncate), so a directory written by either broker looks the same.
 Kafka memory-maps the file; Brook keeps the entries in arrays instead (binary search
 over an array is what a lookup needs) and writes each new entry with pwrite. An index
 is loaded lazily, on first use, so opening a log with thousands of segments reads
-nothing but the directory listing.
+nothing but the directory listing. Its descriptor is closed once the entries are read,
+opened again for a write and closed when idle (storage/idle_files.py).
 
 A file from an unclean shutdown may still be preallocated: its tail is zeros. Zero
 entries are never written (the first entry of a segment always points past position
@@ -32,6 +33,7 @@ from array import array
 from pathlib import Path
 from typing import ClassVar
 
+from . import idle_files
 from .errors import CorruptIndexError, IndexOffsetOverflowError
 
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
@@ -67,6 +69,8 @@ class AbstractIndex:
         self.max_index_size = max_index_size
         self.writable = writable
         self._fd: int | None = None
+        self.used = False
+        self._unflushed = False
         self._loaded = False
         # How many entries the file has room for at its current length (Kafka's
         # mmap limit / entry size). A trimmed file is full until it is resized.
@@ -120,9 +124,27 @@ class AbstractIndex:
             os.close(fd)
             self._truncate_entries(0)
             raise
-        self._fd = fd
+        # The entries are in memory now; the descriptor opens again for a write (so
+        # a new or idle segment holds none: storage/idle_files.py).
+        os.close(fd)
+        self._unflushed = created
         self._max_entries = length // self.ENTRY_SIZE
         self._loaded = True
+
+    def _descriptor(self) -> int:
+        """The open descriptor of a writable index, opened when needed."""
+        self.used = True
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            idle_files.opened(self)
+        return self._fd
+
+    def release_descriptor(self) -> None:
+        """Close the descriptor, keeping the entries (unsynced writes stay for flush)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+        idle_files.closed(self)
 
     def _load_read_only(self) -> None:
         fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
@@ -191,9 +213,10 @@ class AbstractIndex:
         return relative
 
     def _write_entry(self, data: bytes) -> None:
-        assert self._fd is not None
+        fd = self._descriptor()
+        self._unflushed = True
         count = self._entry_count()
-        os.pwrite(self._fd, data, count * self.ENTRY_SIZE)
+        os.pwrite(fd, data, count * self.ENTRY_SIZE)
         if count + 1 > self._max_entries:
             self._max_entries = count + 1
 
@@ -203,9 +226,10 @@ class AbstractIndex:
         """Set the file length (never below the used part): preallocate or trim."""
         self._check_writable("resize")
         self._ensure_loaded()
-        assert self._fd is not None
         length = max(self._round(new_size), self._entry_count() * self.ENTRY_SIZE)
-        os.ftruncate(self._fd, length)
+        if length != self._max_entries * self.ENTRY_SIZE:
+            os.ftruncate(self._descriptor(), length)
+            self._unflushed = True
         self._max_entries = length // self.ENTRY_SIZE
 
     def trim_to_valid_size(self) -> None:
@@ -220,13 +244,14 @@ class AbstractIndex:
         """
         self._check_writable("truncate")
         self._ensure_loaded()
-        assert self._fd is not None
         if count >= self._entry_count():
             return
         self._truncate_entries(count)
         length = self._max_entries * self.ENTRY_SIZE
-        os.ftruncate(self._fd, count * self.ENTRY_SIZE)
-        os.ftruncate(self._fd, length)
+        fd = self._descriptor()
+        os.ftruncate(fd, count * self.ENTRY_SIZE)
+        os.ftruncate(fd, length)
+        self._unflushed = True
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry for an offset >= `offset` (the entries before the first
@@ -244,21 +269,27 @@ class AbstractIndex:
     def flush(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
+        elif self._unflushed:  # written, then let go while idle: Linux syncs the inode
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unflushed = False
 
     def close(self) -> None:
         """Trim the file to its entries and release it; it reloads if used again."""
-        if self._fd is None:
+        if not self._loaded:
             return
         try:
-            self.trim_to_valid_size()
+            if self.writable:
+                self.trim_to_valid_size()
         finally:
             self.close_handler()
 
     def close_handler(self) -> None:
         """Release the file without trimming it; the entries reload on next use."""
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = None
+        self.release_descriptor()
         self._loaded = False
         self._truncate_entries(0)
         self._max_entries = 0

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from brook.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 
+from . import idle_files
+
 # Smallest legal batchLength: a header with no records.
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -34,7 +36,8 @@ RECOVERY_CHUNK = 1024 * 1024
 
 
 class FileRecords:
-    """The .log file of one segment. The descriptor is opened on first use.
+    """The .log file of one segment. The descriptor is opened on first use, and a
+    mutable file's is closed again when it goes unused (storage/idle_files.py).
 
     A mutable file is created when missing; an immutable one must exist (its size is
     taken when it is opened: bytes a broker appends later are not seen).
@@ -44,24 +47,38 @@ class FileRecords:
         self.path = path
         self.mutable = mutable
         self._fd: int | None = None
+        self.used = False
+        # Bytes written (or cut) since the last fsync: a flush after the descriptor was
+        # let go reopens the file to sync them.
+        self._unflushed = False
         if size is None:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
                 if not mutable:
                     raise
-                self._open()
+                # Made now, opened when first written: a new partition holds no descriptor.
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
                 size = 0
         self._size = size
 
     def _open(self) -> int:
+        self.used = True
         if self._fd is None:
             if self.mutable:
                 flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+                self._fd = os.open(self.path, flags, 0o644)
+                idle_files.opened(self)
             else:
-                flags = os.O_RDONLY | os.O_CLOEXEC
-            self._fd = os.open(self.path, flags, 0o644)
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         return self._fd
+
+    def release_descriptor(self) -> None:
+        """Close the descriptor (unsynced bytes stay in the page cache for flush)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+        idle_files.closed(self)
 
     def _check_mutable(self, action: str) -> None:
         if not self.mutable:
@@ -78,6 +95,8 @@ class FileRecords:
         if not self.mutable:  # inline: this runs on every produce
             self._check_mutable("append to")
         fd = self._fd if self._fd is not None else self._open()
+        self.used = True
+        self._unflushed = True
         total = len(data)
         try:
             written = os.write(fd, data)
@@ -111,11 +130,19 @@ class FileRecords:
         if removed:
             os.ftruncate(self._open(), size)
             self._size = size
+            self._unflushed = True
         return removed
 
     def flush(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
+        elif self._unflushed:  # written, then let go while idle: Linux syncs the inode
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unflushed = False
 
     # --- reading ----------------------------------------------------------------------
 
@@ -199,9 +226,7 @@ class FileRecords:
     # --- lifecycle --------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.release_descriptor()
 
     def delete(self) -> bool:
         self._check_mutable("delete")

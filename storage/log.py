@@ -217,21 +217,21 @@ class Log:
         files.parse_topic_partition(dir.name)  # fail early on a bad directory name
         created = not dir.exists()
         dir.mkdir(parents=True, exist_ok=True)
-        if created:
-            if deferring():
-                defer(directory=dir.parent)
-            else:
-                files.fsync_dir(dir.parent)
         started = time.monotonic()
-        stored_topic_id = read_partition_metadata(dir)
-        if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
-            raise InconsistentTopicIdError(
-                f"partition {dir.name} has topic id {topic_id_to_string(stored_topic_id)} on"
-                f" disk but {topic_id_to_string(topic_id)} was requested"
-            )
-        leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
         loaded = None
         try:
+            if created:
+                if deferring():
+                    defer(directory=dir.parent)
+                else:
+                    files.fsync_dir(dir.parent)
+            stored_topic_id = read_partition_metadata(dir)
+            if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
+                raise InconsistentTopicIdError(
+                    f"partition {dir.name} has topic id {topic_id_to_string(stored_topic_id)}"
+                    f" on disk but {topic_id_to_string(topic_id)} was requested"
+                )
+            leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
             loaded = LogLoader(
                 dir,
                 config,

@@ -581,6 +581,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
             choices=KNOWN_RELEASES,
         ),
         _key(
+            "brook.log.file.idle.close.ms",
+            "long",
+            60_000,
+            "Brook's own: a segment file (log or index) not read or written for about this"
+            " long has its descriptor closed, reopened on next use, so idle partitions hold"
+            " none (Kafka keeps one per segment).",
+            at_least=1000,
+        ),
+        _key(
             "log.dir",
             "string",
             "/tmp/brook-logs",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +164,16 @@ class ReplicaManager:
                 configs.setdefault(record.topic_id, {})
             elif isinstance(record, TopicConfigsRecord):
                 configs[record.topic_id] = dict(record.configs)
+        # One LogConfig (frozen) for all the new partitions of a topic: computing it is a
+        # tenth of what making a partition costs.
+        log_configs: dict[uuid.UUID, LogConfig] = {}
+
+        def log_config(record: PartitionRecord) -> LogConfig:
+            found = log_configs.get(record.topic_id)
+            if found is None:
+                found = log_configs[record.topic_id] = self._log_config_of(configs[record.topic_id])
+            return found
+
         opened: list[Partition] = []  # partitions this change made
         made: list[Partition] = []  # of them, those whose logs this change created
         changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
@@ -202,9 +213,9 @@ class ReplicaManager:
                     # Many new partitions: their first files' fsyncs run together, off
                     # the loop, once the change is made (storage/deferred_fsync.py).
                     with deferring_fsyncs():
-                        partition = self._make_partition(name, record, configs[record.topic_id])
+                        partition = self._make_partition(name, record, log_config(record))
                 else:
-                    partition = self._make_partition(name, record, configs[record.topic_id])
+                    partition = self._make_partition(name, record, log_config(record))
                 if is_new:
                     made.append(partition)
                 opened.append(partition)
@@ -237,15 +248,13 @@ class ReplicaManager:
         for name, overrides in topics:
             self._update_configs(name, overrides)
 
-    def _make_partition(
-        self, name: str, record: PartitionRecord, overrides: dict[str, Any]
-    ) -> Partition:
+    def _make_partition(self, name: str, record: PartitionRecord, config: LogConfig) -> Partition:
         # An existing log without partition.metadata (placed by hand, or written by a
         # tool that keeps none) gets the topic id now, or it would change at every start.
         from .partition import Partition  # with the first partition: see LogManager's Log
 
         log_ = self._log_manager.get_or_create_log(
-            name, record.partition_id, self._log_config_of(overrides), record.topic_id
+            name, record.partition_id, config, record.topic_id
         )
         partition = Partition(
             topic=name,

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brook.storage import idle_files
 from brook.storage.clock import Clock, system_clock
 from brook.storage.log_manager import LogManager, prepare_log_dirs
 
@@ -287,6 +288,8 @@ class Broker:
         # Before anything reads a file in them: a log dir that is a file or cannot be
         # made stops the start with an error naming it.
         prepare_log_dirs(self.dynamic_config.static.log_dirs)
+        # Segment files this loop opens are closed when idle (_idle_file_loop).
+        idle_files.sweep_this_thread()
         self._services = await build_broker_parts(
             self.dynamic_config,
             self.membership,
@@ -328,6 +331,7 @@ class Broker:
         self.background.append(asyncio.create_task(self._retention_loop()))
         self.background.append(asyncio.create_task(self._producer_expiration_loop()))
         self.background.append(asyncio.create_task(self._isr_expiration_loop()))
+        self.background.append(asyncio.create_task(self._idle_file_loop()))
         # Every topic's logs follow the broker's new defaults, then the cleaner looks
         # whether one of them is compacted now.
         self.dynamic_config.reconfigurables.append(
@@ -491,6 +495,16 @@ class Broker:
             lag_time_max_ms = self.config["replica.lag.time.max.ms"]
             await asyncio.sleep(lag_time_max_ms / 2 / 1000)
             self.replicas.maybe_shrink_isr(lag_time_max_ms)
+
+    async def _idle_file_loop(self) -> None:
+        """Close the descriptors of segment files unused for brook.log.file.idle.close.ms
+        (storage/idle_files.py): a file is closed at the second look that finds it
+        unused, so each look comes after half that time."""
+        while True:
+            await asyncio.sleep(self.config["brook.log.file.idle.close.ms"] / 2 / 1000)
+            closed = idle_files.close_idle()
+            if closed:
+                log.debug("Closed %d idle segment file(s)", closed)
 
     async def _flush_loop(self) -> None:
         """fsync what flush.messages/flush.ms ask for, and the segments left behind by a

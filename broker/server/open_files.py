@@ -1,10 +1,10 @@
 """The open-file limit: raised to its hard limit at start, as the JVM does for Kafka.
 
-Every partition keeps its active segment's files open (the log and its two indexes)
-and every client holds a socket, so the common default of 1,024 descriptors runs out
-near 300 partitions. HotSpot raises the soft RLIMIT_NOFILE to the hard limit when a
-JVM starts (-XX:+MaxFDLimit, on by default), so a Kafka broker gets the hard limit
-without asking; Brook does the same and says what it got.
+Every client holds a socket, and every partition in use its active segment's files (the
+log and its two indexes; storage/idle_files.py closes them when idle), so the common
+default of 1,024 descriptors is soon short. HotSpot raises the soft RLIMIT_NOFILE to the
+hard limit when a JVM starts (-XX:+MaxFDLimit, on by default), so a Kafka broker gets
+the hard limit without asking; Brook does the same and says what it got.
 """
 
 from __future__ import annotations

@@ -129,38 +129,33 @@ def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, t
     # descriptor: this client uses each of its versions once before the limit, as a
     # client that has been running has.
     assert _raw_fetch_batches(client, kept) >= 1
+    assert _raw_produce(client, kept, b"before the limit") == (0, len(stored))
     client.request(
         DeleteTopicsRequest(topic_names=("never-there",), timeout=datetime.timedelta(seconds=1))
     )
-    created: list[str] = []
-    failed = None
-    for number in range(LOW_LIMIT):
+    # Topics take no descriptor until they are used (storage/idle_files.py): many are made
+    # while the descriptors last.
+    created = []
+    for number in range(3 * LOW_LIMIT):
         name = f"{topic_name}-auto-{number}"
-        fds_before = _open_fds(pid)
-        error = _auto_create(client, name)
-        if error != 0:
-            failed = name
-            assert error == KAFKA_STORAGE_ERROR
-            break
+        assert _auto_create(client, name) == 0
         created.append(name)
-    assert failed is not None, "never ran out of descriptors"
-    assert len(created) > 10
+    # Take the last descriptors with connections, until the broker can accept no more
+    # (it closes them at once rather than leaving them hanging).
+    extra = _connections_until_refused(broker.port)
+    assert broker.process.poll() is None
 
-    # The failed topic left nothing: no partition directory, no open descriptor, and
-    # asking again fails the same way without leaking either.
+    # A topic needs a descriptor or two while it is made: at the limit, its creation fails
+    # alone, leaving no partition directory and no open descriptor, again and again.
+    failed = f"{topic_name}-at-the-limit"
     data_dir = broker.data_dir
-    assert not (data_dir / f"{failed}-0").exists()
-    assert _open_fds(pid) == fds_before
+    fds_before = _open_fds(pid)
     for _ in range(5):
         assert _auto_create(client, failed) == KAFKA_STORAGE_ERROR
         assert _open_fds(pid) == fds_before
         assert not (data_dir / f"{failed}-0").exists()
     assert "Too many open files" in broker.log_text()
 
-    # Take the last few descriptors with connections, until the broker can accept no
-    # more (it closes them at once rather than leaving them hanging).
-    extra = _connections_until_refused(broker.port)
-    assert broker.process.poll() is None
     # A version no client used before cannot be loaded at the limit: that connection is
     # closed with a line saying why, and the broker goes on.
     from kio.schema.list_groups.v0.request import ListGroupsRequest
@@ -170,35 +165,67 @@ def test_running_out_of_descriptors_fails_one_request_and_keeps_the_rest(pool, t
         first_use.request(ListGroupsRequest())
     first_use.close()
     _wait_for_log(broker, "cannot load the schema of LIST_GROUPS v0")
+    # Until another descriptor goes, the broker stays at its limit.
+    extra.append(RawClient(broker.port))
 
     # The connection in hand is still served: the kept topic takes and returns records,
     # and a batch that needs a new segment (three more files) fails alone, leaving the
     # log as it was.
-    assert _raw_produce(client, kept, b"at the limit") == (0, len(stored))
+    assert _raw_produce(client, kept, b"at the limit") == (0, len(stored) + 1)
     segments_before = sorted((data_dir / f"{kept}-0").iterdir())
     fds_full = _open_fds(pid)
     assert _raw_produce(client, kept, BIG)[0] == KAFKA_STORAGE_ERROR
     assert sorted((data_dir / f"{kept}-0").iterdir()) == segments_before
     assert _open_fds(pid) == fds_full
-    assert _raw_fetch_batches(client, kept) >= 2  # the producer's batch(es) and one more
+    assert _raw_fetch_batches(client, kept) >= 2  # the producer's batch(es) and more
 
-    # Deleting topics frees descriptors; new connections are then answered.
-    deleted = client.request(
-        DeleteTopicsRequest(topic_names=tuple(created[:20]), timeout=datetime.timedelta(seconds=10))
-    )
-    assert all(r.error_code.value == 0 for r in deleted.responses)
+    # Closing connections frees descriptors: the roll and the creation that failed
+    # now succeed.
     client.close()
     for connection in extra:
         connection.close()
-    produce(broker.bootstrap, kept, [(b"k", BIG)])  # the roll that failed now succeeds
-    values = [m.value() for m in consume_all(broker.bootstrap, kept, len(stored) + 2)]
-    assert values == [v for _, v in stored] + [b"at the limit", BIG]
+    produce(broker.bootstrap, kept, [(b"k", BIG)])
+    values = [m.value() for m in consume_all(broker.bootstrap, kept, len(stored) + 3)]
+    assert values == [v for _, v in stored] + [b"before the limit", b"at the limit", BIG]
     assert len(list((data_dir / f"{kept}-0").glob("*.log"))) == 2
     assert broker.process.poll() is None
     with RawClient(broker.port) as again:
         assert _auto_create(again, failed) == 0
+    assert all((data_dir / f"{name}-0").is_dir() for name in created)
     # What could not be removed at the limit (renamed `-delete`) is removed once it can.
     deadline = time.monotonic() + 30
     while any(p.name.endswith("-delete") for p in data_dir.iterdir()):
         assert time.monotonic() < deadline, sorted(p.name for p in data_dir.iterdir())
         time.sleep(0.1)
+
+
+def _produce_to_each(bootstrap: str, topic: str, partitions: int, prefix: bytes) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for partition in range(partitions):
+        producer.produce(topic, b"%s %d" % (prefix, partition), key=b"k", partition=partition)
+    assert producer.flush(30) == 0
+
+
+def test_idle_partitions_let_their_descriptors_go(pool, topic_name):
+    """A partition's files are opened when it is used and closed once it has been idle for
+    brook.log.file.idle.close.ms; used again, they open again and lose nothing."""
+    broker = pool.start({"brook.log.file.idle.close.ms": 1000})
+    pid = broker.process.pid
+    partitions = 60
+    baseline = _open_fds(pid)
+    create_topic(broker.bootstrap, topic_name, partitions=partitions)
+    # Made, not used: no descriptor each (a few for the broker's own work at most).
+    made = _open_fds(pid)
+    assert made < baseline + 10
+    _produce_to_each(broker.bootstrap, topic_name, partitions, b"first")
+    assert _open_fds(pid) >= made + partitions  # each one's log, at least
+    deadline = time.monotonic() + 30
+    while _open_fds(pid) >= made + 10:
+        assert time.monotonic() < deadline, f"{_open_fds(pid)} descriptors, {made} before"
+        time.sleep(0.1)
+    _produce_to_each(broker.bootstrap, topic_name, partitions, b"second")
+    for partition in (0, partitions // 2, partitions - 1):
+        values = [m.value() for m in consume_all(broker.bootstrap, topic_name, 2, partition)]
+        assert values == [b"first %d" % partition, b"second %d" % partition]
