@@ -30,6 +30,7 @@ import itertools
 import operator
 import os
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -139,6 +140,20 @@ class AbstractIndex:
             idle_files.opened(self)
         return self._fd
 
+    @contextlib.contextmanager
+    def _briefly_open(self) -> Iterator[int]:
+        """A descriptor for a one-off change (a resize, a truncation): the open one, or
+        one opened and closed again, so that loading thousands of logs, each of whose
+        active indexes is preallocated, holds no descriptor afterwards."""
+        if self._fd is not None:
+            yield self._fd
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     def release_descriptor(self) -> None:
         """Close the descriptor, keeping the entries (unsynced writes stay for flush)."""
         if self._fd is not None:
@@ -228,7 +243,8 @@ class AbstractIndex:
         self._ensure_loaded()
         length = max(self._round(new_size), self._entry_count() * self.ENTRY_SIZE)
         if length != self._max_entries * self.ENTRY_SIZE:
-            os.ftruncate(self._descriptor(), length)
+            with self._briefly_open() as fd:
+                os.ftruncate(fd, length)
             self._unflushed = True
         self._max_entries = length // self.ENTRY_SIZE
 
@@ -248,9 +264,9 @@ class AbstractIndex:
             return
         self._truncate_entries(count)
         length = self._max_entries * self.ENTRY_SIZE
-        fd = self._descriptor()
-        os.ftruncate(fd, count * self.ENTRY_SIZE)
-        os.ftruncate(fd, length)
+        with self._briefly_open() as fd:
+            os.ftruncate(fd, count * self.ENTRY_SIZE)
+            os.ftruncate(fd, length)
         self._unflushed = True
 
     def truncate_to(self, offset: int) -> None:

@@ -10,6 +10,11 @@ metadata store and are written again when the broker starts (an empty or missing
 from its scheduler, these writes are made at once and their fsyncs run later, together,
 off the event loop (`sync_deferred`), and at a clean shutdown at the latest.
 
+The same holds for the leader epoch checkpoints a broker rewrites when it loads thousands
+of logs (truncated to each log's end) and leads them again at start: Kafka too writes those
+truncations without a sync (KAFKA-15046), since the next load truncates again, and the
+entries a leader assigns are written again by the next leadership.
+
 Writes are deferred only inside `deferring_fsyncs()`; everything else is fsynced as it is
 written.
 """

@@ -128,7 +128,10 @@ class FileRecords:
             raise ValueError(f"cannot truncate {self.path} of size {self._size} to {size}")
         removed = self._size - size
         if removed:
-            os.ftruncate(self._open(), size)
+            if self._fd is not None:
+                os.ftruncate(self._fd, size)
+            else:  # a recovery cutting many logs' tails keeps no descriptor open
+                os.truncate(self.path, size)
             self._size = size
             self._unflushed = True
         return removed

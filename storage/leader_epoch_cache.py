@@ -58,6 +58,9 @@ class LeaderEpochFileCache:
         self._name = name or path.parent.name
         self._checkpoint = _checkpoint_file(path)
         self._entries: list[EpochEntry] = sorted(self._checkpoint.read(), key=lambda e: e.epoch)
+        # What the file holds (None: no file yet): a flush that would write the same
+        # again writes nothing.
+        self._on_disk: list[EpochEntry] | None = list(self._entries) if path.exists() else None
 
     # --- queries ----------------------------------------------------------------------
 
@@ -165,13 +168,19 @@ class LeaderEpochFileCache:
             self._entries = before
             raise
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Remove every entry starting at or after `end_offset` (the log was truncated)."""
+    def truncate_from_end(self, end_offset: int, flush: bool = True) -> None:
+        """Remove every entry starting at or after `end_offset` (the log was truncated).
+
+        `flush=False` (a log being loaded): the file keeps the old entries until the next
+        change is flushed. Loading truncates to the log's end each time, so the file is
+        never read without this truncation; and an empty log's one entry, removed here,
+        usually comes back when the partition is led, so a restart writes nothing."""
         if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
             return
         while self._entries and self._entries[-1].start_offset >= end_offset:
             self._entries.pop()
-        self.flush()
+        if flush:
+            self.flush()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before `start_offset`; the epoch in force there now starts at it.
@@ -192,5 +201,8 @@ class LeaderEpochFileCache:
         self.flush()
 
     def flush(self) -> None:
+        if self._entries == self._on_disk:
+            return
         if self.path.parent.exists():
             self._checkpoint.write(self._entries)
+            self._on_disk = list(self._entries)

@@ -268,6 +268,10 @@ class Log:
             producer_state_config=producer_state_config,
         )
         log._prune_snapshots_at_open(clean_shutdown)
+        # What loading read (the tail, the indexes) leaves no descriptor open: a broker
+        # loads tens of thousands of logs within its open-file limit.
+        for segment in loaded.segments:
+            segment.release_descriptors()
         line = (
             f"Loaded log {dir.name} with {len(loaded.segments)} segment(s), log start offset"
             f" {log.log_start_offset}, log end offset {log.log_end_offset}"
@@ -1216,6 +1220,7 @@ class Log:
             self.mark_offline()
             return
         self.flush()
+        self.leader_epoch_cache.flush()  # a truncation made at load, if nothing wrote it
         if self._producer_state_loaded:
             # At the log end, so that the next start replays nothing.
             self._producer_state.update_map_end_offset(self._log_end_offset)

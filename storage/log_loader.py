@@ -177,7 +177,8 @@ class LogLoader:
             recovery_point = next_offset
         else:
             recovery_point = min(self.recovery_point, next_offset)
-        self.leader_epoch_cache.truncate_from_end(next_offset)
+        # In memory: the next change writes it (see truncate_from_end).
+        self.leader_epoch_cache.truncate_from_end(next_offset, flush=False)
         self.leader_epoch_cache.truncate_from_start(log_start_offset)
         # The active segment takes appends: give its indexes their preallocated room.
         ordered[-1].resize_indexes(self.config.max_index_size)

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,7 @@ from .checkpoints import (
     write_partition_metadata,
 )
 from .clock import Clock, system_clock
-from .deferred_fsync import sync_deferred
+from .deferred_fsync import deferring_fsyncs, sync_deferred
 from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
@@ -74,6 +75,9 @@ def _log_class() -> type[Log]:
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
+# Loading at least this many logs leaves the fsyncs of their checkpoint rewrites to
+# sync_deferred (see _load_logs).
+DEFERRED_FSYNC_MIN_LOGS = 64
 
 TopicPartition = tuple[str, int]
 
@@ -336,17 +340,23 @@ class LogManager:
                 )
             topic, _ = topic_partition
             progress = LoadProgress(f"{number}/{total} in {log_dir}", self._progress)
-            log = _log_class().open(
-                path,
-                self._config_factory(topic),
-                recovery_point=recovery_points.get(topic_partition, 0),
-                log_start_offset=log_start_offsets.get(topic_partition, 0),
-                clean_shutdown=clean_shutdown,
-                progress=progress,
-                failure_channel=self.failure_channel,
-                clock=self._clock,
-                producer_state_config=self.producer_state_config,
-            )
+            # Loading rewrites each log's leader epoch checkpoint when it truncates the
+            # cache to the log's end (an empty log's one entry goes, to come back when the
+            # partition is led): many logs leave those fsyncs to sync_deferred, which the
+            # broker runs off its loop once started (a truncation lost to a power cut is
+            # made again at the next load).
+            with deferring_fsyncs() if total >= DEFERRED_FSYNC_MIN_LOGS else nullcontext():
+                log = _log_class().open(
+                    path,
+                    self._config_factory(topic),
+                    recovery_point=recovery_points.get(topic_partition, 0),
+                    log_start_offset=log_start_offsets.get(topic_partition, 0),
+                    clean_shutdown=clean_shutdown,
+                    progress=progress,
+                    failure_channel=self.failure_channel,
+                    clock=self._clock,
+                    producer_state_config=self.producer_state_config,
+                )
             high_watermark = high_watermarks.get(topic_partition)
             if high_watermark is not None:
                 log.high_watermark = high_watermark

@@ -627,6 +627,12 @@ class LogSegment:
         self.log.close()
         self._indexes_checked = False
 
+    def release_descriptors(self) -> None:
+        """Close the files' descriptors, keeping what is loaded: they reopen on next use."""
+        self.log.release_descriptor()
+        self.offset_index.release_descriptor()
+        self.time_index.release_descriptor()
+
     def close_handlers(self) -> None:
         """Release file descriptors without touching the files (before deletion)."""
         self.offset_index.close_handler()

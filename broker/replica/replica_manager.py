@@ -179,9 +179,10 @@ class ReplicaManager:
         changed: list[tuple[Partition, PartitionRecord]] = []  # partitions hosted already
         stopped: list[tuple[Partition, PartitionRecord]] = []  # no longer assigned here
         strays: list[TopicPartition] = []  # logs here of partitions assigned elsewhere
-        # A few new partitions are fsynced as they are made, as any file; only a change that
-        # makes many leaves their fsyncs to a worker thread (which holds descriptors for a
-        # moment, and whose cost matters only in bulk).
+        # A few partitions are fsynced as they are made, as any file; only a change that
+        # makes many (a CreateTopics of thousands, the broker's start) leaves their fsyncs
+        # (new logs' first files, the leader epoch checkpoints of those led) to a worker
+        # thread (which holds descriptors for a moment, and whose cost matters only in bulk).
         bulk = (
             sum(
                 1
@@ -209,9 +210,9 @@ class ReplicaManager:
                     changed.append((hosted, record))
                     continue
                 is_new = self._log_manager.get_log(name, record.partition_id) is None
-                if is_new and bulk:
-                    # Many new partitions: their first files' fsyncs run together, off
-                    # the loop, once the change is made (storage/deferred_fsync.py).
+                if bulk:
+                    # Many partitions: their files' fsyncs run together, off the loop,
+                    # once the change is made (storage/deferred_fsync.py).
                     with deferring_fsyncs():
                         partition = self._make_partition(name, record, log_config(record))
                 else:
@@ -223,7 +224,7 @@ class ReplicaManager:
         except BaseException:
             self.remove_partitions(made)
             raise
-        if made and bulk:
+        if opened and bulk:
             self._sync_deferred_soon()
         removed = [names[r.topic_id] for r in records if isinstance(r, RemoveTopicRecord)]
         reconfigured = [

@@ -51,15 +51,22 @@ def _fds_under(directory: Path) -> int:
     return count
 
 
-def test_a_new_log_holds_no_descriptor(partition_dir: Path, small_config: LogConfig) -> None:
-    def work() -> int:
+def test_a_new_or_reopened_log_holds_no_descriptor(
+    partition_dir: Path, small_config: LogConfig, make_batch: BatchFactory
+) -> None:
+    def work() -> tuple[int, int]:
+        log = Log.open(partition_dir, small_config)
+        new = _fds_under(partition_dir)
+        append(log, make_batch(3, BASE_TS))
+        log.close()
+        # Opened again (its active indexes preallocated again): nothing held either.
         log = Log.open(partition_dir, small_config)
         try:
-            return _fds_under(partition_dir)
+            return new, _fds_under(partition_dir)
         finally:
             log.close()
 
-    assert _on_a_sweeping_thread(work) == 0
+    assert _on_a_sweeping_thread(work) == (0, 0)
 
 
 def test_idle_files_close_and_reopen_without_loss(
