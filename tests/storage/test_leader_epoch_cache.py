@@ -91,3 +91,27 @@ def test_truncate_from_start(tmp_path: Path) -> None:
     assert pairs(cache) == [(3, 20)]
     cache.clear_and_flush()
     assert cache.is_empty() and cache.latest_epoch is None
+
+
+def test_a_new_cache_writes_its_file_and_an_unchanged_one_never_rewrites_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "leader-epoch-checkpoint"
+    empty = LeaderEpochFileCache(path)
+    empty.flush()
+    assert path.read_text() == "0\n0\n"  # made, as Kafka makes it for a new log
+    cache = cache_with(tmp_path, (0, 0))
+    written = path.stat().st_ino  # each write replaces the file (a new inode)
+    # A load of the empty log truncates in memory only; leading it again assigns the same
+    # entry: the file was right all along and is not written.
+    reloaded = LeaderEpochFileCache(path)
+    reloaded.truncate_from_end(0, flush=False)
+    assert pairs(reloaded) == [] and path.read_text() == "0\n1\n0 0\n"
+    reloaded.assign(0, 0)
+    reloaded.flush()
+    assert path.stat().st_ino == written
+    # A real change is written, and a truncation left in memory goes with it.
+    reloaded.truncate_from_end(0, flush=False)
+    reloaded.assign(1, 0)
+    assert path.read_text() == "0\n1\n1 0\n"
+    assert pairs(LeaderEpochFileCache(path)) == pairs(reloaded) != pairs(cache)
