@@ -178,7 +178,7 @@ class ScaleRun:
     error: str | None = None
 
 
-def _admin(bootstrap: str) -> AdminClient:
+def quiet_admin(bootstrap: str) -> AdminClient:
     config = {"bootstrap.servers": bootstrap, "logger": _quiet()}
     return AdminClient(config)  # type: ignore[arg-type]  # typed without "logger"
 
@@ -197,7 +197,7 @@ def _fds(process: BrokerProcess) -> int | None:
     return total
 
 
-def _mib(process: BrokerProcess) -> float | None:
+def rss_mib(process: BrokerProcess) -> float | None:
     rss = process.rss_bytes()
     return None if rss is None else rss / 2**20
 
@@ -234,7 +234,7 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _create_bystander_topic(admin: AdminClient) -> None:
+def create_bystander_topic(admin: AdminClient) -> None:
     admin.create_topics([NewTopic(BYSTANDER_TOPIC, 1, 1)])[BYSTANDER_TOPIC].result(60)
 
 
@@ -247,8 +247,8 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
     broker = BrokerProcess(spec.build_argv(port, data), port, log_path, spec.env)
     try:
         broker.start(START_TIMEOUT_S)
-        admin = _admin(broker.bootstrap)
-        _create_bystander_topic(admin)
+        admin = quiet_admin(broker.bootstrap)
+        create_bystander_topic(admin)
         # The bystander warms up (connections, metadata) before the window opens.
         with Bystander(broker.bootstrap) as bystander:
             time.sleep(1.0)
@@ -272,7 +272,7 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
         run.fds_after = _fds(broker)
         if run.fds_before is not None and run.fds_after is not None:
             run.fds_per_partition = (run.fds_after - run.fds_before) / partitions
-        run.rss_mib = _mib(broker)
+        run.rss_mib = rss_mib(broker)
         run.metadata_all_ms = 1000 * _timed(lambda: admin.list_topics(timeout=TIMEOUT_S))
         run.list_offsets_all_ms = 1000 * _timed(lambda: _list_offsets_all(admin, partitions))
         del admin
@@ -283,7 +283,7 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
         started = time.perf_counter()
         broker.start(START_TIMEOUT_S)
         run.restart_listening_s = time.perf_counter() - started
-        admin = _admin(broker.bootstrap)
+        admin = quiet_admin(broker.bootstrap)
         deadline = time.perf_counter() + TIMEOUT_S
         while True:
             try:
@@ -294,7 +294,7 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
                     raise
                 time.sleep(0.1)
         run.restart_serving_s = time.perf_counter() - started
-        run.rss_after_restart_mib = _mib(broker)
+        run.rss_after_restart_mib = rss_mib(broker)
     except Exception as exc:
         run.error = f"{type(exc).__name__}: {exc}"
     finally:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
@@ -102,9 +102,29 @@ def read_client_id(frame: bytes) -> str | None:
 
 
 def encode_response(correlation_id: int, response: ResponsePayload) -> bytes:
-    """A response as it goes on the wire: size, header, body."""
-    return b"".join(encode_response_chunks(correlation_id, response))
+    """A response as it goes on the wire: size, header, body (lazy record sets read)."""
+    return b"".join(
+        chunk if isinstance(chunk, bytes | memoryview) else bytes(chunk)
+        for chunk in encode_response_chunks(correlation_id, response)
+    )
 
+
+@runtime_checkable
+class LazyBytes(Protocol):
+    """Bytes read only when they are sent: a record set that stays in its segment file
+    (storage.file_records.FileRegion) until the connection streams it."""
+
+    def __len__(self) -> int: ...
+
+    def __bytes__(self) -> bytes: ...
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Exactly min(size, len - offset) bytes from `offset`; raises OSError when
+        they can no longer be read (the file was truncated or removed meanwhile)."""
+        ...
+
+
+Chunk = bytes | memoryview | LazyBytes
 
 # Byte fields at least this long (record sets) are passed through as chunks of their own.
 _PASS_THROUGH_SIZE = 64 * 1024
@@ -113,45 +133,49 @@ _PASS_THROUGH_SIZE = 64 * 1024
 class _Chunks:
     """A kio Writable that copies small writes into one buffer and passes large byte
     fields (the record sets of a Fetch response) through untouched, so that a response
-    costs no copy of its records before the socket."""
+    costs no copy of its records before the socket. A lazy record set passes through as
+    it is (read when sent), unless it is small: then it is read now, into the buffer."""
 
     __slots__ = ("chunks", "current", "size")
 
     def __init__(self) -> None:
-        self.chunks: list[bytes | memoryview] = []
+        self.chunks: list[Chunk] = []
         self.current = bytearray()
         self.size = 0
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:
+    def write(self, data: bytes | bytearray | memoryview | LazyBytes) -> int:
         length = len(data)
         self.size += length
-        if length >= _PASS_THROUGH_SIZE and isinstance(data, bytes | memoryview):
+        if length >= _PASS_THROUGH_SIZE and not isinstance(data, bytearray):
             if self.current:
                 self.chunks.append(bytes(self.current))
                 self.current = bytearray()
             self.chunks.append(data)
-        else:
+        elif isinstance(data, bytes | bytearray | memoryview):
             self.current += data
+        else:
+            self.current += bytes(data)
         return length
 
-    def finish(self) -> list[bytes | memoryview]:
+    def finish(self) -> list[Chunk]:
         if self.current:
             self.chunks.append(bytes(self.current))
         return self.chunks
 
 
-def encode_response_chunks(
-    correlation_id: int, response: ResponsePayload
-) -> list[bytes | memoryview]:
+def encode_response_chunks(correlation_id: int, response: ResponsePayload) -> list[Chunk]:
     """A response as it goes on the wire, as buffers to write one after the other: the
-    size, header and fields, with each record set a buffer of its own (not copied)."""
+    size, header and fields, with each large record set a buffer of its own (not copied)
+    or a LazyBytes to stream from its file."""
     body = _Chunks()
     body.write(SIZE.pack(correlation_id))
     if type(response).__header_schema__.__flexible__:
         body.write(b"\x00")  # no tagged fields in the response header
     writer_of(type(response))(body, response)
     chunks = body.finish()
-    chunks[0] = SIZE.pack(body.size) + chunks[0]
+    first = chunks[0]
+    assert isinstance(first, bytes)  # the header, written before any record set
+    chunks[0] = SIZE.pack(body.size) + first
     return chunks
 
 

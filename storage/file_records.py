@@ -246,6 +246,44 @@ class FileRecords:
         self.path = path
 
 
+class FileRegion:
+    """Whole batches of a segment's .log, from `position`, `size` bytes, read only when
+    asked: a Fetch response streams them to the socket a piece at a time, so that a
+    consumer that reads slowly (or not at all) holds no more than a piece in memory, as
+    Kafka sends a FileRecords slice from its file (storage/../protocol/wire.py, LazyBytes).
+
+    The batches below the high watermark never change, so reading them later reads what
+    the fetch chose; a log truncated meanwhile (a leader stepping down) or a segment
+    removed past file.delete.delay.ms cannot give them any more: read raises OSError and
+    the connection is closed (the client fetches again), as Kafka's does."""
+
+    __slots__ = ("position", "records", "size")
+
+    def __init__(self, records: FileRecords, position: int, size: int) -> None:
+        self.records = records
+        self.position = position
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return self.read(0, self.size)
+
+    def __repr__(self) -> str:
+        return f"FileRegion({self.records.path.name}, {self.position}, {self.size})"
+
+    def read(self, offset: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - offset))
+        data = self.records.read(self.position + offset, size) if size else b""
+        if len(data) != size:
+            raise OSError(
+                f"{self.records.path} no longer holds {size} bytes at"
+                f" {self.position + offset} (truncated to {self.records.size})"
+            )
+        return data
+
+
 def whole_batches_end(buffer: bytes | bytearray | memoryview, start: int = 0) -> int:
     """The end of the last complete batch in `buffer`, walking from batch boundary `start`."""
     end = len(buffer)

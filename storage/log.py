@@ -45,6 +45,7 @@ from .checkpoints import read_partition_metadata, topic_id_to_string, write_part
 from .clock import Clock, system_clock
 from .deferred_fsync import defer, deferring
 from .end_transaction_marker import read_end_txn_marker
+from .file_records import FileRegion
 from .leader_epoch_cache import LeaderEpochFileCache
 from .load_progress import LoadProgress
 from .log_config import LogConfig
@@ -93,12 +94,18 @@ class FetchDataInfo:
     `aborted_transactions`: for a read_committed read, the aborted transactions that
     overlap the records (None for other reads)."""
 
-    records: bytes | memoryview
+    records: bytes | memoryview | FileRegion
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
     aborted_transactions: list[AbortedTxn] | None = None
+
+    @property
+    def data(self) -> bytes | memoryview:
+        """The records' bytes (a lazy read's read now)."""
+        records = self.records
+        return bytes(records) if isinstance(records, FileRegion) else records
 
 
 @dataclass(slots=True)
@@ -848,6 +855,7 @@ class Log:
         max_offset: int | None = None,
         min_one_message: bool = True,
         include_aborted_txns: bool = False,
+        lazy: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one holding `fetch_offset`, within one segment.
 
@@ -855,7 +863,8 @@ class Log:
         batch whatever its size. Nothing at or past `max_offset` (exclusive, e.g. the
         high watermark) is returned: a batch reaching it is left out entirely.
         With `include_aborted_txns` (read_committed), the aborted transactions that
-        overlap the records read come too. Raises OffsetOutOfRangeError when
+        overlap the records read come too. `lazy`: the records as a FileRegion, read
+        when they are sent (a Fetch response). Raises OffsetOutOfRangeError when
         `fetch_offset` lies outside [log start offset, log end offset].
         """
         log_end_offset = self._log_end_offset
@@ -865,7 +874,7 @@ class Log:
                 f" offset {self._log_start_offset}, log end offset {log_end_offset}"
             )
         limit = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
-        records: bytes | memoryview = b""
+        records: bytes | memoryview | FileRegion = b""
         aborted: list[AbortedTxn] | None = [] if include_aborted_txns else None
         if fetch_offset < limit:
             segments = self._segments
@@ -880,7 +889,9 @@ class Log:
                 else:
                     found = segment.translate_offset(limit)
                     max_position = segment.size if found is None else found[0]
-                read = segment.read_from(fetch_offset, max_bytes, max_position, min_one_message)
+                read = segment.read_from(
+                    fetch_offset, max_bytes, max_position, min_one_message, lazy
+                )
                 if read is not None:
                     position, records = read
                     if aborted is not None:

@@ -32,7 +32,7 @@ from .abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
 from .clock import Clock, system_clock
 from .end_transaction_marker import read_end_txn_marker
 from .errors import CorruptIndexError, StorageError
-from .file_records import RECOVERY_CHUNK, FileRecords, whole_batches_end
+from .file_records import RECOVERY_CHUNK, FileRecords, FileRegion, whole_batches_end
 from .offset_index import OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
 from .transaction_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
@@ -332,7 +332,11 @@ class LogSegment:
         boundary, e.g. where the high watermark's batch starts) is returned.
         """
         found = self.read_from(start_offset, max_size, max_position, min_one_message)
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        data = found[1]
+        assert not isinstance(data, FileRegion)  # not lazy
+        return data
 
     def read_from(
         self,
@@ -340,8 +344,10 @@ class LogSegment:
         max_size: int,
         max_position: int | None = None,
         min_one_message: bool = False,
-    ) -> tuple[int, bytes | memoryview] | None:
-        """As read(), with the file position the returned batches start at."""
+        lazy: bool = False,
+    ) -> tuple[int, bytes | memoryview | FileRegion] | None:
+        """As read(), with the file position the returned batches start at. `lazy`: a
+        FileRegion of the batches, read when it is sent, rather than their bytes."""
         if max_size < 0:
             raise ValueError(f"invalid max size {max_size} for a log read")
         found = self.translate_offset(start_offset)
@@ -354,6 +360,11 @@ class LogSegment:
         fetch_size = min(max_position - start, limit)
         if fetch_size < first_size:
             return start, b""
+        if lazy:
+            end = start + fetch_size
+            if end != max_position:  # cut inside a batch, perhaps
+                end = self._whole_end(start, fetch_size)
+            return start, FileRegion(self.log, start, end - start)
         data = self.log.read(start, fetch_size)
         end = start + len(data)
         if end == max_position:
@@ -363,6 +374,17 @@ class LogSegment:
         hint = max(self.offset_index.floor_position(end) - start, 0)
         whole = whole_batches_end(data, hint)
         return start, data if whole == len(data) else memoryview(data)[:whole]
+
+    def _whole_end(self, start: int, fetch_size: int) -> int:
+        """The end of the last whole batch within [start, start + fetch_size), `start`
+        being a batch's position: found by walking batch headers from the last indexed
+        position before the cut (a few kilobytes), not by reading what lies between."""
+        end = start + fetch_size
+        self._ensure_indexes()
+        position = max(self.offset_index.floor_position(end), start)
+        for batch_position, header, _ in self.log.batches(position, end):
+            position = batch_position + header.batch_length + LOG_OVERHEAD
+        return position
 
     def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
         """An offset at or past the end of a read of `fetch_size` bytes from

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import ErrorCode, KafkaError
+from brook.storage.file_records import FileRegion
 from brook.storage.transaction_index import AbortedTxn
 
 from ..authorizer.acl import ResourceType
@@ -152,7 +153,7 @@ class PartitionRead:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes | memoryview = b""
+    records: bytes | memoryview | FileRegion = b""
     aborted_transactions: list[AbortedTxn] | None = None
     # The partition read, whose bytes-out counters the response adds to, and whether
     # a follower read it.
@@ -418,6 +419,9 @@ def _read_one(
             reader.replica_id,
             target.log_start_offset,
             ctx.services.clock(),
+            # Streamed from the segment as the connection sends the response: a consumer
+            # that reads slowly holds a piece of it in memory, not all of it.
+            lazy=True,
         )
     except KafkaError as exc:
         if exc.error_code not in NOT_FAILED_FETCH:

@@ -117,13 +117,14 @@ class LogDirMover:
         data = current.read(fetch_offset, COPY_CHUNK_BYTES, min_one_message=True)
         from brook.protocol.record_batch import split_batches  # only once a move runs
 
-        batches = split_batches(data.records)
+        records = data.data
+        batches = split_batches(records)
         if not batches:
             return False
         if starting or batches[0].base_offset != future.log_end_offset:
             # The batch holding the log start may begin below it.
             future.truncate_fully_and_start_at(batches[0].base_offset)
-        future.append_as_follower(data.records, batches)
+        future.append_as_follower(records, batches)
         return False
 
     def _swap(self, partition: Partition, future: Log) -> None:

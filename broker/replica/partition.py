@@ -549,9 +549,11 @@ class Partition:
         replica_id: int = CONSUMER_REPLICA_ID,
         replica_log_start_offset: int = -1,
         now_ms: int = 0,
+        lazy: bool = False,
     ) -> FetchDataInfo:
         """Fetch: whole batches from `fetch_offset`, as far as `isolation` allows, with
-        the partition's offsets as they were at the read.
+        the partition's offsets as they were at the read (`lazy`: the records as a
+        FileRegion, streamed from the segment when the response is sent).
 
         A follower (`replica_id` >= 0) must be one of this partition's replicas; its
         fetch offset tells the leader how far its log reaches."""
@@ -573,6 +575,7 @@ class Partition:
             max_offset,
             min_one_message,
             include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED,
+            lazy=lazy,
         )
         if replica_id >= 0:
             self.update_follower_fetch_state(

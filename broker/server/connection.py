@@ -7,12 +7,16 @@ and pipelined requests change state in the order they were sent. Requests whose
 handler answers at once are handled back to back, as many as have arrived.
 
 Memory is bounded per connection: requests are only handled while the response bytes
-waiting in the transport's buffer stay under MAX_UNSENT_BYTES. A client that pipelines
-requests without reading its responses therefore holds at most that much plus one
-response (a Fetch response may legitimately be fetch.max.bytes, ~50 MiB), and while it
+waiting in the transport's buffer stay under MAX_UNSENT_BYTES, and a Fetch response's
+record sets are not read into memory with it: they stay in their segment files
+(storage.file_records.FileRegion) and are streamed, STREAM_PIECE_BYTES at a time, as the
+socket takes them, the connection handling nothing else meanwhile (Kafka mutes a channel
+while its response is in flight and sends records from the file). A client that
+pipelines Fetches without reading the responses therefore holds about MAX_UNSENT_BYTES +
+STREAM_PIECE_BYTES of the broker's memory, whatever fetch.max.bytes it asks for; while it
 is over the bound the connection stops reading its socket, leaving the rest of its
 requests in the kernel's buffers and the client's. The event loop goes back to the other
-connections after each response that crosses the bound, so none of them waits behind a
+connections after each piece that crosses the bound, so none of them waits behind a
 client that asks for much and reads nothing.
 """
 
@@ -22,6 +26,7 @@ import asyncio
 import inspect
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,6 +35,7 @@ from kio.serial.errors import SerialError
 from brook.protocol.api_table import ApiKey
 from brook.protocol.errors import InvalidRequestError, UnsupportedVersionError
 from brook.protocol.wire import (
+    Chunk,
     decode_request,
     encode_response,
     encode_response_chunks,
@@ -54,8 +60,10 @@ log = logging.getLogger("brook.connection")
 # Handle no further request of a connection while more response bytes than this wait in
 # its transport's buffer; resume once they drain to RESUME_UNSENT_BYTES. A consumer that
 # reads its responses never comes near: it sends its next Fetch after reading the last.
-MAX_UNSENT_BYTES = 1024 * 1024
-RESUME_UNSENT_BYTES = 256 * 1024
+MAX_UNSENT_BYTES = 256 * 1024
+RESUME_UNSENT_BYTES = 64 * 1024
+# A streamed record set is read from its segment this much at a time.
+STREAM_PIECE_BYTES = 64 * 1024
 
 SIZE_PREFIX = 4
 
@@ -97,6 +105,11 @@ class KafkaConnection(asyncio.Protocol):
         self.received_at = 0.0
         # The client address counted against max.connections.per.ip while this is open.
         self.counted_address: str | None = None
+        # A response being streamed (its record sets read from their segments a piece at
+        # a time as the socket takes them); nothing behind it is handled meanwhile, as
+        # Kafka mutes a channel while its response is in flight.
+        self.streaming: deque[Chunk] | None = None
+        self.streamed = 0  # bytes of the first chunk already written
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -210,6 +223,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self._pump()
         self._dispatch()
 
     def data_received(self, data: bytes) -> None:
@@ -223,7 +237,12 @@ class KafkaConnection(asyncio.Protocol):
     def busy(self) -> bool:
         """Whether the next request must wait: one is in flight or too much is unsent
         (or the connection closes after a failed authentication)."""
-        return self.in_flight is not None or self.writing_paused or self.failing
+        return (
+            self.in_flight is not None
+            or self.writing_paused
+            or self.failing
+            or self.streaming is not None
+        )
 
     def _dispatch(self) -> None:
         """Handle the buffered requests, one after another, while the connection may."""
@@ -529,12 +548,48 @@ class KafkaConnection(asyncio.Protocol):
         except Exception as exc:
             self._handler_failed(ctx, exc)
             return
-        self.transport.writelines(chunks)
+        if all(isinstance(chunk, bytes | memoryview) for chunk in chunks):
+            self.transport.writelines(cast(list[bytes | memoryview], chunks))
+            return
+        self.streaming = deque(chunks)
+        self.streamed = 0
+        self._pump()
+
+    def _pump(self) -> None:
+        """Write what the socket takes of the response being streamed: bytes as they are,
+        a record set a piece at a time, read from its segment just before, until the
+        transport's buffer is full (pause_writing; resume_writing comes back here)."""
+        stream = self.streaming
+        transport = self.transport
+        while stream and transport is not None and not self.writing_paused and not self.closed:
+            chunk = stream[0]
+            if isinstance(chunk, bytes | memoryview):
+                transport.write(chunk)
+                stream.popleft()
+                continue
+            try:
+                piece = chunk.read(self.streamed, STREAM_PIECE_BYTES)
+            except OSError as exc:
+                # The length is on the wire already: the client must fetch again.
+                log.warning(
+                    "Closing connection from %s: cannot send the records of a fetch: %s",
+                    self.peer,
+                    exc,
+                )
+                self.close()
+                return
+            transport.write(piece)
+            self.streamed += len(piece)
+            if self.streamed >= len(chunk):
+                stream.popleft()
+                self.streamed = 0
+        if stream is not None and not stream:
+            self.streaming = None
 
     def _respond_and_close(self, ctx: RequestContext, response: Any, mode: FaultKind) -> None:
         """An injected close: after the whole response, or half-way through it."""
         if response is not NO_RESPONSE and not self.closed and self.transport is not None:
-            data = b"".join(encode_response_chunks(ctx.correlation_id, response))
+            data = encode_response(ctx.correlation_id, response)
             if mode is FaultKind.CLOSE_MID_RESPONSE:
                 data = data[: len(data) // 2]
             self.transport.write(data)

@@ -325,9 +325,10 @@ class SharePartitionManager:
         except KafkaError as exc:
             answer.error, answer.error_message = exc.error_code, exc.message
             return
-        if not data.records:
+        records = data.data
+        if not records:
             return
-        batches = split_batches(data.records, allow_partial_tail=True)
+        batches = split_batches(records, allow_partial_tail=True)
         aborted = (
             [AbortedTransaction(t.producer_id, t.first_offset) for t in data.aborted_transactions]
             if data.aborted_transactions is not None
@@ -347,9 +348,9 @@ class SharePartitionManager:
             last = acquired[-1].last_offset
             end = next(
                 (b.position + b.size for b in batches if b.last_offset >= last),
-                len(data.records),
+                len(records),
             )
-            answer.records = data.records[:end]
+            answer.records = records[:end]
             answer.acquired = acquired
             self._schedule_lock_expiry(share, answer.topic_id)
         # As Kafka's, an acquisition is not written: a lock does not outlive this broker,

@@ -1,0 +1,367 @@
+"""`python -m bench.scale_clients`: how a broker's costs grow with its clients, Brook beside
+Apache Kafka and Tansu in one run.
+
+Each broker is started once, with a topic of 10 partitions, and a bystander (bench.scale's:
+a producer and a Metadata client, one request every 20 ms each) runs throughout. Then, one
+after another, over raw Kafka-protocol connections from this process (asyncio):
+
+1. Connections: `--connections` connections opened (each answered one ApiVersions), held
+   idle for 3 s, then closed. Reported: the time to open them all, the broker's RSS while
+   they are held, the bystander's p99 and worst latency over the phase.
+2. Consumer groups: `--groups` groups, one connection each, commit the offsets of the 10
+   partitions (OffsetCommit v8, as a client without group membership commits) `--rounds`
+   times. Reported: commits a second, their p50 and p99 latency, failed commits, RSS after.
+3. Idempotent producers: `--producers` producers, one connection each, get a producer id
+   (InitProducerId) and send `--rounds` batches of 10 x 100 B in sequence (acks=all) to a
+   partition each. Reported: batches a second, their p50 and p99 latency, failures, RSS.
+
+    python -m bench.scale_clients                  # about 5 minutes on 2 cores
+    python -m bench.scale_clients --only brook --connections 1000 --groups 100 --producers 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kio.static.primitive import i32Timedelta
+
+from brook.broker.client import Client
+from brook.broker.local_ports import free_port
+from brook.protocol.record_batch import Record, build_batch
+
+from .brokers import BROKER_NAMES, BROOK, SPECS, BrokerSpec, brook_spec
+from .kafka_admin import NewTopic
+from .procs import BrokerProcess
+from .scale import RESULTS_DIR, Bystander, Latencies, create_bystander_topic, quiet_admin, rss_mib
+
+TOPIC = "clients"
+PARTITIONS = 10
+START_TIMEOUT_S = 120.0
+# Connections opened at once: a burst of thousands of SYNs overflows the listen backlog.
+OPENING_AT_ONCE = 200
+
+
+@dataclass
+class PhaseResult:
+    count: int
+    seconds: float | None = None
+    per_second: float | None = None
+    latency: dict[str, float | int] = field(default_factory=dict)
+    failures: int = 0
+    rss_mib: float | None = None
+    bystander_produce: dict[str, float | int] = field(default_factory=dict)
+    bystander_metadata: dict[str, float | int] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class ClientsRun:
+    broker: str
+    rss_idle_mib: float | None = None
+    connections: PhaseResult | None = None
+    groups: PhaseResult | None = None
+    producers: PhaseResult | None = None
+    error: str | None = None
+
+
+async def _connect_all(port: int, count: int) -> list[Client]:
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+    clients: list[Client] = []
+
+    async def one() -> Client:
+        client = await Client.connect("127.0.0.1", port, client_id="bench-scale")
+        await asyncio.wait_for(client.request(ApiVersionsRequest()), 60)
+        return client
+
+    for start in range(0, count, OPENING_AT_ONCE):
+        batch = range(start, min(count, start + OPENING_AT_ONCE))
+        clients += await asyncio.gather(*(one() for _ in batch))
+    return clients
+
+
+async def _close_all(clients: list[Client]) -> None:
+    await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
+
+
+async def _timed_requests(
+    clients: list[Client],
+    rounds: int,
+    make: Callable[[int, int], Any],
+    check: Callable[[Any], bool],
+    latencies: Latencies,
+) -> int:
+    """Each client sends `rounds` requests one after another (`make(client, round)`);
+    returns how many failed (`check` false or an error)."""
+    failures = 0
+
+    async def run(index: int, client: Client) -> None:
+        nonlocal failures
+        for round_no in range(rounds):
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(client.request(make(index, round_no)), 60)
+                ok = check(response)
+            except Exception:
+                ok = False
+            latencies.add(time.perf_counter() - started)
+            failures += not ok
+
+    await asyncio.gather(*(run(i, client) for i, client in enumerate(clients)))
+    return failures
+
+
+def _commit_request(group: str) -> Any:
+    from kio.schema.offset_commit.v8 import request as commit
+
+    return commit.OffsetCommitRequest(
+        group_id=group,  # type: ignore[arg-type]
+        generation_id_or_member_epoch=-1,  # type: ignore[arg-type]
+        member_id="",
+        group_instance_id=None,
+        topics=(
+            commit.OffsetCommitRequestTopic(
+                name=TOPIC,  # type: ignore[arg-type]
+                partitions=tuple(
+                    commit.OffsetCommitRequestPartition(
+                        partition_index=p,  # type: ignore[arg-type]
+                        committed_offset=0,  # type: ignore[arg-type]
+                        committed_leader_epoch=-1,  # type: ignore[arg-type]
+                        committed_metadata="",
+                    )
+                    for p in range(PARTITIONS)
+                ),
+            ),
+        ),
+    )
+
+
+def _committed(response: Any) -> bool:
+    return all(p.error_code == 0 for t in response.topics for p in t.partitions)
+
+
+def _produce_request(partition: int, producer_id: int, epoch: int, sequence: int) -> Any:
+    from kio.schema.produce.v9 import request as produce
+
+    now = int(time.time() * 1000)
+    batch = build_batch(
+        [Record(i, now, None, b"x" * 100) for i in range(10)],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+    )
+    return produce.ProduceRequest(
+        transactional_id=None,
+        acks=-1,  # type: ignore[arg-type]
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topic_data=(
+            produce.TopicProduceData(
+                name=TOPIC,  # type: ignore[arg-type]
+                partition_data=(
+                    produce.PartitionProduceData(index=partition, records=batch),  # type: ignore[arg-type]
+                ),
+            ),
+        ),
+    )
+
+
+def _produced(response: Any) -> bool:
+    return all(p.error_code == 0 for t in response.responses for p in t.partition_responses)
+
+
+async def _init_producer_ids(clients: list[Client]) -> list[tuple[int, int]]:
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+
+    request = InitProducerIdRequest(
+        transactional_id=None,
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
+        producer_id=-1,  # type: ignore[arg-type]
+        producer_epoch=-1,  # type: ignore[arg-type]
+    )
+    responses = await asyncio.gather(*(client.request(request) for client in clients))
+    return [(int(r.producer_id), int(r.producer_epoch)) for r in responses]
+
+
+async def _phase(
+    broker: BrokerProcess,
+    bystander: Bystander,
+    count: int,
+    work: Callable[[PhaseResult, Latencies], Awaitable[None]],
+) -> PhaseResult:
+    result = PhaseResult(count)
+    latencies = Latencies()
+    bystander.produce.clear()
+    bystander.metadata.clear()
+    started = time.perf_counter()
+    try:
+        await work(result, latencies)
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+    result.seconds = time.perf_counter() - started
+    result.latency = latencies.summary()
+    result.bystander_produce = bystander.produce.summary()
+    result.bystander_metadata = bystander.metadata.summary()
+    if result.rss_mib is None:
+        result.rss_mib = rss_mib(broker)
+    return result
+
+
+async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Namespace) -> None:
+    with Bystander(broker.bootstrap) as bystander:
+        await asyncio.sleep(1.0)
+        run.rss_idle_mib = rss_mib(broker)
+
+        async def connections(result: PhaseResult, _: Latencies) -> None:
+            clients = await _connect_all(broker.port, args.connections)
+            result.per_second = len(clients) / (time.perf_counter() - started)
+            await asyncio.sleep(3.0)
+            result.rss_mib = rss_mib(broker)
+            await _close_all(clients)
+
+        started = time.perf_counter()
+        run.connections = await _phase(broker, bystander, args.connections, connections)
+
+        async def groups(result: PhaseResult, latencies: Latencies) -> None:
+            clients = await _connect_all(broker.port, args.groups)
+            try:
+                began = time.perf_counter()
+                result.failures = await _timed_requests(
+                    clients,
+                    args.rounds,
+                    lambda index, _: _commit_request(f"bench-group-{index}"),
+                    _committed,
+                    latencies,
+                )
+                result.per_second = args.groups * args.rounds / (time.perf_counter() - began)
+            finally:
+                await _close_all(clients)
+
+        run.groups = await _phase(broker, bystander, args.groups, groups)
+
+        async def producers(result: PhaseResult, latencies: Latencies) -> None:
+            clients = await _connect_all(broker.port, args.producers)
+            try:
+                ids = await _init_producer_ids(clients)
+                began = time.perf_counter()
+                result.failures = await _timed_requests(
+                    clients,
+                    args.rounds,
+                    lambda index, round_no: _produce_request(
+                        index % PARTITIONS, ids[index][0], ids[index][1], round_no * 10
+                    ),
+                    _produced,
+                    latencies,
+                )
+                result.per_second = args.producers * args.rounds / (time.perf_counter() - began)
+            finally:
+                await _close_all(clients)
+
+        run.producers = await _phase(broker, bystander, args.producers, producers)
+
+
+def measure(spec: BrokerSpec, args: argparse.Namespace, work: Path, log_path: Path) -> ClientsRun:
+    run = ClientsRun(spec.name)
+    data = work / spec.name
+    port = free_port()
+    broker = BrokerProcess(spec.build_argv(port, data), port, log_path, spec.env)
+    try:
+        broker.start(START_TIMEOUT_S)
+        admin = quiet_admin(broker.bootstrap)
+        create_bystander_topic(admin)
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
+        del admin
+        asyncio.run(_run_phases(broker, run, args))
+    except Exception as exc:
+        run.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        broker.stop()
+        shutil.rmtree(data, ignore_errors=True)
+    return run
+
+
+def _fmt(value: float | int | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def print_table(runs: list[ClientsRun]) -> None:
+    print(
+        f"{'broker':>9s} {'phase':>11s} {'count':>7s} {'s':>7s} {'per s':>9s}"
+        f" {'p50 ms':>8s} {'p99 ms':>8s} {'failed':>6s} {'RSS MiB':>8s}"
+        f" {'bystander p99/max ms':>21s}"
+    )
+    for run in runs:
+        print(f"{run.broker:>9s} {'idle':>11s} {'':>7s} {'':>7s} {'':>9s} {'':>8s} {'':>8s}"
+              f" {'':>6s} {_fmt(run.rss_idle_mib):>8s}")  # fmt: skip
+        for name in ("connections", "groups", "producers"):
+            phase: PhaseResult | None = getattr(run, name)
+            if phase is None:
+                continue
+            bystander = (
+                f"{_fmt(phase.bystander_produce.get('p99_ms'))}"
+                f"/{_fmt(phase.bystander_produce.get('max_ms'))}"
+            )
+            print(
+                f"{run.broker:>9s} {name:>11s} {phase.count:>7,d} {_fmt(phase.seconds, 1):>7s}"
+                f" {_fmt(phase.per_second):>9s} {_fmt(phase.latency.get('p50_ms'), 1):>8s}"
+                f" {_fmt(phase.latency.get('p99_ms'), 1):>8s} {phase.failures:>6d}"
+                f" {_fmt(phase.rss_mib):>8s} {bystander:>21s}"
+            )
+            if phase.error:
+                print(f"    {run.broker} {name} failed: {phase.error}")
+        if run.error:
+            print(f"    {run.broker} failed: {run.error}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scale_clients", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--connections", type=int, default=10_000)
+    parser.add_argument("--groups", type=int, default=1_000)
+    parser.add_argument("--producers", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", choices=BROKER_NAMES, action="append")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    # This process holds a descriptor per connection too.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    runs: list[ClientsRun] = []
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="brook-bench-clients-") as tmp:
+        for name in args.only or list(BROKER_NAMES):
+            try:
+                spec = brook_spec() if name == BROOK else SPECS[name]()
+            except Exception as exc:
+                print(f"{name}: cannot start: {exc}", file=sys.stderr)
+                continue
+            print(f"{name}: clients ...", file=sys.stderr, flush=True)
+            runs.append(measure(spec, args, Path(tmp), args.out / "logs" / f"clients-{name}.log"))
+    print_table(runs)
+    (args.out / "scale_clients.json").write_text(
+        json.dumps([asdict(run) for run in runs], indent=2)
+    )
+    failed = any(
+        run.error or any(p is not None and (p.error or p.failures) for p in
+                         (run.connections, run.groups, run.producers))
+        for run in runs
+    )  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
