@@ -14,6 +14,10 @@ after another, over raw Kafka-protocol connections from this process (asyncio):
 3. Idempotent producers: `--producers` producers, one connection each, get a producer id
    (InitProducerId) and send `--rounds` batches of 10 x 100 B in sequence (acks=all) to a
    partition each. Reported: batches a second, their p50 and p99 latency, failures, RSS.
+4. Consumers that do not read: `--stalled-consumers` connections (a 64 KB receive buffer
+   each) send one Fetch of `--stalled-mb` MB (the whole of a topic that holds that much)
+   and never read the response; held 5 s, then closed. Reported: RSS while they are held
+   and the bystander's latency.
 
     python -m bench.scale_clients                  # about 5 minutes on 2 cores
     python -m bench.scale_clients --only brook --connections 1000 --groups 100 --producers 100
@@ -27,6 +31,7 @@ import datetime
 import json
 import resource
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -47,6 +52,7 @@ from .procs import BrokerProcess
 from .scale import RESULTS_DIR, Bystander, Latencies, create_bystander_topic, quiet_admin, rss_mib
 
 TOPIC = "clients"
+STALLED_TOPIC = "stalled"
 PARTITIONS = 10
 START_TIMEOUT_S = 120.0
 # Connections opened at once: a burst of thousands of SYNs overflows the listen backlog.
@@ -73,6 +79,7 @@ class ClientsRun:
     connections: PhaseResult | None = None
     groups: PhaseResult | None = None
     producers: PhaseResult | None = None
+    stalled: PhaseResult | None = None
     error: str | None = None
 
 
@@ -181,6 +188,66 @@ def _produced(response: Any) -> bool:
     return all(p.error_code == 0 for t in response.responses for p in t.partition_responses)
 
 
+def _unread_fetches(port: int, count: int) -> list[socket.socket]:
+    """`count` connections, each with one Fetch of the whole stalled topic sent and its
+    response left unread."""
+    from brook.protocol.client_wire import encode_request
+
+    request = encode_request(_stalled_fetch(), 1, "bench-stalled")
+    sockets = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(request)
+        sockets.append(sock)
+    return sockets
+
+
+def _stalled_fetch() -> Any:
+    from kio.schema.fetch.v11 import request as fetch
+
+    whole = 1 << 30
+    return fetch.FetchRequest(
+        replica_id=-1,  # type: ignore[arg-type]
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
+        min_bytes=1,  # type: ignore[arg-type]
+        max_bytes=whole,  # type: ignore[arg-type]
+        isolation_level=0,  # type: ignore[arg-type]
+        session_id=0,  # type: ignore[arg-type]
+        session_epoch=-1,  # type: ignore[arg-type]
+        topics=(
+            fetch.FetchTopic(
+                topic=STALLED_TOPIC,  # type: ignore[arg-type]
+                partitions=(
+                    fetch.FetchPartition(
+                        partition=0,  # type: ignore[arg-type]
+                        current_leader_epoch=-1,  # type: ignore[arg-type]
+                        fetch_offset=0,  # type: ignore[arg-type]
+                        log_start_offset=-1,  # type: ignore[arg-type]
+                        partition_max_bytes=whole,  # type: ignore[arg-type]
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def _fill_stalled_topic(bootstrap: str, megabytes: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1})
+    value = b"s" * 1000
+    for i in range(megabytes * 1000):
+        producer.produce(STALLED_TOPIC, value, partition=0)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError("the stalled topic could not be filled")
+
+
 async def _init_producer_ids(clients: list[Client]) -> list[tuple[int, int]]:
     from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
@@ -236,6 +303,8 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
         async def groups(result: PhaseResult, latencies: Latencies) -> None:
             clients = await _connect_all(broker.port, args.groups)
             try:
+                # The first commit makes __consumer_offsets: not what is measured.
+                await clients[0].request(_commit_request("bench-warm-up"))
                 began = time.perf_counter()
                 result.failures = await _timed_requests(
                     clients,
@@ -270,6 +339,20 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
 
         run.producers = await _phase(broker, bystander, args.producers, producers)
 
+        async def stalled(result: PhaseResult, _: Latencies) -> None:
+            sockets = await asyncio.to_thread(_unread_fetches, broker.port, args.stalled_consumers)
+            try:
+                result.per_second = len(sockets) / (time.perf_counter() - began)
+                await asyncio.sleep(5.0)
+                result.rss_mib = rss_mib(broker)
+            finally:
+                for sock in sockets:
+                    sock.close()
+
+        if args.stalled_consumers:
+            began = time.perf_counter()
+            run.stalled = await _phase(broker, bystander, args.stalled_consumers, stalled)
+
 
 def measure(spec: BrokerSpec, args: argparse.Namespace, work: Path, log_path: Path) -> ClientsRun:
     run = ClientsRun(spec.name)
@@ -281,6 +364,9 @@ def measure(spec: BrokerSpec, args: argparse.Namespace, work: Path, log_path: Pa
         admin = quiet_admin(broker.bootstrap)
         create_bystander_topic(admin)
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
+        if args.stalled_consumers:
+            admin.create_topics([NewTopic(STALLED_TOPIC, 1, 1)])[STALLED_TOPIC].result(60)
+            _fill_stalled_topic(broker.bootstrap, args.stalled_mb)
         del admin
         asyncio.run(_run_phases(broker, run, args))
     except Exception as exc:
@@ -306,7 +392,7 @@ def print_table(runs: list[ClientsRun]) -> None:
     for run in runs:
         print(f"{run.broker:>9s} {'idle':>11s} {'':>7s} {'':>7s} {'':>9s} {'':>8s} {'':>8s}"
               f" {'':>6s} {_fmt(run.rss_idle_mib):>8s}")  # fmt: skip
-        for name in ("connections", "groups", "producers"):
+        for name in ("connections", "groups", "producers", "stalled"):
             phase: PhaseResult | None = getattr(run, name)
             if phase is None:
                 continue
@@ -334,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=1_000)
     parser.add_argument("--producers", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stalled-consumers", type=int, default=1_000)
+    parser.add_argument("--stalled-mb", type=int, default=50)
     parser.add_argument("--only", choices=BROKER_NAMES, action="append")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
@@ -357,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     failed = any(
         run.error or any(p is not None and (p.error or p.failures) for p in
-                         (run.connections, run.groups, run.producers))
+                         (run.connections, run.groups, run.producers, run.stalled))
         for run in runs
     )  # fmt: skip
     return 1 if failed else 0

@@ -60,8 +60,8 @@ log = logging.getLogger("brook.connection")
 # Handle no further request of a connection while more response bytes than this wait in
 # its transport's buffer; resume once they drain to RESUME_UNSENT_BYTES. A consumer that
 # reads its responses never comes near: it sends its next Fetch after reading the last.
-MAX_UNSENT_BYTES = 256 * 1024
-RESUME_UNSENT_BYTES = 64 * 1024
+MAX_UNSENT_BYTES = 128 * 1024
+RESUME_UNSENT_BYTES = 32 * 1024
 # A streamed record set is read from its segment this much at a time.
 STREAM_PIECE_BYTES = 64 * 1024
 
