@@ -17,6 +17,8 @@ Brook does not do yet, so the topic keeps growing (README says so).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -104,24 +106,44 @@ def merge_batches(
     start_offset: int,
 ) -> tuple[sr.PersistedStateBatch, ...]:
     """The stored batches overlaid by the written ones (the newer state of an offset
-    wins), cut below the start offset, as runs of one state and delivery count."""
-    states: dict[int, tuple[int, int]] = {}
-    for source in (stored, written):
-        for batch in source:
-            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
-                states[offset] = (batch.delivery_state, batch.delivery_count)
+    wins: a written batch over a stored one, a later written one over an earlier), cut
+    below the start offset, as runs of one state and delivery count.
+
+    Worked out on the ranges' ends, never offset by offset (Kafka's combineStateBatches
+    merges ranges too): a batch may span any number of offsets, and one a client sends
+    must not cost the broker memory or time in proportion to its span. A batch that
+    ends before it begins covers nothing."""
+    batches = [
+        (max(batch.first_offset, start_offset), batch.last_offset + 1, priority, batch)
+        for priority, batch in enumerate((*stored, *written))
+        if batch.last_offset >= max(batch.first_offset, start_offset)
+    ]
+    batches.sort(key=lambda item: item[0])
+    points = sorted({point for first, end, _, _ in batches for point in (first, end)})
+    active: list[tuple[int, int, sr.PersistedStateBatch]] = []  # (-priority, end, batch)
     merged: list[sr.PersistedStateBatch] = []
-    for offset in sorted(states):
-        state, count = states[offset]
+    next_batch = 0
+    for point, following in itertools.pairwise(points):
+        while next_batch < len(batches) and batches[next_batch][0] <= point:
+            _, end, priority, batch = batches[next_batch]
+            heapq.heappush(active, (-priority, end, batch))
+            next_batch += 1
+        while active and active[0][1] <= point:
+            heapq.heappop(active)
+        if not active:
+            continue
+        # The newest batch covering [point, following) gives it its state.
+        winner = active[0][2]
+        state, count = winner.delivery_state, winner.delivery_count
         last = merged[-1] if merged else None
         if (
             last is not None
-            and last.last_offset == offset - 1
+            and last.last_offset == point - 1
             and (last.delivery_state, last.delivery_count) == (state, count)
         ):
-            merged[-1] = sr.PersistedStateBatch(last.first_offset, offset, state, count)
+            merged[-1] = sr.PersistedStateBatch(last.first_offset, following - 1, state, count)
         else:
-            merged.append(sr.PersistedStateBatch(offset, offset, state, count))
+            merged.append(sr.PersistedStateBatch(point, following - 1, state, count))
     return tuple(merged)
 
 

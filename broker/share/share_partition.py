@@ -20,10 +20,16 @@ timers and persists what `state_batches` returns after each change.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from brook.protocol.record_batch import BatchHeader
+
+log = logging.getLogger("brook.share")
+
+# How many in-flight windows of offsets a restored state may cover (see _restore).
+RESTORED_WINDOWS = 10
 
 # Kafka's RecordState ids, as __share_group_state stores them.
 
@@ -138,9 +144,25 @@ class SharePartition:
         state = batch.delivery_state
         if state is RecordState.ACQUIRED:
             state = RecordState.AVAILABLE
-        for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
+        # The records are kept one by one: a state this broker wrote spans at most its
+        # in-flight window, and a span past any such window (a state written by hand
+        # through WriteShareGroupState) is cut rather than expanded offset by offset.
+        limit = self.start_offset + RESTORED_WINDOWS * max(self.max_in_flight, 1)
+        last = min(batch.last_offset, limit - 1)
+        if last < batch.last_offset:
+            log.warning(
+                "Share group %s, %s-%d: the stored state's batch %d-%d reaches past the"
+                " in-flight window; kept up to offset %d",
+                self.group_id,
+                self.topic,
+                self.partition,
+                batch.first_offset,
+                batch.last_offset,
+                last,
+            )
+        for offset in range(max(batch.first_offset, self.start_offset), last + 1):
             self.records[offset] = InFlightRecord(state, batch.delivery_count)
-        self.end_offset = max(self.end_offset, batch.last_offset + 1)
+        self.end_offset = max(self.end_offset, last + 1)
 
     # --- what the manager asks ----------------------------------------------------------
 

@@ -209,3 +209,18 @@ def test_renew_keeps_a_record_acquired_with_a_fresh_lock():
     assert share.next_lock_deadline() == 900 + LOCK_MS
     share.acknowledge("a", [ack(0, 0, 1)], 1000, LOCK_MS)
     assert share.start_offset == 1
+
+
+def test_a_stored_state_past_any_in_flight_window_is_cut_not_expanded() -> None:
+    from brook.broker.share.share_partition import RESTORED_WINDOWS
+
+    partition = SharePartition(
+        "g",
+        "t",
+        0,
+        100,
+        max_in_flight=50,
+        delivery_count_limit=5,
+        state_batches=[StateBatch(100, 2**62, RecordState.ACKNOWLEDGED, 1)],
+    )
+    assert partition.end_offset <= 100 + RESTORED_WINDOWS * 50

@@ -302,3 +302,81 @@ def test_renew_acknowledgements_need_version_2_and_an_empty_fetch(
         (partition,) = renewed.responses[0].partitions
         assert partition.acknowledge_error_code == ErrorCode.none
         assert partition.acquired_records == ()  # renewing fetches nothing
+
+
+def test_share_state_batches_of_any_span_are_kept_as_ranges(
+    brook_broker: BrokerThread, topic: str
+) -> None:
+    """WriteShareGroupState (an inter-broker API, open without an authorizer) may name a
+    batch of any span: the share coordinator merges ranges, never offset by offset, so the
+    write is answered at once and the broker goes on serving."""
+    from kio.schema.initialize_share_group_state.v0 import request as init0
+    from kio.schema.read_share_group_state.v0 import request as read0
+    from kio.schema.write_share_group_state.v0 import request as write0
+
+    group, huge = f"state-{uuid.uuid4().hex[:8]}", 2**62
+    with RawClient(brook_broker.port) as client:
+        tid = topic_id(client, topic)
+        [initialized] = client.request(
+            init0.InitializeShareGroupStateRequest(
+                group_id=group,
+                topics=(
+                    init0.InitializeStateData(
+                        topic_id=tid,
+                        partitions=(
+                            init0.PartitionData(partition=0, state_epoch=1, start_offset=0),
+                        ),
+                    ),
+                ),
+            )
+        ).results
+        assert initialized.partitions[0].error_code == ErrorCode.none
+        batches = ((0, huge, 2, 1), (10, 10, 0, 2), (huge - 1, huge + 5, 4, 3))
+        [written] = client.request(
+            write0.WriteShareGroupStateRequest(
+                group_id=group,
+                topics=(
+                    write0.WriteStateData(
+                        topic_id=tid,
+                        partitions=(
+                            write0.PartitionData(
+                                partition=0,
+                                state_epoch=1,
+                                leader_epoch=0,
+                                start_offset=0,
+                                state_batches=tuple(
+                                    write0.StateBatch(
+                                        first_offset=first,
+                                        last_offset=last,
+                                        delivery_state=state,
+                                        delivery_count=count,
+                                    )
+                                    for first, last, state, count in batches
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            )
+        ).results
+        assert written.partitions[0].error_code == ErrorCode.none
+        [read] = client.request(
+            read0.ReadShareGroupStateRequest(
+                group_id=group,
+                topics=(
+                    read0.ReadStateData(
+                        topic_id=tid, partitions=(read0.PartitionData(partition=0, leader_epoch=0),)
+                    ),
+                ),
+            )
+        ).results
+        stored = [
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in read.partitions[0].state_batches
+        ]
+        assert stored == [
+            (0, 9, 2, 1),
+            (10, 10, 0, 2),
+            (11, huge - 2, 2, 1),
+            (huge - 1, huge + 5, 4, 3),
+        ]
