@@ -21,6 +21,7 @@ after another, over raw Kafka-protocol connections from this process (asyncio):
 
     python -m bench.scale_clients                  # about 5 minutes on 2 cores
     python -m bench.scale_clients --only brook --connections 1000 --groups 100 --producers 100
+    (a count of 0 skips its phase)
 """
 
 from __future__ import annotations
@@ -298,7 +299,8 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
             await _close_all(clients)
 
         started = time.perf_counter()
-        run.connections = await _phase(broker, bystander, args.connections, connections)
+        if args.connections:
+            run.connections = await _phase(broker, bystander, args.connections, connections)
 
         async def groups(result: PhaseResult, latencies: Latencies) -> None:
             clients = await _connect_all(broker.port, args.groups)
@@ -317,7 +319,8 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
             finally:
                 await _close_all(clients)
 
-        run.groups = await _phase(broker, bystander, args.groups, groups)
+        if args.groups:
+            run.groups = await _phase(broker, bystander, args.groups, groups)
 
         async def producers(result: PhaseResult, latencies: Latencies) -> None:
             clients = await _connect_all(broker.port, args.producers)
@@ -337,7 +340,8 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
             finally:
                 await _close_all(clients)
 
-        run.producers = await _phase(broker, bystander, args.producers, producers)
+        if args.producers:
+            run.producers = await _phase(broker, bystander, args.producers, producers)
 
         async def stalled(result: PhaseResult, _: Latencies) -> None:
             sockets = await asyncio.to_thread(_unread_fetches, broker.port, args.stalled_consumers)
