@@ -1,7 +1,8 @@
 """`python -m bench.scale`: how a broker's costs grow with its partitions, Brook beside Apache
 Kafka and Tansu in one run.
 
-For each count of `--partitions` (default 100, 1,000 and 10,000), each broker is started on
+For each count of `--partitions` (default 100, 1,000 and 9,000: Apache Kafka 4 refuses 10,000
+in one request), each broker is started on
 an empty data dir, and then:
 
 1. Creation while serving. A bystander keeps working while one CreateTopics makes a topic
@@ -228,10 +229,19 @@ def _list_offsets_all(admin: AdminClient, partitions: int) -> None:
         future.result(TIMEOUT_S)
 
 
-def _timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
+def _timed_until_ok(action: Callable[[], object]) -> float:
+    """The time of the first call of `action` that succeeds (a broker may answer a
+    retriable error for a moment after its Metadata shows the leaders, as Kafka's does)."""
+    deadline = time.perf_counter() + TIMEOUT_S
+    while True:
+        started = time.perf_counter()
+        try:
+            action()
+            return time.perf_counter() - started
+        except Exception:
+            if time.perf_counter() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def create_bystander_topic(admin: AdminClient) -> None:
@@ -273,8 +283,10 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
         if run.fds_before is not None and run.fds_after is not None:
             run.fds_per_partition = (run.fds_after - run.fds_before) / partitions
         run.rss_mib = rss_mib(broker)
-        run.metadata_all_ms = 1000 * _timed(lambda: admin.list_topics(timeout=TIMEOUT_S))
-        run.list_offsets_all_ms = 1000 * _timed(lambda: _list_offsets_all(admin, partitions))
+        run.metadata_all_ms = 1000 * _timed_until_ok(lambda: admin.list_topics(timeout=TIMEOUT_S))
+        run.list_offsets_all_ms = 1000 * _timed_until_ok(
+            lambda: _list_offsets_all(admin, partitions)
+        )
         del admin
         if spec.name == REFERENCE:
             return run  # in memory only: nothing to restart from
@@ -392,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scale", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 10000])
+    # Kafka 4 refuses a topic of 10,000 partitions in one request (10,001 metadata records,
+    # over its 10,000 a user operation): 9,000 is the largest point all three can do.
+    parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 9000])
     parser.add_argument("--only", choices=BROKER_NAMES, action="append")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
