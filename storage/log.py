@@ -50,7 +50,7 @@ from .leader_epoch_cache import LeaderEpochFileCache
 from .load_progress import LoadProgress
 from .log_config import LogConfig
 from .log_dir_failure_channel import LogDirFailureChannel, is_disk_error
-from .log_loader import LogLoader, new_segment, replay_producer_state
+from .log_loader import LoadedLogOffsets, LogLoader, new_segment, replay_producer_state
 from .log_segment import LogSegment, TimestampAndOffset
 from .log_validator import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -232,24 +232,27 @@ class Log:
                     defer(directory=dir.parent)
                 else:
                     files.fsync_dir(dir.parent)
-            stored_topic_id = read_partition_metadata(dir)
+            stored_topic_id = None if created else read_partition_metadata(dir)
             if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
                 raise InconsistentTopicIdError(
                     f"partition {dir.name} has topic id {topic_id_to_string(stored_topic_id)}"
                     f" on disk but {topic_id_to_string(topic_id)} was requested"
                 )
             leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
-            loaded = LogLoader(
-                dir,
-                config,
-                recovery_point=recovery_point,
-                log_start_offset=log_start_offset,
-                clean_shutdown=clean_shutdown,
-                leader_epoch_cache=leader_epoch_cache,
-                progress=progress,
-                clock=clock,
-                producer_state_config=producer_state_config,
-            ).load()
+            if created:
+                loaded = _new_log(dir, config, log_start_offset, clock)
+            else:
+                loaded = LogLoader(
+                    dir,
+                    config,
+                    recovery_point=recovery_point,
+                    log_start_offset=log_start_offset,
+                    clean_shutdown=clean_shutdown,
+                    leader_epoch_cache=leader_epoch_cache,
+                    progress=progress,
+                    clock=clock,
+                    producer_state_config=producer_state_config,
+                ).load()
             if topic_id is not None and stored_topic_id is None:
                 write_partition_metadata(dir, topic_id)
         except BaseException:
@@ -274,7 +277,10 @@ class Log:
             clock=clock,
             producer_state_config=producer_state_config,
         )
-        log._prune_snapshots_at_open(clean_shutdown)
+        if created:
+            log._producer_state.knows_no_snapshots()
+        else:
+            log._prune_snapshots_at_open(clean_shutdown)
         # What loading read (the tail, the indexes) leaves no descriptor open: a broker
         # loads tens of thousands of logs within its open-file limit.
         for segment in loaded.segments:
@@ -1261,6 +1267,18 @@ class Log:
         files.fsync_dir(target.parent)
         shutil.rmtree(target, ignore_errors=True)
         logger.info("Deleted log %s", self.dir.name)
+
+
+def _new_log(dir: Path, config: LogConfig, start_offset: int, clock: Clock) -> LoadedLogOffsets:
+    """What loading a directory just made would find: one empty segment, its indexes
+    preallocated, read from nothing (a CreateTopics of thousands makes thousands)."""
+    segment = new_segment(dir, start_offset, config, clock=clock)
+    try:
+        segment.resize_indexes(config.max_index_size)
+    except BaseException:
+        segment.close_handlers()
+        raise
+    return LoadedLogOffsets([segment], start_offset, start_offset, start_offset)
 
 
 def _discard_new_dir(dir: Path) -> None:

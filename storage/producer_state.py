@@ -391,7 +391,20 @@ class ProducerStateManager:
         self.unreplicated_txns: dict[int, TxnMetadata] = {}
         self.map_end_offset = 0
         self._last_snap_offset = 0
-        self._snapshots = self._scan_snapshot_files()
+        # The offsets of the snapshot files, listed on first need (a new partition's
+        # directory is not read for them).
+        self._snapshot_offsets: list[int] | None = None
+
+    @property
+    def _snapshots(self) -> list[int]:
+        if self._snapshot_offsets is None:
+            self._snapshot_offsets = self._scan_snapshot_files()
+        return self._snapshot_offsets
+
+    def knows_no_snapshots(self) -> None:
+        """The directory was just made: there is no snapshot file to list."""
+        if self._snapshot_offsets is None:
+            self._snapshot_offsets = []
 
     def _scan_snapshot_files(self) -> list[int]:
         if self.log_dir is None:
