@@ -323,6 +323,61 @@ def _decode(data: bytes, size: int, header: BatchHeader) -> list[Record]:
     return records
 
 
+def scan_record_keys(
+    buffer: bytes | bytearray | memoryview, header: BatchHeader
+) -> list[tuple[int, bytes | None, bool]]:
+    """(offset, key, whether the value is null) of each record of one batch, decompressing
+    it: what the log cleaner needs, read without the values and headers that a full
+    decode slices (each record is skipped by its length once its key is read).
+
+    For batches already in a log (validated when appended): it checks that each record
+    lies within its batch and the count, and raises INVALID_RECORD as decode_records does
+    when they do not hold; the rest is decode_records' to check."""
+    section = records_section(buffer, header)
+    if header.codec == Codec.NONE:
+        size = len(section)
+        data = b"".join((section, _PADDING))
+    else:
+        inflated = decompress(header.codec, section)
+        size = len(inflated)
+        data = inflated + _PADDING
+    read_int = read_signed_varint
+    read_long = read_signed_varlong
+    base_offset = header.base_offset
+    found: list[tuple[int, bytes | None, bool]] = []
+    position = 0
+    try:
+        for index in range(header.record_count):
+            length, n = read_int(data, position)
+            position += n
+            end = position + length
+            if length < 0 or end > size:
+                raise InvalidRecordError(f"record {index} claims {length} bytes, past its batch")
+            _, n = read_long(data, position + 1)  # after the attributes: timestamp delta
+            position += 1 + n
+            offset_delta, n = read_int(data, position)
+            position += n
+            length, n = read_int(data, position)
+            position += n
+            key = None if length < 0 else data[position : position + length]
+            position += max(length, 0)
+            value_length, _ = read_int(data, position)
+            if position > end:
+                raise InvalidRecordError("record field runs past the end of its record")
+            found.append((base_offset + offset_delta, key, value_length < 0))
+            position = end
+    except ValueError as exc:  # kio: a varint longer than its type allows
+        raise InvalidRecordError(
+            f"a record of the batch at offset {header.base_offset} is malformed: {exc}"
+        ) from None
+    if position != size:
+        raise InvalidRecordError(
+            f"batch at offset {base_offset} has {size - position} bytes"
+            f" after its {header.record_count} records"
+        )
+    return found
+
+
 def encode_record(record: Record, offset_delta: int, timestamp_delta: int) -> bytes:
     body = bytearray(b"\x00")
     write_varint(timestamp_delta, body)

@@ -30,7 +30,6 @@ import itertools
 import operator
 import os
 from array import array
-from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -140,19 +139,14 @@ class AbstractIndex:
             idle_files.opened(self)
         return self._fd
 
-    @contextlib.contextmanager
-    def _briefly_open(self) -> Iterator[int]:
-        """A descriptor for a one-off change (a resize, a truncation): the open one, or
-        one opened and closed again, so that loading thousands of logs, each of whose
-        active indexes is preallocated, holds no descriptor afterwards."""
+    def _truncate_file(self, length: int) -> None:
+        """Set the file's length for a one-off change (a resize, a truncation) through the
+        open descriptor, or by path: loading or closing thousands of logs, each of whose
+        active indexes is preallocated or trimmed, opens no descriptor for it."""
         if self._fd is not None:
-            yield self._fd
-            return
-        fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            yield fd
-        finally:
-            os.close(fd)
+            os.ftruncate(self._fd, length)
+        else:
+            os.truncate(self.path, length)
 
     def release_descriptor(self) -> None:
         """Close the descriptor, keeping the entries (unsynced writes stay for flush)."""
@@ -243,8 +237,7 @@ class AbstractIndex:
         self._ensure_loaded()
         length = max(self._round(new_size), self._entry_count() * self.ENTRY_SIZE)
         if length != self._max_entries * self.ENTRY_SIZE:
-            with self._briefly_open() as fd:
-                os.ftruncate(fd, length)
+            self._truncate_file(length)
             self._unflushed = True
         self._max_entries = length // self.ENTRY_SIZE
 
@@ -264,9 +257,8 @@ class AbstractIndex:
             return
         self._truncate_entries(count)
         length = self._max_entries * self.ENTRY_SIZE
-        with self._briefly_open() as fd:
-            os.ftruncate(fd, count * self.ENTRY_SIZE)
-            os.ftruncate(fd, length)
+        self._truncate_file(count * self.ENTRY_SIZE)
+        self._truncate_file(length)
         self._unflushed = True
 
     def truncate_to(self, offset: int) -> None:

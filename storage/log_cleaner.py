@@ -64,6 +64,7 @@ from brook.protocol.record_batch import (
     compute_crc,
     decode_records,
     encode_record,
+    scan_record_keys,
 )
 
 from . import log_file_utils as files
@@ -396,9 +397,9 @@ def _build_offset_map(
             if header.is_control:
                 txns.on_control_batch(header, buffer)
             elif not txns.on_batch(header):  # aborted data is no value of its key
-                for record in decode_records(buffer, header):
-                    if record.key is not None and record.offset >= first_dirty:
-                        if not offset_map.put(record.key, record.offset):
+                for offset, key, _ in scan_record_keys(buffer, header):
+                    if key is not None and offset >= first_dirty:
+                        if not offset_map.put(key, offset):
                             return offset_map, True
                         stats.map_records += 1
             offset_map.latest_offset = header.last_offset
@@ -587,6 +588,27 @@ def _filter_batch(
         if marker_of_empty_txn and horizon is None:
             return _rebuild(header, records, now + plan.config.delete_retention_ms)
         stats.records_kept += len(records)
+        return header, buffer
+    # Which records stay, from their keys alone: a batch kept whole or dropped whole (most
+    # of them, in a log with many updates per key) is never decoded.
+    keys = scan_record_keys(buffer, header)
+    entries = offset_map.entries
+    staying = [
+        offset >= end
+        or (
+            key is not None
+            and offset >= entries.get(key, -1)
+            and not (tombstone and horizon is not None and now >= horizon)
+        )
+        for offset, key, tombstone in keys
+    ]
+    if not any(staying):
+        return _empty_batch(header) if producers_last else None
+    has_tombstone = any(
+        tombstone for (_, _, tombstone), stays in zip(keys, staying, strict=True) if stays
+    )
+    if all(staying) and not (has_tombstone and horizon is None):
+        stats.records_kept += len(keys)
         return header, buffer
     records = decode_records(buffer, header)
     kept: list[Record] = []
