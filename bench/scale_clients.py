@@ -8,9 +8,10 @@ after another, over raw Kafka-protocol connections from this process (asyncio):
 1. Connections: `--connections` connections opened (each answered one ApiVersions), held
    idle for 3 s, then closed. Reported: the time to open them all, the broker's RSS while
    they are held, the bystander's p99 and worst latency over the phase.
-2. Consumer groups: `--groups` groups, one connection each, commit the offsets of the 10
-   partitions (OffsetCommit v8, as a client without group membership commits) `--rounds`
-   times. Reported: commits a second, their p50 and p99 latency, failed commits, RSS after.
+2. Consumer groups: `--groups` groups, one connection each, find their coordinator, then
+   commit the offsets of the 10 partitions (OffsetCommit v8, as a client without group
+   membership commits) `--rounds` times. Reported: commits a second, their p50 and p99
+   latency, failed commits, RSS after.
 3. Idempotent producers: `--producers` producers, one connection each, get a producer id
    (InitProducerId) and send `--rounds` batches of 10 x 100 B in sequence (acks=all) to a
    partition each. Reported: batches a second, their p50 and p99 latency, failures, RSS.
@@ -154,6 +155,25 @@ def _commit_request(group: str) -> Any:
             ),
         ),
     )
+
+
+async def _find_coordinator(client: Client, group: str) -> None:
+    """FindCoordinator until the group has one (COORDINATOR_NOT_AVAILABLE while the offsets
+    topic is being made), then a first commit until it is taken (Kafka answers
+    NOT_COORDINATOR while its coordinator loads the partition), as a client retries."""
+    from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+
+    deadline = time.perf_counter() + 60
+    found = False
+    while True:
+        if not found:
+            request = FindCoordinatorRequest(key=group, key_type=0)  # type: ignore[arg-type]
+            found = (await client.request(request)).error_code == 0
+        if found and _committed(await client.request(_commit_request(group))):
+            return
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"group {group} found no coordinator to commit to")
+        await asyncio.sleep(0.1)
 
 
 def _committed(response: Any) -> bool:
@@ -305,8 +325,11 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
         async def groups(result: PhaseResult, latencies: Latencies) -> None:
             clients = await _connect_all(broker.port, args.groups)
             try:
-                # The first commit makes __consumer_offsets: not what is measured.
-                await clients[0].request(_commit_request("bench-warm-up"))
+                # Each finds its coordinator and commits once first, as a client does
+                # (the first makes __consumer_offsets): not what is measured.
+                await asyncio.gather(
+                    *(_find_coordinator(c, f"bench-group-{i}") for i, c in enumerate(clients))
+                )
                 began = time.perf_counter()
                 result.failures = await _timed_requests(
                     clients,
