@@ -19,8 +19,8 @@ an empty data dir, and then:
    connections, and to answering ListOffsets for every partition again. Tansu keeps its
    data in memory only (this build has no disk storage), so it is not restarted.
 
-A chart (`--out`, scale.png) draws creation time, restart time, descriptors and RSS against
-the partition count, one line per broker.
+A chart (`--out`, scale.png) draws creation time, restart time, a Metadata request of every
+partition and RSS against the partition count, one line per broker.
 
     python -m bench.scale                                 # about 10 minutes on 2 cores
     python -m bench.scale --partitions 100 1000 --only brook
@@ -375,7 +375,7 @@ def write_chart(runs: list[ScaleRun], path: Path) -> Path:
     panels = [
         ("create_ready_s", "creating one topic (s)"),
         ("restart_serving_s", "restart to serving all (s)"),
-        ("fds_per_partition", "file descriptors per partition"),
+        ("metadata_all_ms", "one Metadata of every partition (ms)"),
         ("rss_mib", "RSS after creation (MiB)"),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.5), layout="constrained")
@@ -409,7 +409,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 9000])
     parser.add_argument("--only", choices=BROKER_NAMES, action="append")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--chart-from", type=Path, help="draw the chart of a saved scale.json; measure nothing"
+    )
     args = parser.parse_args(argv)
+    if args.chart_from is not None:
+        saved = [ScaleRun(**run) for run in json.loads(args.chart_from.read_text())]
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(f"chart: {write_chart(saved, args.out / 'scale.png')}")
+        return 0
     names = args.only or list(BROKER_NAMES)
     runs: list[ScaleRun] = []
     args.out.mkdir(parents=True, exist_ok=True)
