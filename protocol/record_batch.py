@@ -211,6 +211,17 @@ class Record:
 _PADDING = bytes(10)
 
 
+def _padded_records(
+    buffer: bytes | bytearray | memoryview, header: BatchHeader
+) -> tuple[bytes, int]:
+    """The batch's records section, inflated, and its size, followed by _PADDING."""
+    section = records_section(buffer, header)
+    if header.codec == Codec.NONE:
+        return b"".join((section, _PADDING)), len(section)
+    inflated = decompress(header.codec, section)
+    return inflated + _PADDING, len(inflated)
+
+
 def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> list[Record]:
     """Decode every record of one batch (at `header.position` in `buffer`), decompressing it.
 
@@ -221,14 +232,7 @@ def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) 
     about twice as fast as Python's per varint, and a Spark job over segments decodes
     every record.
     """
-    section = records_section(buffer, header)
-    if header.codec == Codec.NONE:
-        size = len(section)
-        data = b"".join((section, _PADDING))
-    else:
-        inflated = decompress(header.codec, section)
-        size = len(inflated)
-        data = inflated + _PADDING
+    data, size = _padded_records(buffer, header)
     try:
         return _decode(data, size, header)
     except ValueError as exc:  # kio: a varint longer than its type allows
@@ -333,14 +337,7 @@ def scan_record_keys(
     For batches already in a log (validated when appended): it checks that each record
     lies within its batch and the count, and raises INVALID_RECORD as decode_records does
     when they do not hold; the rest is decode_records' to check."""
-    section = records_section(buffer, header)
-    if header.codec == Codec.NONE:
-        size = len(section)
-        data = b"".join((section, _PADDING))
-    else:
-        inflated = decompress(header.codec, section)
-        size = len(inflated)
-        data = inflated + _PADDING
+    data, size = _padded_records(buffer, header)
     read_int = read_signed_varint
     read_long = read_signed_varlong
     base_offset = header.base_offset

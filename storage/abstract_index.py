@@ -35,6 +35,7 @@ from typing import ClassVar
 
 from . import idle_files
 from .errors import CorruptIndexError, IndexOffsetOverflowError
+from .log_file_utils import fsync_existing
 
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 INT32_MAX = 2**31 - 1
@@ -277,12 +278,8 @@ class AbstractIndex:
     def flush(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
-        elif self._unflushed:  # written, then let go while idle: Linux syncs the inode
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        elif self._unflushed:  # written, then let go while idle
+            fsync_existing(self.path)
         self._unflushed = False
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from brook.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 
 from . import idle_files
+from .log_file_utils import fsync_existing
 
 # Smallest legal batchLength: a header with no records.
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
@@ -139,12 +140,8 @@ class FileRecords:
     def flush(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
-        elif self._unflushed:  # written, then let go while idle: Linux syncs the inode
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        elif self._unflushed:  # written, then let go while idle
+            fsync_existing(self.path)
         self._unflushed = False
 
     # --- reading ----------------------------------------------------------------------

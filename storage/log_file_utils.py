@@ -88,9 +88,15 @@ def fsync_dir(directory: Path) -> None:
 def fsync_path(path: Path, flags: int = os.O_RDONLY) -> None:
     """Fsync a file (or, with O_DIRECTORY, a directory) by its path; gone, nothing."""
     try:
-        fd = os.open(path, flags)
+        fsync_existing(path, flags)
     except FileNotFoundError:
         return
+
+
+def fsync_existing(path: Path, flags: int = os.O_RDONLY) -> None:
+    """Fsync a file by its path through a descriptor of its own (Linux syncs the inode's
+    pages, whoever wrote them); raises OSError when it cannot."""
+    fd = os.open(path, flags | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

@@ -120,12 +120,9 @@ class ReplicaManager:
         removes or reconfigures waits for ReplicaChange.complete, once it is kept.
         """
         steps = self._preparing(records, cache)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                change: ReplicaChange = done.value
-                return change
+        while (change := _step(steps)) is None:
+            pass
+        return change
 
     async def prepare_in_slices(
         self,
@@ -139,15 +136,11 @@ class ReplicaManager:
         steps = self._preparing(records, cache)
         made = 0
         try:
-            while True:
-                try:
-                    next(steps)
-                except StopIteration as done:
-                    change: ReplicaChange = done.value
-                    return change
+            while (change := _step(steps)) is None:
                 made += 1
                 if made % slice_partitions == 0:
                     await asyncio.sleep(0)
+            return change
         except BaseException:
             steps.close()  # its own handler removes what it made
             raise
@@ -385,6 +378,16 @@ class ReplicaManager:
         config = self._log_config_of(overrides)
         for partition in self.partitions_of(name):
             partition.log.update_config(config)
+
+
+def _step(steps: Generator[None, None, ReplicaChange]) -> ReplicaChange | None:
+    """One partition made (None), or the change once all are."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        change: ReplicaChange = done.value
+        return change
+    return None
 
 
 class ReplicaChange:
