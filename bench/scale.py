@@ -16,8 +16,9 @@ an empty data dir, and then:
    per partition; RSS; the time of a Metadata request for every topic and of ListOffsets
    (latest) for every partition.
 3. Restart. A clean stop (SIGTERM), a start on the same data dir: seconds to accepting
-   connections, and to answering ListOffsets for every partition again. Tansu keeps its
-   data in memory only (this build has no disk storage), so it is not restarted.
+   connections, and to answering ListOffsets for every partition again; then the same after
+   a SIGKILL (a crash: what was not flushed is recovered). Tansu keeps its data in memory
+   only (this build has no disk storage), so it is not restarted.
 
 A chart (`--out`, scale.png) draws creation time, restart time, a Metadata request of every
 partition and RSS against the partition count, one line per broker.
@@ -176,6 +177,8 @@ class ScaleRun:
     restart_listening_s: float | None = None
     restart_serving_s: float | None = None
     rss_after_restart_mib: float | None = None
+    crash_listening_s: float | None = None
+    crash_serving_s: float | None = None
     error: str | None = None
 
 
@@ -244,6 +247,28 @@ def _timed_until_ok(action: Callable[[], object]) -> float:
             time.sleep(0.1)
 
 
+def _restart(
+    spec: BrokerSpec, port: int, data: Path, log_path: Path, partitions: int
+) -> tuple[BrokerProcess, float, float]:
+    """A start on the data dir left behind: the broker, seconds to accepting connections
+    and to answering ListOffsets for every partition."""
+    broker = BrokerProcess(spec.build_argv(port, data), port, log_path, spec.env)
+    started = time.perf_counter()
+    broker.start(START_TIMEOUT_S)
+    listening = time.perf_counter() - started
+    admin = quiet_admin(broker.bootstrap)
+    deadline = time.perf_counter() + TIMEOUT_S
+    while True:
+        try:
+            _list_offsets_all(admin, partitions)
+            return broker, listening, time.perf_counter() - started
+        except Exception:
+            if time.perf_counter() > deadline:
+                broker.stop(TIMEOUT_S)
+                raise
+            time.sleep(0.1)
+
+
 def create_bystander_topic(admin: AdminClient) -> None:
     admin.create_topics([NewTopic(BYSTANDER_TOPIC, 1, 1)])[BYSTANDER_TOPIC].result(60)
 
@@ -287,26 +312,18 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
         run.list_offsets_all_ms = 1000 * _timed_until_ok(
             lambda: _list_offsets_all(admin, partitions)
         )
-        del admin
         if spec.name == REFERENCE:
             return run  # in memory only: nothing to restart from
         broker.stop(TIMEOUT_S)
-        broker = BrokerProcess(spec.build_argv(port, data), port, log_path, spec.env)
-        started = time.perf_counter()
-        broker.start(START_TIMEOUT_S)
-        run.restart_listening_s = time.perf_counter() - started
-        admin = quiet_admin(broker.bootstrap)
-        deadline = time.perf_counter() + TIMEOUT_S
-        while True:
-            try:
-                _list_offsets_all(admin, partitions)
-                break
-            except Exception:
-                if time.perf_counter() > deadline:
-                    raise
-                time.sleep(0.1)
-        run.restart_serving_s = time.perf_counter() - started
+        broker, run.restart_listening_s, run.restart_serving_s = _restart(
+            spec, port, data, log_path, partitions
+        )
         run.rss_after_restart_mib = rss_mib(broker)
+        # Then a crash: SIGKILL, and a start that recovers what was not flushed.
+        broker.kill()
+        broker, run.crash_listening_s, run.crash_serving_s = _restart(
+            spec, port, data, log_path, partitions
+        )
     except Exception as exc:
         run.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -336,6 +353,8 @@ def print_table(runs: list[ScaleRun]) -> None:
         ("ListOffsets ms", lambda r: _fmt(r.list_offsets_all_ms, 0)),
         ("restart s", lambda r: _fmt(r.restart_listening_s, 2)),
         ("serving s", lambda r: _fmt(r.restart_serving_s, 2)),
+        ("after kill s", lambda r: _fmt(r.crash_listening_s, 2)),
+        ("serving s", lambda r: _fmt(r.crash_serving_s, 2)),
     ]
     rows = [[get(run) for _, get in columns] for run in runs]
     widths = [max(len(name), *(len(row[i]) for row in rows)) for i, (name, _) in enumerate(columns)]
