@@ -439,6 +439,55 @@ def print_table(runs: list[ClientsRun]) -> None:
             print(f"    {run.broker} failed: {run.error}")
 
 
+PHASES = (
+    ("connections", "connections open"),
+    ("groups", "groups committing"),
+    ("producers", "idempotent producers"),
+    ("stalled", "consumers not reading a fetch"),
+)
+
+
+def write_chart(runs: list[ClientsRun], path: Path) -> Path:
+    """RSS against the number of clients of each phase, one line per broker (runs of
+    several sizes, e.g. two saved scale_clients.json)."""
+    from .chart import COLORS, plt  # type: ignore[attr-defined]  # chart's own pyplot
+
+    fig, axes = plt.subplots(1, len(PHASES), figsize=(18, 4.5), layout="constrained")
+    for ax, (name, title) in zip(axes, PHASES, strict=True):
+        for broker in BROKER_NAMES:
+            points = sorted(
+                (phase.count, phase.rss_mib)
+                for run in runs
+                if run.broker == broker
+                and (phase := getattr(run, name)) is not None
+                and phase.rss_mib is not None
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=broker, color=COLORS[broker])
+        ax.set_xscale("log")
+        ax.set_xlabel(title)
+        ax.set_ylabel("RSS (MiB)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle("Broker memory against clients (one broker, this machine)")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _load_runs(path: Path) -> list[ClientsRun]:
+    runs = []
+    for saved in json.loads(path.read_text()):
+        run = ClientsRun(saved["broker"], saved.get("rss_idle_mib"), error=saved.get("error"))
+        for name, _ in PHASES:
+            if saved.get(name):
+                setattr(run, name, PhaseResult(**saved[name]))
+        runs.append(run)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scale_clients", description=__doc__.splitlines()[0]
@@ -451,7 +500,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stalled-mb", type=int, default=50)
     parser.add_argument("--only", choices=BROKER_NAMES, action="append")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--chart-from",
+        type=Path,
+        nargs="+",
+        help="draw the chart of saved scale_clients.json files (runs of several sizes)",
+    )
     args = parser.parse_args(argv)
+    if args.chart_from:
+        args.out.mkdir(parents=True, exist_ok=True)
+        saved = [run for path in args.chart_from for run in _load_runs(path)]
+        print(f"chart: {write_chart(saved, args.out / 'scale_clients.png')}")
+        return 0
     # This process holds a descriptor per connection too.
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
