@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 # matplotlib (typed) comes with the bench extra, absent where the tests' mypy runs.
@@ -14,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
 from matplotlib.ticker import FuncFormatter  # type: ignore[import-not-found, unused-ignore]
 
-from bench.brokers import BROOK, KAFKA, REFERENCE
+from bench.brokers import BROKER_NAMES, BROOK, KAFKA, REFERENCE
 from bench.metrics import METRICS, BrokerResult, Metric
 from bench.report import format_ratio, ratio
 
@@ -102,3 +103,34 @@ def _missing(metric: Metric, result: BrokerResult | None) -> str:
     if result is None:
         return "not run"
     return "failed" if result.failure(metric) else "n/a"
+
+
+@dataclass(frozen=True)
+class GrowthPanel:
+    """One panel of a growth chart: each broker's (x, y) points, x drawn on a log scale."""
+
+    title: str
+    xlabel: str
+    points: dict[str, list[tuple[float, float]]]
+    ylabel: str = ""
+
+
+def write_growth_chart(panels: list[GrowthPanel], title: str, path: Path) -> Path:
+    """Panels side by side, one line per broker: how a cost grows with the work."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.5), layout="constrained")
+    for ax, panel in zip(axes, panels, strict=True):
+        for broker in BROKER_NAMES:
+            points = sorted(panel.points.get(broker, []))
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=broker, color=COLORS[broker])
+        ax.set_xscale("log")
+        ax.set_xlabel(panel.xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(panel.title)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -389,7 +389,7 @@ def print_ratios(runs: list[ScaleRun]) -> None:
 
 
 def write_chart(runs: list[ScaleRun], path: Path) -> Path:
-    from .chart import COLORS, plt  # type: ignore[attr-defined]  # chart's own pyplot
+    from .chart import GrowthPanel, write_growth_chart
 
     panels = [
         ("create_ready_s", "creating one topic (s)"),
@@ -397,26 +397,25 @@ def write_chart(runs: list[ScaleRun], path: Path) -> Path:
         ("metadata_all_ms", "one Metadata of every partition (ms)"),
         ("rss_mib", "RSS after creation (MiB)"),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.5), layout="constrained")
-    for ax, (name, title) in zip(axes, panels, strict=True):
-        for broker in BROKER_NAMES:
-            points = [
-                (run.partitions, getattr(run, name))
-                for run in runs
-                if run.broker == broker and getattr(run, name) is not None
-            ]
-            if points:
-                xs, ys = zip(*sorted(points), strict=True)
-                ax.plot(xs, ys, marker="o", label=broker, color=COLORS[broker])
-        ax.set_xscale("log")
-        ax.set_xlabel("partitions")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    fig.suptitle("How cost grows with partitions (one broker, this machine)")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return write_growth_chart(
+        [
+            GrowthPanel(
+                title,
+                "partitions",
+                {
+                    broker: [
+                        (run.partitions, getattr(run, name))
+                        for run in runs
+                        if run.broker == broker and getattr(run, name) is not None
+                    ]
+                    for broker in BROKER_NAMES
+                },
+            )
+            for name, title in panels
+        ],
+        "How cost grows with partitions (one broker, this machine)",
+        path,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -450,31 +450,20 @@ PHASES = (
 def write_chart(runs: list[ClientsRun], path: Path) -> Path:
     """RSS against the number of clients of each phase, one line per broker (runs of
     several sizes, e.g. two saved scale_clients.json)."""
-    from .chart import COLORS, plt  # type: ignore[attr-defined]  # chart's own pyplot
+    from .chart import GrowthPanel, write_growth_chart
 
-    fig, axes = plt.subplots(1, len(PHASES), figsize=(18, 4.5), layout="constrained")
-    for ax, (name, title) in zip(axes, PHASES, strict=True):
-        for broker in BROKER_NAMES:
-            points = sorted(
-                (phase.count, phase.rss_mib)
-                for run in runs
-                if run.broker == broker
-                and (phase := getattr(run, name)) is not None
-                and phase.rss_mib is not None
-            )
-            if points:
-                xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=broker, color=COLORS[broker])
-        ax.set_xscale("log")
-        ax.set_xlabel(title)
-        ax.set_ylabel("RSS (MiB)")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    fig.suptitle("Broker memory against clients (one broker, this machine)")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    def points(broker: str, name: str) -> list[tuple[float, float]]:
+        phases = [getattr(run, name) for run in runs if run.broker == broker]
+        return [(p.count, p.rss_mib) for p in phases if p is not None and p.rss_mib is not None]
+
+    return write_growth_chart(
+        [
+            GrowthPanel(title, title, {b: points(b, name) for b in BROKER_NAMES}, "RSS (MiB)")
+            for name, title in PHASES
+        ],
+        "Broker memory against clients (one broker, this machine)",
+        path,
+    )
 
 
 def _load_runs(path: Path) -> list[ClientsRun]:

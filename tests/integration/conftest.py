@@ -1,4 +1,5 @@
-"""Fixtures of the integration tests that start `brook serve` processes."""
+"""Fixtures of the integration tests that start brokers of their own: `brook serve`
+processes, or one in-process broker."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from brook.broker.testing import BrokerThread
 
 from .processes import Brokers
 
@@ -18,3 +21,14 @@ def brokers(tmp_path: Path) -> Iterator[Brokers]:
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    """An in-process broker of the test's own (not the session's shared one), for a test
+    that fills it with much or looks at its state from its loop."""
+    started = BrokerThread(tmp_path / "data").start()
+    try:
+        yield started
+    finally:
+        started.stop()

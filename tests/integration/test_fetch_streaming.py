@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,12 +26,8 @@ VALUE = b"v" * 1000  # 12 MB in all: far more than the socket buffers hold
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    started = BrokerThread(tmp_path / "data").start()
-    try:
-        yield started
-    finally:
-        started.stop()
+def broker(own_broker: BrokerThread) -> BrokerThread:
+    return own_broker
 
 
 def _fill(broker: BrokerThread, topic: str) -> None:

@@ -6,8 +6,6 @@ refuses one of an existing topic."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,12 +21,8 @@ PARTITIONS = 1000
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    started = BrokerThread(tmp_path / "data").start()
-    try:
-        yield started
-    finally:
-        started.stop()
+def broker(own_broker: BrokerThread) -> BrokerThread:
+    return own_broker
 
 
 def _create_request(name: str, partitions: int, validate_only: bool = False) -> Any:
