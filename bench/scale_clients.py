@@ -105,6 +105,31 @@ async def _close_all(clients: list[Client]) -> None:
     await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
 
 
+# The request a client sends in a round: (client's index, round) -> request.
+Request = Callable[[int, int], Any]
+
+
+async def _rounds(
+    port: int,
+    count: int,
+    rounds: int,
+    prepare: Callable[[list[Client]], Awaitable[Request]],
+    check: Callable[[Any], bool],
+    result: PhaseResult,
+    latencies: Latencies,
+) -> None:
+    """`count` connections, made ready by `prepare` (not timed), then `rounds` timed
+    requests each: the rate and the failures into `result`."""
+    clients = await _connect_all(port, count)
+    try:
+        make = await prepare(clients)
+        began = time.perf_counter()
+        result.failures = await _timed_requests(clients, rounds, make, check, latencies)
+        result.per_second = count * rounds / (time.perf_counter() - began)
+    finally:
+        await _close_all(clients)
+
+
 async def _timed_requests(
     clients: list[Client],
     rounds: int,
@@ -323,45 +348,31 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
             run.connections = await _phase(broker, bystander, args.connections, connections)
 
         async def groups(result: PhaseResult, latencies: Latencies) -> None:
-            clients = await _connect_all(broker.port, args.groups)
-            try:
+            async def prepare(clients: list[Client]) -> Request:
                 # Each finds its coordinator and commits once first, as a client does
                 # (the first makes __consumer_offsets): not what is measured.
                 await asyncio.gather(
                     *(_find_coordinator(c, f"bench-group-{i}") for i, c in enumerate(clients))
                 )
-                began = time.perf_counter()
-                result.failures = await _timed_requests(
-                    clients,
-                    args.rounds,
-                    lambda index, _: _commit_request(f"bench-group-{index}"),
-                    _committed,
-                    latencies,
-                )
-                result.per_second = args.groups * args.rounds / (time.perf_counter() - began)
-            finally:
-                await _close_all(clients)
+                return lambda index, _: _commit_request(f"bench-group-{index}")
+
+            await _rounds(
+                broker.port, args.groups, args.rounds, prepare, _committed, result, latencies
+            )
 
         if args.groups:
             run.groups = await _phase(broker, bystander, args.groups, groups)
 
         async def producers(result: PhaseResult, latencies: Latencies) -> None:
-            clients = await _connect_all(broker.port, args.producers)
-            try:
+            async def prepare(clients: list[Client]) -> Request:
                 ids = await _init_producer_ids(clients)
-                began = time.perf_counter()
-                result.failures = await _timed_requests(
-                    clients,
-                    args.rounds,
-                    lambda index, round_no: _produce_request(
-                        index % PARTITIONS, ids[index][0], ids[index][1], round_no * 10
-                    ),
-                    _produced,
-                    latencies,
+                return lambda index, round_no: _produce_request(
+                    index % PARTITIONS, ids[index][0], ids[index][1], round_no * 10
                 )
-                result.per_second = args.producers * args.rounds / (time.perf_counter() - began)
-            finally:
-                await _close_all(clients)
+
+            await _rounds(
+                broker.port, args.producers, args.rounds, prepare, _produced, result, latencies
+            )
 
         if args.producers:
             run.producers = await _phase(broker, bystander, args.producers, producers)
