@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
@@ -109,7 +109,6 @@ def encode_response(correlation_id: int, response: ResponsePayload) -> bytes:
     )
 
 
-@runtime_checkable
 class LazyBytes(Protocol):
     """Bytes read only when they are sent: a record set that stays in its segment file
     (storage.file_records.FileRegion) until the connection streams it."""

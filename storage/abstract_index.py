@@ -35,7 +35,6 @@ from typing import ClassVar
 
 from . import idle_files
 from .errors import CorruptIndexError, IndexOffsetOverflowError
-from .log_file_utils import fsync_existing
 
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 INT32_MAX = 2**31 - 1
@@ -50,7 +49,7 @@ def non_decreasing(values: array[int]) -> bool:
     return all(map(operator.le, values, itertools.islice(values, 1, None)))
 
 
-class AbstractIndex:
+class AbstractIndex(idle_files.ReleasableFile):
     """A lazily loaded, preallocated file of `ENTRY_SIZE`-byte entries."""
 
     ENTRY_SIZE: ClassVar[int]
@@ -65,13 +64,11 @@ class AbstractIndex:
         max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
         writable: bool = True,
     ) -> None:
+        super().__init__()
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self.writable = writable
-        self._fd: int | None = None
-        self.used = False
-        self._unflushed = False
         self._loaded = False
         # How many entries the file has room for at its current length (Kafka's
         # mmap limit / entry size). A trimmed file is full until it is resized.
@@ -148,13 +145,6 @@ class AbstractIndex:
             os.ftruncate(self._fd, length)
         else:
             os.truncate(self.path, length)
-
-    def release_descriptor(self) -> None:
-        """Close the descriptor, keeping the entries (unsynced writes stay for flush)."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-        idle_files.closed(self)
 
     def _load_read_only(self) -> None:
         fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
@@ -276,11 +266,7 @@ class AbstractIndex:
     # --- lifecycle --------------------------------------------------------------------
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-        elif self._unflushed:  # written, then let go while idle
-            fsync_existing(self.path)
-        self._unflushed = False
+        self._sync()
 
     def close(self) -> None:
         """Trim the file to its entries and release it; it reloads if used again."""

@@ -29,6 +29,10 @@ from pathlib import Path
 
 from .log_file_utils import fsync_dir, fsync_path
 
+# A change that makes (or loads) at least this many partitions defers their fsyncs; a
+# few are fsynced as they are made, as any file.
+BULK_PARTITIONS = 64
+
 _DEFERRING: ContextVar[bool] = ContextVar("brook_deferring_fsyncs", default=False)
 _lock = threading.Lock()
 _files: set[Path] = set()

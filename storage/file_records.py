@@ -22,7 +22,6 @@ from pathlib import Path
 from brook.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 
 from . import idle_files
-from .log_file_utils import fsync_existing
 
 # Smallest legal batchLength: a header with no records.
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
@@ -36,7 +35,7 @@ HEADER_SCAN_CHUNK = 16 * 1024
 RECOVERY_CHUNK = 1024 * 1024
 
 
-class FileRecords:
+class FileRecords(idle_files.ReleasableFile):
     """The .log file of one segment. The descriptor is opened on first use, and a
     mutable file's is closed again when it goes unused (storage/idle_files.py).
 
@@ -45,13 +44,9 @@ class FileRecords:
     """
 
     def __init__(self, path: Path, size: int | None = None, *, mutable: bool = True) -> None:
+        super().__init__()
         self.path = path
         self.mutable = mutable
-        self._fd: int | None = None
-        self.used = False
-        # Bytes written (or cut) since the last fsync: a flush after the descriptor was
-        # let go reopens the file to sync them.
-        self._unflushed = False
         if size is None:
             try:
                 size = path.stat().st_size
@@ -73,13 +68,6 @@ class FileRecords:
             else:
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         return self._fd
-
-    def release_descriptor(self) -> None:
-        """Close the descriptor (unsynced bytes stay in the page cache for flush)."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-        idle_files.closed(self)
 
     def _check_mutable(self, action: str) -> None:
         if not self.mutable:
@@ -138,11 +126,7 @@ class FileRecords:
         return removed
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-        elif self._unflushed:  # written, then let go while idle
-            fsync_existing(self.path)
-        self._unflushed = False
+        self._sync()
 
     # --- reading ----------------------------------------------------------------------
 

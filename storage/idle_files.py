@@ -15,8 +15,12 @@ opening registers nothing.
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 from typing import Protocol
+
+from .log_file_utils import fsync_existing
 
 
 class IdleClosable(Protocol):
@@ -26,6 +30,34 @@ class IdleClosable(Protocol):
     used: bool
 
     def release_descriptor(self) -> None: ...
+
+
+class ReleasableFile:
+    """What a segment file (FileRecords, an index) keeps of its descriptor: open on use,
+    let go when idle, and whether bytes written through it still wait for an fsync, so
+    that a flush after the descriptor went still syncs them (by path: Linux syncs the
+    inode's pages, whoever wrote them)."""
+
+    path: Path
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self.used = False
+        self._unflushed = False
+
+    def release_descriptor(self) -> None:
+        """Close the descriptor (unsynced bytes stay in the page cache for flush)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+        closed(self)
+
+    def _sync(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+        elif self._unflushed:  # written, then let go while idle
+            fsync_existing(self.path)
+        self._unflushed = False
 
 
 class _Registry(threading.local):

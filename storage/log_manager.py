@@ -45,7 +45,7 @@ from .checkpoints import (
     write_partition_metadata,
 )
 from .clock import Clock, system_clock
-from .deferred_fsync import deferring_fsyncs, sync_deferred
+from .deferred_fsync import BULK_PARTITIONS, deferring_fsyncs, sync_deferred
 from .errors import (
     CorruptCheckpointError,
     InconsistentBrokerIdError,
@@ -75,9 +75,6 @@ def _log_class() -> type[Log]:
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
-# Loading at least this many logs leaves the fsyncs of their checkpoint rewrites to
-# sync_deferred (see _load_logs).
-DEFERRED_FSYNC_MIN_LOGS = 64
 
 TopicPartition = tuple[str, int]
 
@@ -345,7 +342,7 @@ class LogManager:
             # partition is led): many logs leave those fsyncs to sync_deferred, which the
             # broker runs off its loop once started (a truncation lost to a power cut is
             # made again at the next load).
-            with deferring_fsyncs() if total >= DEFERRED_FSYNC_MIN_LOGS else nullcontext():
+            with deferring_fsyncs() if total >= BULK_PARTITIONS else nullcontext():
                 log = _log_class().open(
                     path,
                     self._config_factory(topic),

@@ -8,7 +8,7 @@ missing, and a change that cannot be kept removes nothing. The publisher belongs
 the thread that made it (the broker's loop): a change found elsewhere (a ZooKeeper watch,
 later) is handed to the loop first, so changes never interleave.
 
-A change of many new partitions (CreateTopics, CreatePartitions) is applied in slices
+A CreateTopics (of up to thousands of new partitions) is applied in slices
 (apply_in_slices): its logs are made a few at a time, the loop serving other requests in
 between, and it becomes visible whole at the end as any other. What runs in between
 cannot see or touch its topics: they are in no cache yet, and creating one of the same

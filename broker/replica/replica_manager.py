@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from brook.storage.clock import system_clock
-from brook.storage.deferred_fsync import deferring_fsyncs, sync_deferred
+from brook.storage.deferred_fsync import BULK_PARTITIONS, deferring_fsyncs, sync_deferred
 from brook.storage.log_manager import LogManager
 
 from ..metadata.cache import MetadataCache
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 TopicPartition = tuple[str, int]
 logger = logging.getLogger("brook.replica_manager")
 
-# How many new partitions one change makes before their fsyncs are deferred.
-DEFERRED_FSYNC_MIN_PARTITIONS = 64
 # Partitions a sliced change makes before it lets the loop serve others: a few
 # milliseconds of work, so bystanders wait little (prepare_in_slices).
 PARTITIONS_PER_SLICE = 16
@@ -184,7 +182,7 @@ class ReplicaManager:
                 and self.broker_id in record.replicas
                 and (names[record.topic_id], record.partition_id) not in self._partitions
             )
-            >= DEFERRED_FSYNC_MIN_PARTITIONS
+            >= BULK_PARTITIONS
         )
         try:
             for record in records:
