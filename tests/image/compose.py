@@ -8,7 +8,8 @@ running health checks on systemd timers: without systemd a container's health st
 same objects with podman:
 
 - a network `<project>_default` on which each service's container is reachable by its
-  service name (a network alias) and its `hostname:`;
+  service name (a network alias) and its `hostname:`, and its dependencies' names are in
+  its /etc/hosts too (see `dependency_addresses`);
 - a volume per top-level `volumes:` entry, `<project>_<name>`;
 - an image per `build:` (context and Dockerfile relative to the file), by the tests' build;
 - the containers in `depends_on` order, a `condition: service_healthy` dependency's health
@@ -255,9 +256,30 @@ class ComposeProject:
             network=self.network,
             aliases=[name],
             hostname=service.spec.get("hostname"),
+            hosts=self.dependency_addresses(name),
         )
         self.containers[name] = container
         return container
+
+    def dependency_addresses(self, name: str) -> dict[str, str]:
+        """The service's dependencies by name (and hostname) to their addresses, for its
+        /etc/hosts. Docker's DNS would answer these; podman 4.3's aardvark-dns (1.4) tears
+        its sockets down and up again on each reload, which every container joining the
+        network causes (containers/aardvark-dns#389), and a broker starting beside its
+        siblings lost every lookup of `zookeeper` for 40 s in a CI run and exited. A
+        dependency is started before its dependents and not restarted by the tests, so its
+        address holds; lookups of anything else still go to the network's DNS."""
+        hosts: dict[str, str] = {}
+        for dependency in self.services[name].depends_on:
+            networks = self.podman.inspect("container", self.container_name(dependency))[
+                "NetworkSettings"
+            ]["Networks"]
+            address = networks[self.network]["IPAddress"]
+            hosts[dependency] = address
+            hostname = self.services[dependency].spec.get("hostname")
+            if hostname:
+                hosts[hostname] = address
+        return hosts
 
     def has_healthcheck(self, name: str) -> bool:
         if self.services[name].healthcheck is not None:

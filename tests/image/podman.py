@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -375,11 +375,13 @@ def run_container(
     network: str | None = None,
     aliases: Sequence[str] = (),
     hostname: str | None = None,
+    hosts: Mapping[str, str] | None = None,
     entrypoint: str | None = None,
     command: Sequence[str] = (),
 ) -> Container:
     """`docker run -d` with the tests' limits and owner label. The image's health check is
-    kept but its timer off (`podman healthcheck run` runs it): the timer needs systemd."""
+    kept but its timer off (`podman healthcheck run` runs it): the timer needs systemd.
+    `hosts` are /etc/hosts entries (`--add-host`), name to address."""
     args = ["run", "--detach", "--name", name, "--label", f"{OWNER_LABEL}={os.getpid()}"]
     args += [*ULIMITS, "--health-interval", "disable"]
     for port in ports:
@@ -396,6 +398,8 @@ def run_container(
         args += ["--network-alias", alias]
     if hostname is not None:
         args += ["--hostname", hostname]
+    for host, address in (hosts or {}).items():
+        args += ["--add-host", f"{host}:{address}"]
     if entrypoint is not None:
         args += ["--entrypoint", entrypoint]
     podman(*args, image, *command)
