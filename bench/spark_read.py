@@ -14,7 +14,9 @@ per record, decoded) and in batches mode (one row per batch, records not decoded
   wall clock on a busy machine: the Python worker's records per CPU second is the
   per-core figure of the data source;
 - through Spark, a read of 1% of the offsets (`offset BETWEEN ...`), which pushdown turns
-  into the byte range of those offsets.
+  into the byte range of those offsets;
+- records mode cut into 8 tasks (the `maxPartitionBytes` option) on `local[1]` and then on
+  `local[2]`: how the read scales from one core to two.
 
 Each measurement runs `--repeat` times and its best counts; a first Spark read warms the
 JVM and the Python workers and is not counted. Needs the spark and bench extras and a JVM.
@@ -95,14 +97,14 @@ def read_without_spark(root: Path, mode: str) -> int:
     return records
 
 
-def spark_session() -> Any:
+def spark_session(cores: int = 1) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from brook.spark import register
 
     spark = (
-        SparkSession.builder.master("local[1]")
+        SparkSession.builder.master(f"local[{cores}]")
         .appName("brook-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -116,12 +118,21 @@ def spark_session() -> Any:
     return spark
 
 
-def read_with_spark(spark: Any, root: Path, mode: str, where: str | None = None) -> int:
-    df = spark.read.format("kafka-segments").option("mode", mode).load(str(root))
+def read_with_spark(
+    spark: Any, root: Path, mode: str, where: str | None = None, split_bytes: int | None = None
+) -> int:
+    reader = spark.read.format("kafka-segments").option("mode", mode)
+    if split_bytes is not None:
+        reader = reader.option("maxPartitionBytes", str(split_bytes))
+    df = reader.load(str(root))
     if where is not None:
         df = df.filter(where)
     df.write.format("noop").mode("overwrite").save()
     return 0
+
+
+def _split_cpu(cpu: dict[str, float]) -> tuple[float, float]:
+    return cpu["python workers"], cpu["jvm"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -164,6 +175,19 @@ def main(argv: list[str] | None = None) -> None:
                         functools.partial(read_with_spark, spark, root, mode, condition),
                     )
                     results.append((mode, label, wall, cpu["python workers"], cpu["jvm"]))
+                # The same read cut into 8 tasks, on one core and then on two.
+                split = functools.partial(read_with_spark, split_bytes=max(size // 8, 1))
+                records_in_8 = functools.partial(split, spark, root, "records")
+                wall, cpu, _ = best_of(args.repeat, records_in_8)
+                results.append(("records", "Spark local[1], 8 tasks", wall, *_split_cpu(cpu)))
+            finally:
+                spark.stop()
+            spark = spark_session(cores=2)
+            try:
+                split(spark, root, "batches")  # warm-up
+                records_in_8 = functools.partial(split, spark, root, "records")
+                wall, cpu, _ = best_of(args.repeat, records_in_8)
+                results.append(("records", "Spark local[2], 8 tasks", wall, *_split_cpu(cpu)))
             finally:
                 spark.stop()
         print(
@@ -179,6 +203,10 @@ def main(argv: list[str] | None = None) -> None:
             "  records per CPU s: of this process without Spark, of Spark's Python"
             " workers (the data source) with it"
         )
+        by_label = {label: wall for mode, label, wall, *_ in results if mode == "records"}
+        one, two = by_label.get("Spark local[1], 8 tasks"), by_label.get("Spark local[2], 8 tasks")
+        if one and two:
+            print(f"  records mode on two cores: {one / two:.2f}x the wall-clock rate of one")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,14 @@ exception: a batch that fails its CRC is not decoded (its records cannot be trus
 batch whose records do not decode keeps its header fields, and bytes that are not a batch
 at all end the walk of that segment, as they end Kafka's own reading of a log.
 
-Rows are gathered column by column, a batch at a time: a batch's header fields are
-repeated over its records with one list operation each, and timestamps stay Kafka's
+In records mode, runs of sound batches (CRC valid, not control records) are decoded
+together into Arrow columns by record_columns, with no Python work per record but the
+walk over records of varied sizes; a batch's header fields are one value per batch spread
+over its rows by one Arrow `take`. What that decoder refuses, and the batches it does not
+take, are decoded record by record (decode_records) into Python lists, gathered column by
+column a batch at a time, as batches mode's rows are. Timestamps stay Kafka's
 milliseconds until the Arrow batch is built, where they become Spark's microseconds in
-one vectorized step. Per record there is only the decoder's work and a few list appends.
+one vectorized step.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow ships no type information
 
@@ -34,11 +39,14 @@ from brook.storage.end_transaction_marker import CONTROL_TYPE_NAMES, control_typ
 from brook.storage.reader import Batch, Damage, SegmentReader
 
 from . import schema
+from .record_columns import RecordColumns, Undecodable, decode_columns, inflated_records
 from .transactions import ABORTED, NO_TRANSACTIONS, OPEN, PartitionTransactions
 
 # Rows per Arrow batch handed to Spark (Spark's own default for Arrow batches is 10,000);
 # a record batch is never split across two.
 ROWS_PER_ARROW_BATCH = 10_000
+# Bytes of records decoded together at most (a run of large records ends before 10,000).
+RUN_BYTES = 64 * 1024 * 1024
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
 CODEC_NAMES = {codec.value: codec.name.lower() for codec in Codec}
 
@@ -150,7 +158,7 @@ class _Rows:
         return batch
 
 
-def _timestamp_array(millis: list[int | None]) -> pa.Array:
+def _timestamp_array(millis: list[int | None] | np.ndarray) -> pa.Array:
     """Kafka milliseconds as Spark's timestamps: NO_TIMESTAMP (-1) becomes null."""
     values = pa.array(millis, pa.int64())
     micros = pc.if_else(
@@ -220,22 +228,143 @@ def read_segment(
     are) that `bounds` leaves in. `transactions` gives each batch its outcome; with
     `read_committed`, the batches of aborted and open transactions are left out
     (the caller's bounds end the read below the last stable offset)."""
-    add_batch = functools.partial(
-        _add_records if mode == "records" else _add_batch, transactions=transactions
-    )
     hidden = functools.partial(_hidden, transactions) if read_committed else None
     with SegmentReader(log_path) as reader:
         if reader.base_offset is None:
             raise ValueError(f"{log_path} is not a segment: not named by a base offset")
         rows = _Rows(schema.MODES[mode], topic, partition, reader.base_offset)
-        items = iter(reader.batches(start_position, end_position))
-        done = False
-        while not done:
+        items = _wanted(reader.batches(start_position, end_position), bounds, hidden)
+        if mode == "records":
+            yield from _record_rows(rows, items, transactions)
+            return
+        for item in items:
             with _collector_paused():
-                done = _fill(rows, items, add_batch, bounds, hidden)
-                arrow = rows.to_arrow() if rows.rows else None
+                if isinstance(item, Damage):
+                    _add_damage(rows, item)
+                else:
+                    _add_batch(rows, item, transactions)
+                arrow = rows.to_arrow() if rows.rows >= ROWS_PER_ARROW_BATCH else None
             if arrow is not None:
                 yield arrow
+        if rows.rows:
+            yield rows.to_arrow()
+
+
+def _record_rows(
+    rows: _Rows, items: Iterator[Batch | Damage], transactions: PartitionTransactions
+) -> Iterator[pa.RecordBatch]:
+    """Records mode: runs of sound batches decoded together (record_columns), a batch
+    that fails its CRC, a control batch, damage, or a run the columnar decoder refuses
+    decoded a record at a time. Rows keep the log's order: whichever of the two holds
+    rows is emptied before the other takes any."""
+    run = _RecordRun(rows)
+    for item in items:
+        if isinstance(item, Damage):
+            yield from run.flush(transactions)
+            _add_damage(rows, item)
+        elif run.add(item, transactions):
+            if rows.rows:
+                yield rows.to_arrow()
+            if run.full:
+                yield from run.flush(transactions)
+            continue
+        else:
+            yield from run.flush(transactions)
+            with _collector_paused():
+                _add_records(rows, item, transactions)
+        if rows.rows >= ROWS_PER_ARROW_BATCH:
+            yield rows.to_arrow()
+    yield from run.flush(transactions)
+    if rows.rows:
+        yield rows.to_arrow()
+
+
+class _RecordRun:
+    """Sound batches (CRC valid, not control, inflated) queued for one columnar decode."""
+
+    def __init__(self, rows: _Rows):
+        self.rows = rows  # where a run the columnar decoder refuses is decoded instead
+        self.clear()
+
+    def clear(self) -> None:
+        self.batches: list[Batch] = []
+        self.headers: list[BatchHeader] = []
+        self.sections: list[bytes | memoryview] = []
+        self.records = 0
+        self.bytes = 0
+
+    @property
+    def full(self) -> bool:
+        return self.records >= ROWS_PER_ARROW_BATCH or self.bytes >= RUN_BYTES
+
+    def add(self, batch: Batch, transactions: PartitionTransactions) -> bool:
+        """Queue the batch, or False if it is not one for the columnar decoder."""
+        header = batch.header
+        if header.is_control or not batch.crc_is_valid():
+            return False
+        try:
+            section = inflated_records(batch.data, header)
+        except CorruptRecordError:
+            return False
+        self.batches.append(batch)
+        self.headers.append(header)
+        self.sections.append(section)
+        self.records += header.record_count
+        self.bytes += len(section)
+        return True
+
+    def flush(self, transactions: PartitionTransactions) -> Iterator[pa.RecordBatch]:
+        if not self.batches:
+            return
+        with _collector_paused():
+            try:
+                arrow = self._to_arrow(transactions)
+            except Undecodable:
+                arrow = None
+                for batch in self.batches:
+                    _add_records(self.rows, batch, transactions)
+            self.clear()
+        if arrow is not None:
+            yield arrow
+        elif self.rows.rows:
+            yield self.rows.to_arrow()
+
+    def _to_arrow(self, transactions: PartitionTransactions) -> pa.RecordBatch:
+        columns = decode_columns(self.headers, self.sections)
+        count = len(columns)
+        spread = pa.array(columns.batch_of_record, pa.int32())
+        fields = [_batch_fields(batch, True, transactions) for batch in self.batches]
+        arrays = []
+        for field in self.rows.schema:
+            name = field.name
+            if name == "offset":
+                array = pa.array(columns.offset, pa.int64())
+            elif name == "timestamp":
+                array = _timestamp_array(self._timestamps(columns))
+            elif name in ("key", "value", "headers"):
+                array = getattr(columns, name)
+            elif name in ("control_type", "error"):
+                array = pa.nulls(count, field.type)
+            elif name in self.rows.where:
+                array = pa.repeat(pa.scalar(self.rows.where[name], field.type), count)
+            else:
+                per_batch = [batch_fields[name] for batch_fields in fields]
+                array = pa.array(per_batch, field.type).take(spread)
+            arrays.append(array)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.rows.schema)
+
+    def _timestamps(self, columns: RecordColumns) -> np.ndarray:
+        """In a LogAppendTime batch every record has the batch's max timestamp (Kafka's
+        DefaultRecordBatch), unless that is NO_TIMESTAMP: then each its own."""
+        appended = [
+            header.is_log_append_time and header.max_timestamp != NO_TIMESTAMP
+            for header in self.headers
+        ]
+        if not any(appended):
+            return columns.timestamp
+        max_timestamps = np.array([header.max_timestamp for header in self.headers], np.int64)
+        use_max = np.array(appended)[columns.batch_of_record]
+        return np.where(use_max, max_timestamps[columns.batch_of_record], columns.timestamp)
 
 
 @contextlib.contextmanager
@@ -267,28 +396,23 @@ def _hidden(transactions: PartitionTransactions, batch: Batch) -> bool:
     )
 
 
-def _fill(
-    rows: _Rows,
+def _wanted(
     items: Iterator[Batch | Damage],
-    add_batch: Callable[[_Rows, Batch], None],
     bounds: BatchBounds,
     hidden: Callable[[Batch], bool] | None = None,
-) -> bool:
-    """Add batches' rows until an Arrow batch is full (False) or the range is read (True)."""
+) -> Iterator[Batch | Damage]:
+    """The batches whose rows are wanted, then the damage that ends the walk, if any."""
     for item in items:
         if isinstance(item, Damage):
-            _add_damage(rows, item)
-            return True
+            yield item
+            return
         if not bounds.unbounded and not _within(item, bounds):
             if _past(item, bounds):
-                return True
+                return
             continue
         if hidden is not None and hidden(item):
             continue
-        add_batch(rows, item)
-        if rows.rows >= ROWS_PER_ARROW_BATCH:
-            return False
-    return True
+        yield item
 
 
 def _within(batch: Batch, bounds: BatchBounds) -> bool:

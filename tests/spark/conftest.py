@@ -34,7 +34,7 @@ SPARK_TESTS = Path(__file__).parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(item.path)
-        if SPARK_TESTS in path.parents:
+        if SPARK_TESTS in path.parents and path.name not in WITHOUT_SPARK:
             item.add_marker(pytest.mark.xdist_group(_group_of(path.name)))
 
 
@@ -48,6 +48,10 @@ AUDIT_GROUP = {
     # Not over the audit's log dirs, but the other group is the longer chain.
     "test_spark_kafka.py",
 }
+
+
+# Modules that start no Spark: they run on any worker, outside the two chains.
+WITHOUT_SPARK = {"test_record_columns.py"}
 
 
 def _group_of(module: str) -> str:
