@@ -291,11 +291,18 @@ class KafkaBroker:
             "-XX:InitiatingHeapOccupancyPercent=35",
         ]
 
-    def format(self, cluster_id: str | None = None) -> None:
-        """kafka-storage.sh format --standalone: the log dir made a KRaft voter's."""
+    def format(self, cluster_id: str | None = None, initial_controllers: str | None = None) -> None:
+        """kafka-storage.sh format: the log dir made a KRaft voter's, the only one of its
+        quorum (--standalone) or one of `initial_controllers` (--initial-controllers,
+        `id@host:port:directory-id,...`, the same list for every voter of a cluster)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(
             "".join(f"{key}={value}\n" for key, value in self.settings.items())
+        )
+        quorum = (
+            ["--standalone"]
+            if initial_controllers is None
+            else ["--initial-controllers", initial_controllers]
         )
         done = run_tool(
             STORAGE_TOOL,
@@ -304,7 +311,7 @@ class KafkaBroker:
             cluster_id or random_cluster_id(),
             "-c",
             str(self.config_file),
-            "--standalone",
+            *quorum,
         )
         if done.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed: {done.stdout}{done.stderr}")
@@ -328,19 +335,42 @@ class KafkaBroker:
         ]
 
     def start(self) -> KafkaBroker:
-        from brook.broker.testing import wait_for_port
+        self.launch()
+        self.wait_ready()
+        return self
 
+    def launch(self) -> None:
+        """The JVM started, not waited for: a voter of a larger quorum opens its broker
+        listener only once a quorum of the voters runs (KafkaCluster starts them all, then
+        waits)."""
         command = self.command()
-        with open(self.home / "stdout.log", "wb") as output:
+        # Appended to: a node started again (the failover bench) keeps its first run's output.
+        with open(self.home / "stdout.log", "ab") as output:
             self.process = subprocess.Popen(
                 command, stdout=output, stderr=subprocess.STDOUT, env=java_env()
             )
+
+    def wait_ready(self) -> None:
+        """Return once the broker listener accepts connections; stop the broker and raise
+        RuntimeError, with its log's end, if it exits or does not in START_TIMEOUT_S."""
+        from brook.broker.testing import wait_for_port
+
         try:
             wait_for_port(self.port, START_TIMEOUT_S, self.process)
         except (RuntimeError, TimeoutError) as exc:
             self.stop()
             raise RuntimeError(f"Apache Kafka did not start: {exc}\n{self.log_tail()}") from None
-        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def kill(self) -> None:
+        """SIGKILL to this broker's JVM (its own pid), as a crash: no controlled shutdown."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(STOP_TIMEOUT_S)
 
     def log_tail(self, lines: int = 40) -> str:
         text = self.log_file.read_text() if self.log_file.exists() else ""
@@ -360,3 +390,120 @@ class KafkaBroker:
         code = self.process.returncode
         self.process = None
         return code
+
+
+class KafkaCluster:
+    """`count` Apache Kafka nodes on 127.0.0.1 in KRaft combined mode, node ids 1..count,
+    each a broker and a voter of the controller quorum: the multi-node set-up of Kafka's
+    documentation (one cluster id; every node formatted with `kafka-storage format
+    --initial-controllers` naming all the voters), with Kafka's own replication defaults
+    for the internal topics (3 replicas, min.insync.replicas 2). A context manager: the
+    JVMs it started are stopped, by pid, when the block ends, also on failure."""
+
+    def __init__(
+        self,
+        root: Path,
+        count: int = 3,
+        overrides: dict[str, str] | None = None,
+        heap: str = "512m",
+        jvm_flags: list[str] | None = None,
+    ) -> None:
+        from brook.broker.local_ports import free_port
+
+        self.root = root
+        self.cluster_id = random_cluster_id()
+        controller_ports = {node_id: free_port() for node_id in range(1, count + 1)}
+        # KafkaBroker's single-node replication factors set back to Kafka's defaults
+        # (capped by the size of the cluster).
+        replicas = str(min(3, count))
+        min_isr = str(min(2, count))
+        shared = {
+            "controller.quorum.bootstrap.servers": ",".join(
+                f"127.0.0.1:{port}" for port in controller_ports.values()
+            ),
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            **(overrides or {}),
+        }
+        self.nodes = {
+            node_id: KafkaBroker(
+                root / f"node-{node_id}",
+                free_port(),
+                controller_port,
+                {**shared, "node.id": str(node_id)},
+                heap=heap,
+                jvm_flags=jvm_flags,
+            )
+            for node_id, controller_port in controller_ports.items()
+        }
+        # Each voter is named with the directory id of its metadata log dir, which the
+        # format of that node writes; the same list goes to every node's format. A
+        # directory id is a Uuid in the text of a cluster id.
+        self.initial_controllers = ",".join(
+            f"{node_id}@127.0.0.1:{port}:{random_cluster_id()}"
+            for node_id, port in controller_ports.items()
+        )
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    def __enter__(self) -> KafkaCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Every node formatted, then all launched before any is waited for: a node's
+        broker listener opens once the quorum has elected a leader, for which a majority of
+        the voters must run."""
+        for node in self.nodes.values():
+            node.format(self.cluster_id, self.initial_controllers)
+        for node in self.nodes.values():
+            node.launch()
+        for node in self.nodes.values():
+            node.wait_ready()
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL to one node's JVM, as a crash (the failover bench)."""
+        self.nodes[node_id].kill()
+
+    def restart(self, node_id: int) -> None:
+        """A node started again on its log dir, as it was (after a kill)."""
+        self.nodes[node_id].start()
+
+    def stop(self) -> None:
+        """SIGTERM to every node first, then each waited for (SIGKILL after
+        STOP_TIMEOUT_S): the nodes shut down together rather than one after another."""
+        for node in self.nodes.values():
+            if node.process is not None and node.process.poll() is None:
+                node.process.terminate()
+        for node in self.nodes.values():
+            node.stop()
+
+    def active_controller(self) -> int:
+        """The node id of the quorum's leader, the active controller (kafka-metadata-quorum
+        describe --status; a broker's DescribeCluster names a random broker in KRaft)."""
+        described = run_tool(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-server",
+            self.bootstrap,
+            "describe",
+            "--status",
+            timeout=60,
+        )
+        found = re.search(r"^LeaderId:\s*(\d+)", described.stdout, re.MULTILINE)
+        if found is None:
+            raise RuntimeError(
+                f"kafka-metadata-quorum names no leader:\n{described.stdout}{described.stderr}"
+            )
+        return int(found.group(1))

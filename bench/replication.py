@@ -1,5 +1,6 @@
 """`python -m bench.replication`: what replication costs and how fast it fails over.
-Brook against itself (the reference broker does not replicate).
+Brook against itself (the reference broker does not replicate), and its failover against
+Apache Kafka's.
 
 1. Replicated produce: `--messages` x 100 B at acks=all to one partition, on a single
    broker (no ZooKeeper), then on three brokers with ZooKeeper, the topic replicated 3
@@ -8,14 +9,20 @@ Brook against itself (the reference broker does not replicate).
    the leader is sampled every 100 ms from the replicas' segment files (bytes the follower
    has still to copy; the brokers expose no metric for it yet): median and maximum.
 2. Failover: an idempotent producer sends at `--rate` msgs/s (acks=all) to a partition
-   replicated 3 times; the partition's leader is SIGKILLed and the time from the kill to
-   the first write acknowledged after it (necessarily by the new leader) is taken; the
-   killed broker is started again and the round ends once it is back in the ISR. Median
-   and maximum over `--rounds`. The controller learns of the death when the broker's
-   ZooKeeper session expires: `--session-timeout-ms` (Kafka's default is 18000) bounds the
-   failover from below, and is printed beside it.
+   replicated 3 times (min.insync.replicas=2) whose replicas list the active controller
+   last, so that its leader is not the controller; the partition's leader is SIGKILLed and
+   the time from the kill to the first write acknowledged after it (necessarily by the new
+   leader) is taken; the killed broker is started again and the round ends once it is back
+   in the ISR. Median and maximum over `--rounds`, on Brook's three brokers, then on three
+   Apache Kafka 4 nodes in KRaft mode (each a broker and a controller; `--skip-kafka`
+   leaves them out), side by side with their ratio. Each controller learns of the death
+   its own way, with its defaults unless told otherwise: Brook's when the broker's
+   ZooKeeper session expires (zookeeper.session.timeout.ms, 18000:
+   `--session-timeout-ms`), Kafka's when the broker has sent no heartbeat for
+   broker.session.timeout.ms (9000: `--kafka-session-timeout-ms`). Each bounds its
+   failover from below and is printed beside it, as the broker reports it.
 
-    python -m bench.replication                     # about 3 minutes on 2 cores
+    python -m bench.replication                     # about 7 minutes on 2 cores
     python -m bench.replication --messages 100000 --rounds 3
 """
 
@@ -23,20 +30,26 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import statistics
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient
+
+# confluent_kafka.admin re-exports ConfigResource without __all__ (see bench/kafka_admin.py).
+from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
 from brook.broker.local_ports import free_port
 from brook.broker.zookeeper.server import ZooKeeperServer
 
+from .apache_kafka import KafkaCluster, kafka_version
 from .brokers import brook_command, compile_brook_bytecode
 from .kafka_admin import NewTopic
 from .procs import BrokerProcess
@@ -45,17 +58,24 @@ from .workload import produce_throughput
 TOPIC = "replicated"
 TIMEOUT_S = 300.0
 MIB = 1024 * 1024
+# Each of the three Kafka JVMs: a small heap (the bench's machine has 2 cores), with the
+# collector of Kafka's scripts (G1).
+KAFKA_HEAP = "512m"
+# ZooKeeper's tick as its sample zoo.cfg (and Debian's) sets it. ZooKeeper grants sessions
+# of 2 to 20 ticks: ZooKeeperServer's 500 ms tick for tests would cut Brook's 18 s default
+# session to 10 s, and with it the failover measured.
+ZOOKEEPER_TICK_MS = 2000
 
 
 class Cluster:
     """ZooKeeper and `count` brokers (ids 1..count), each on a port of its own; stopped,
     by pid, when the block ends."""
 
-    def __init__(self, root: Path, count: int, session_timeout_ms: int) -> None:
+    def __init__(self, root: Path, count: int, session_timeout_ms: int | None) -> None:
         self.root = root
         self.count = count
         self.session_timeout_ms = session_timeout_ms
-        self.zookeeper = ZooKeeperServer(root / "zookeeper")
+        self.zookeeper = ZooKeeperServer(root / "zookeeper", tick_ms=_tick_for(session_timeout_ms))
         self.ports = {broker_id: free_port() for broker_id in range(1, count + 1)}
         self.brokers: dict[int, BrokerProcess] = {}
 
@@ -73,10 +93,11 @@ class Cluster:
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
             "log.dirs": str(self.data_dir(broker_id)),
             "zookeeper.connect": self.zookeeper.connect + "/bench",
-            "zookeeper.session.timeout.ms": self.session_timeout_ms,
             "offsets.topic.replication.factor": min(3, self.count),
             "transaction.state.log.replication.factor": min(3, self.count),
         }
+        if self.session_timeout_ms is not None:  # Brook's default otherwise
+            overrides["zookeeper.session.timeout.ms"] = self.session_timeout_ms
         argv = [*brook_command(), "serve"]
         for key, value in overrides.items():
             argv += ["--override", f"{key}={value}"]
@@ -84,6 +105,18 @@ class Cluster:
         broker.start()
         self.brokers[broker_id] = broker
         return broker
+
+    def kill(self, broker_id: int) -> None:
+        self.brokers[broker_id].kill()
+
+    def restart(self, broker_id: int) -> None:
+        self.start_broker(broker_id)
+
+    def active_controller(self) -> int:
+        # Brook's Metadata names the controller ZooKeeper elected (Kafka's KRaft brokers
+        # name a random broker there: KafkaCluster asks the quorum).
+        controller: int = _metadata(self.bootstrap).controller_id
+        return controller
 
     def __enter__(self) -> Cluster:
         self.zookeeper.start()
@@ -96,6 +129,15 @@ class Cluster:
         for broker in self.brokers.values():
             broker.stop()
         self.zookeeper.stop()
+
+
+def _tick_for(session_timeout_ms: int | None) -> int:
+    """ZooKeeper's tick: ZOOKEEPER_TICK_MS, unless the session asked for is outside the 2
+    to 20 ticks it allows (ZooKeeper would then grant another than the one asked for)."""
+    if session_timeout_ms is None:
+        return ZOOKEEPER_TICK_MS
+    shortest, longest = math.ceil(session_timeout_ms / 20), session_timeout_ms // 2
+    return max(shortest, min(ZOOKEEPER_TICK_MS, longest))
 
 
 def _metadata(bootstrap: str, topic: str | None = None) -> Any:
@@ -114,20 +156,36 @@ def _wait(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -
         time.sleep(0.05)
 
 
-def _create(bootstrap: str, topic: str, replication_factor: int, min_insync: int) -> None:
+def _create(bootstrap: str, topic: str, replicas: int | list[int], min_insync: int) -> None:
+    """A one-partition topic, with `replicas` replicas placed by the controller, or on
+    those brokers, in that order."""
+    placement: dict[str, Any] = (
+        {"replication_factor": replicas}
+        if isinstance(replicas, int)
+        else {"replica_assignment": [replicas]}
+    )
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept while the creation runs
     futures = admin.create_topics(
         [
             NewTopic(
                 topic,
                 num_partitions=1,
-                replication_factor=replication_factor,
                 config={"min.insync.replicas": str(min_insync)},
+                **placement,
             )
         ],
         operation_timeout=30,
     )
     futures[topic].result(60)
+
+
+def _broker_setting(bootstrap: str, broker_id: int, name: str) -> str:
+    """A broker's value for one of its settings, as it describes it (DescribeConfigs)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource("broker", str(broker_id))
+    described = admin.describe_configs([resource])[resource].result(30)
+    value: str = described[name].value
+    return value
 
 
 def _partition(bootstrap: str, topic: str) -> tuple[int, list[int], list[int]]:
@@ -245,22 +303,120 @@ class _AckClock:
         raise RuntimeError("no write was acknowledged after the leader's kill")
 
 
-def _failover_rounds(cluster: Cluster, rounds: int, rate: float) -> list[float]:
+class FailoverCluster(Protocol):
+    """What the failover rounds do to a cluster, Brook's (Cluster) or Apache Kafka's
+    (bench.apache_kafka.KafkaCluster)."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    def kill(self, broker_id: int) -> None: ...
+
+    def restart(self, broker_id: int) -> None: ...
+
+    def active_controller(self) -> int: ...
+
+
+@dataclass
+class FailoverRound:
+    killed: int  # the broker id of the leader killed
+    killed_controller: bool  # whether it was also the active controller
+    stall_ms: float  # from the kill to the first write acknowledged after it
+
+
+@dataclass
+class Failover:
+    """One system's failover rounds, with the setting that bounds them."""
+
+    system: str
+    session_setting: str  # e.g. "broker.session.timeout.ms=9000"
+    rounds: list[FailoverRound]
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(r.stall_ms for r in self.rounds)
+
+    @property
+    def max_ms(self) -> float:
+        return max(r.stall_ms for r in self.rounds)
+
+
+def _create_off_controller(cluster: FailoverCluster, topic: str) -> None:
+    """The failover topic, replicated on every broker with the active controller last: a
+    leader is elected as the first replica in the ISR, so the leader, and each round's
+    victim, is never the controller (whose death would add the controller's own failover
+    to the partition's) while the other two brokers are in the ISR."""
+    controller = cluster.active_controller()
+    brokers = sorted(_metadata(cluster.bootstrap).brokers)
+    replicas = [*(b for b in brokers if b != controller), controller]
+    _create(cluster.bootstrap, topic, replicas, 2)
+    _wait(lambda: _partition(cluster.bootstrap, topic)[0] == replicas[0], "the first leader")
+
+
+def _failover_rounds(cluster: FailoverCluster, rounds: int, rate: float) -> list[FailoverRound]:
     topic = "failover"
-    _create(cluster.bootstrap, topic, 3, 2)
-    times = []
+    _create_off_controller(cluster, topic)
+    done: list[FailoverRound] = []
     with _AckClock(cluster.bootstrap, topic, rate) as clock:
         _wait(lambda: len(clock.acks) > 10, "the first acks")
         for round_no in range(rounds):
             leader, _, _ = _partition(cluster.bootstrap, topic)
+            controller = cluster.active_controller()
             killed_at = time.monotonic()
-            cluster.brokers[leader].kill()
+            cluster.kill(leader)
             first = clock.first_ack_after(killed_at)
-            times.append((first - killed_at) * 1000)
-            print(f"  round {round_no + 1}: broker {leader} killed, {times[-1]:.0f} ms", flush=True)
-            cluster.start_broker(leader)
+            done.append(FailoverRound(leader, leader == controller, (first - killed_at) * 1000))
+            role = "also the active controller" if leader == controller else "not the controller"
+            print(
+                f"  round {round_no + 1}: broker {leader} killed ({role}),"
+                f" {done[-1].stall_ms:.0f} ms",
+                flush=True,
+            )
+            cluster.restart(leader)
             _wait(lambda: len(_partition(cluster.bootstrap, topic)[2]) == 3, "the full ISR")
-    return times
+    return done
+
+
+def _print_failover(failover: Failover) -> None:
+    print(
+        f"failover to the first acknowledged write: median {failover.median_ms:.0f}"
+        f" ms, max {failover.max_ms:.0f} ms",
+        flush=True,
+    )
+
+
+def _kafka_failover(
+    root: Path, rounds: int, rate: float, session_timeout_ms: int | None
+) -> Failover:
+    """The failover rounds on three Apache Kafka nodes (KRaft, combined mode)."""
+    overrides = {}
+    if session_timeout_ms is not None:  # Kafka's default otherwise
+        overrides["broker.session.timeout.ms"] = str(session_timeout_ms)
+    system = f"Apache Kafka {kafka_version()}"
+    print(
+        f"{system}, 3 nodes in KRaft mode (each a broker and a controller, -Xmx{KAFKA_HEAP} G1):",
+        flush=True,
+    )
+    with KafkaCluster(root, 3, overrides, heap=KAFKA_HEAP) as cluster:
+        setting = "broker.session.timeout.ms"
+        session = f"{setting}={_broker_setting(cluster.bootstrap, 1, setting)}"
+        print(f"failover (SIGKILL of the leader, {rounds} rounds, {session}):", flush=True)
+        failover = Failover(system, session, _failover_rounds(cluster, rounds, rate))
+    _print_failover(failover)
+    return failover
+
+
+def _compare(brook: Failover, kafka: Failover) -> None:
+    print(
+        f"failover, Brook ({brook.session_setting}) against"
+        f" {kafka.system} ({kafka.session_setting}):",
+        flush=True,
+    )
+    for what, ours, theirs in (
+        ("median", brook.median_ms, kafka.median_ms),
+        ("max", brook.max_ms, kafka.max_ms),
+    ):
+        print(f"  {what}: {ours:.0f} ms against {theirs:.0f} ms, {ours / theirs:.2f}x", flush=True)
 
 
 def main() -> None:
@@ -273,7 +429,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="produce rounds (the median)")
     parser.add_argument("--rounds", type=int, default=5, help="failover rounds")
     parser.add_argument("--rate", type=float, default=500.0, help="msgs/s while failing over")
-    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        help="Brook's zookeeper.session.timeout.ms (default: Brook's, 18000)",
+    )
+    parser.add_argument(
+        "--kafka-session-timeout-ms",
+        type=int,
+        help="Apache Kafka's broker.session.timeout.ms (default: Kafka's, 9000)",
+    )
+    parser.add_argument(
+        "--skip-kafka",
+        action="store_true",
+        help="leave Apache Kafka's failover out (it needs Java and Kafka's jars)",
+    )
+    parser.add_argument("--json", type=Path, help="write the failover rounds to this file")
     args = parser.parse_args()
     compile_brook_bytecode()
     with tempfile.TemporaryDirectory(prefix="brook-bench-replication-") as tmp:
@@ -317,17 +488,33 @@ def main() -> None:
                     f" KiB, max {max(lag) / MIB:.1f} MiB ({len(lag)} samples)",
                     flush=True,
                 )
-            print(
-                f"failover (SIGKILL of the leader, {args.rounds} rounds,"
-                f" zookeeper.session.timeout.ms={args.session_timeout_ms}):",
-                flush=True,
+            setting = "zookeeper.session.timeout.ms"
+            session = f"{setting}={_broker_setting(cluster.bootstrap, 1, setting)}"
+            print(f"failover (SIGKILL of the leader, {args.rounds} rounds, {session}):", flush=True)
+            brook = Failover("Brook", session, _failover_rounds(cluster, args.rounds, args.rate))
+        _print_failover(brook)
+        failovers = [brook]
+        if not args.skip_kafka:
+            # Once Brook's cluster is stopped: the two do not share the machine's cores.
+            kafka = _kafka_failover(
+                root / "kafka", args.rounds, args.rate, args.kafka_session_timeout_ms
             )
-            times = _failover_rounds(cluster, args.rounds, args.rate)
-            print(
-                f"failover to the first acknowledged write: median {statistics.median(times):.0f}"
-                f" ms, max {max(times):.0f} ms",
-                flush=True,
+            _compare(brook, kafka)
+            failovers.append(kafka)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rate_msgs_per_s": args.rate,
+                    "failovers": [
+                        {**asdict(f), "median_ms": f.median_ms, "max_ms": f.max_ms}
+                        for f in failovers
+                    ],
+                },
+                indent=2,
             )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":
