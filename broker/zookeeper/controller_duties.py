@@ -36,7 +36,7 @@ import contextlib
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from brook.protocol.errors import ErrorCode
@@ -86,6 +86,8 @@ class ElectionType(enum.IntEnum):
 ElectionResult = tuple[ErrorCode, str | None]
 # Tries of an election whose state changed meanwhile (a leader's ISR write came first).
 ELECTION_ATTEMPTS = 5
+# Partition state writes a reconciliation keeps in flight to ZooKeeper (see _elect).
+WRITES_IN_FLIGHT = 64
 
 
 class ControllerDuties:
@@ -213,6 +215,7 @@ class ControllerDuties:
         await self._forget_restarted(live)
         still_leading: dict[int, list[tuple[str, int]]] = {b: [] for b in self.shutting_down}
         retry = False
+        to_decide: list[tuple[str, int, list[int], znodes.PartitionState]] = []
         for name, (topic_id, assignment) in sorted(self._topics.assignments.items()):
             if topic_id is None:
                 if assignment:
@@ -222,6 +225,11 @@ class ControllerDuties:
                 current = self._topics.states.get((name, partition))
                 if current is None:
                     continue  # not read yet: its read schedules this again
+                to_decide.append((name, partition, replicas, current))
+
+        async def decide_in_turn(queue: Iterator[tuple[str, int, list[int], Any]]) -> None:
+            nonlocal retry
+            for name, partition, replicas, current in queue:
                 try:
                     moved = await self._decide(state, name, partition, replicas, current, live)
                 except BadVersionError:
@@ -231,6 +239,15 @@ class ControllerDuties:
                 # Kafka reports only replicated partitions: one replica has nowhere to go.
                 if not moved and leader in still_leading and len(replicas) > 1:
                     still_leading[leader].append((name, partition))
+
+        # Partitions are decided independently, each by at most one write of its own
+        # state znode: WRITES_IN_FLIGHT deciders share the list, so that the writes of a
+        # topic of thousands of new partitions, or of every partition a dead or stopping
+        # broker led, are pipelined to ZooKeeper (as Kafka's controller writes them
+        # asynchronously), not made one round trip after another. A partition that needs
+        # no write costs its decider no wait.
+        queue = iter(to_decide)
+        await asyncio.gather(*(decide_in_turn(queue) for _ in range(WRITES_IN_FLIGHT)))
         self._still_leading = still_leading
         # Moves an old tool asked for in /admin/reassign_partitions start; moves whose
         # target replicas have all caught up complete (a new controller's first round

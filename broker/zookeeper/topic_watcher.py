@@ -64,6 +64,12 @@ class TopicWatcher:
         self._stale_topics: set[str] = set()
         self._stale_states: set[tuple[str, int]] = set()
         self._stale_configs: set[str] = set()
+        # The topics read since the cache was last brought to what was read (all of them
+        # after a new session): only theirs are compared, so that the refreshes a topic of
+        # thousands of partitions brings, one state or a few at a time, do not each walk
+        # every partition of every topic.
+        self._read_since_publish: set[str] = set()
+        self._compare_all = True
         self._last_change: str | None = None
         self._job = SerialJob("reading topics from ZooKeeper", self._refresh)
         # Told after every read (the controller decides on what was read).
@@ -91,6 +97,7 @@ class TopicWatcher:
 
     def _everything_stale(self) -> None:
         # A lost connection: kazoo drops its watches; read everything again.
+        self._compare_all = True
         self._stale_topics.update(self.assignments)
         self._stale_states.update(self.states)
         self._stale_configs.update(self.assignments)
@@ -135,7 +142,9 @@ class TopicWatcher:
         await self._read_config_changes()
         children = await self._client.get_children(znodes.TOPICS, self._topics_changed)
         names = set(children)
+        read = self._read_since_publish
         for gone in set(self.assignments) - names:
+            read.add(gone)
             self.assignments.pop(gone, None)
             self.topic_znodes.pop(gone, None)
             self.configs.pop(gone, None)
@@ -144,9 +153,11 @@ class TopicWatcher:
         new_topics = names - set(self.assignments)
         to_read = sorted(new_topics | (self._stale_topics & names))
         self._stale_topics.difference_update(to_read)
+        read.update(to_read)
         await asyncio.gather(*(self._read_topic(name) for name in to_read))
         configs_to_read = sorted(new_topics | (self._stale_configs & names))
         self._stale_configs.difference_update(configs_to_read)
+        read.update(configs_to_read)
         await asyncio.gather(*(self._read_config(name) for name in configs_to_read))
         wanted = [
             (name, partition)
@@ -155,8 +166,9 @@ class TopicWatcher:
             if (name, partition) not in self.states or (name, partition) in self._stale_states
         ]
         self._stale_states.difference_update(wanted)
+        read.update(name for name, _ in wanted)
         await asyncio.gather(*(self._read_state(name, partition) for name, partition in wanted))
-        self._publish()
+        await self._publish()
         for listener in self.refreshed:
             listener()
 
@@ -245,15 +257,23 @@ class TopicWatcher:
 
     # --- into records -------------------------------------------------------------------
 
-    def records(self) -> list[MetadataRecord]:
-        """The records that take the cache to what ZooKeeper holds."""
+    def records(self, names: set[str] | None = None) -> list[MetadataRecord]:
+        """The records that take the cache to what ZooKeeper holds: for every topic, or
+        for those of `names` only."""
         records: list[MetadataRecord] = []
-        cached = {topic.name: topic for topic in self._cache.topics()}
+        if names is None:
+            cached = {topic.name: topic for topic in self._cache.topics()}
+            held_topics = sorted(self.assignments.items())
+        else:
+            cached = {name: topic for name in names if (topic := self._cache.get(name))}
+            held_topics = sorted(
+                (name, self.assignments[name]) for name in names if name in self.assignments
+            )
         for name, known in cached.items():
             held = self.assignments.get(name)
             if held is None or held[0] != known.topic_id:
                 records.append(RemoveTopicRecord(known.topic_id))
-        for name, (topic_id, assignment) in sorted(self.assignments.items()):
+        for name, (topic_id, assignment) in held_topics:
             if topic_id is None:
                 continue  # an old Kafka's topic: the controller gives it an id first
             topic = cached.get(name)
@@ -304,21 +324,40 @@ class TopicWatcher:
             log.error("The configs of topic %s in ZooKeeper are not valid: %s", name, exc)
             return None
 
-    def _publish(self) -> None:
+    async def _publish(self) -> None:
         if self.publisher is None:
             return
-        records = self.records()
-        if not records:
-            return
+        records = self.records(None if self._compare_all else self._read_since_publish)
+        if records:
+            await self._apply(records)
+        # Only once applied: what a failed change left different is compared again at the
+        # next refresh.
+        self._compare_all = False
+        self._read_since_publish = set()
+
+    async def _apply(self, records: list[MetadataRecord]) -> None:
+        assert self.publisher is not None
         # Removals first, on their own: a topic deleted and made again under the same
         # name must lose its old partitions before it gets new ones.
         removed = [r for r in records if isinstance(r, RemoveTopicRecord)]
         if removed:
             self.publisher.apply(removed)
-        rest = [r for r in records if not isinstance(r, RemoveTopicRecord)]
-        if rest:
-            self.publisher.apply(rest)
-        added = [r for r in rest if isinstance(r, TopicRecord)]
+        # Then what changes the topics known already, and last the new topics, whose
+        # logs (thousands, for a topic of thousands of partitions) are made a slice at a
+        # time while the broker serves others (MetadataPublisher.apply_in_slices).
+        added = [r for r in records if isinstance(r, TopicRecord)]
+        new_ids = {record.topic_id for record in added}
+        known: list[MetadataRecord] = []
+        new: list[MetadataRecord] = []
+        for record in records:
+            if isinstance(record, TopicRecord):
+                new.append(record)
+            elif isinstance(record, PartitionRecord | TopicConfigsRecord):
+                (new if record.topic_id in new_ids else known).append(record)
+        if known:
+            self.publisher.apply(known)
+        if new:
+            await self.publisher.apply_in_slices(new)
         if added or removed:
             log.info(
                 "Topics from ZooKeeper: %s added, %s removed",

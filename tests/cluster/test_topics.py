@@ -357,3 +357,43 @@ def test_a_topic_an_older_kafka_made_gets_an_id_and_states(cluster: Cluster, zk:
             lambda b=broker: topic_of(b.port, "legacy")[1],
             lambda p: len(p) == 2 and p[0].leader == 2 and p[1].leader == 3,
         )
+
+
+def test_a_topic_of_many_partitions_is_made_in_slices_while_each_broker_serves(
+    cluster: Cluster, zk: ZooKeeperView
+) -> None:
+    """Each broker makes the logs of a topic ZooKeeper brings it a slice at a time
+    (topic_watcher applies new topics through MetadataPublisher.apply_in_slices): the
+    broker answers Metadata between slices, with the topic still unknown though some of
+    its logs are on disk already. A broker making them all in one step could not: a
+    request sent after its first log appears is read after its last, the topic visible."""
+    brokers = start_three(cluster, zk)
+    partitions = 600
+    watched = brokers[3]
+    logs = watched.data_dir
+    admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    created = admin.create_topics(
+        [NewTopic("big", partitions, 3)], operation_timeout=120, request_timeout=150
+    )["big"]
+    seen_in_progress = False
+    while True:
+        made = len(list(logs.glob("big-*")))
+        error, _ = topic_of(watched.port, "big")
+        if error == ErrorCode.none:
+            break
+        if made:
+            assert error == ErrorCode.unknown_topic_or_partition
+            seen_in_progress = True
+    assert seen_in_progress
+    created.result(timeout=150)
+    # Whole in the end, on every broker, each partition led.
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: topic_of(b.port, "big"),
+            lambda found: (
+                found[0] == ErrorCode.none
+                and len(found[1]) == partitions
+                and all(p.leader in (1, 2, 3) for p in found[1].values())
+            ),
+        )
+    assert len(list(logs.glob("big-*"))) == partitions
