@@ -200,7 +200,7 @@ class ControllerDuties:
         state = self._election.state
         try:
             await self._delete_marked_topics(state)
-            await self._topics.idle()
+            await self._topics.reads_done()
             await self._elect(state)
         except ControllerFencedError:
             log.info(
@@ -388,7 +388,7 @@ class ControllerDuties:
         async with self._lock:
             if not self._active:
                 raise ControllerFencedError()
-            await self._topics.idle()
+            await self._topics.reads_done()
             if partitions is None:
                 partitions = [
                     (name, index)
@@ -443,7 +443,7 @@ class ControllerDuties:
                 # brings.
                 self._topics.schedule()
                 await asyncio.sleep(0.05)
-                await self._topics.idle()
+                await self._topics.reads_done()
                 continue
             log.log(
                 logging.WARNING if chosen.unclean else logging.INFO,
@@ -482,7 +482,7 @@ class ControllerDuties:
         async with self._lock:
             if not self._active:
                 raise ControllerFencedError()
-            await self._topics.idle()
+            await self._topics.reads_done()
             return self.reassignments.ongoing(partitions)
 
     # --- the preferred leader rebalance (auto.leader.rebalance.enable) ---------------------

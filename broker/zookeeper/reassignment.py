@@ -118,7 +118,7 @@ class PartitionReassignments:
     ) -> dict[TopicPartition, ReassignmentResult]:
         """Kafka's processApiPartitionReassignment: each partition checked, in Kafka's
         order, then the accepted moves written, one transaction per topic."""
-        await self._topics.idle()
+        await self._topics.reads_done()
         marked = set(await self._client.get_children(znodes.DELETE_TOPICS))
         live = self._live()
         results: dict[TopicPartition, ReassignmentResult] = {}
@@ -431,4 +431,4 @@ class PartitionReassignments:
         self._topics.reread_topic(name)
         for index in indexes:
             self._topics.reread_state(name, index)
-        await self._topics.idle()
+        await self._topics.reads_done()

@@ -40,6 +40,10 @@ class SerialJob:
             if not self._again or self._closed:
                 return
 
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     async def idle(self) -> None:
         """Wait for the runs asked for so far (tests and start-up)."""
         while self._task is not None and not self._task.done():

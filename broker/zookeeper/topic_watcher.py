@@ -72,21 +72,33 @@ class TopicWatcher:
         self._compare_all = True
         self._last_change: str | None = None
         self._job = SerialJob("reading topics from ZooKeeper", self._refresh)
+        # The cache brought to what was read, apart from the reads: a topic of thousands
+        # of partitions takes a while to make, and the controller, which decides on what
+        # was read, must not wait for it (reads_done).
+        self._publishing = SerialJob("applying topics from ZooKeeper", self._publish)
         # Told after every read (the controller decides on what was read).
         self.refreshed: list[Callable[[], None]] = []
 
     async def start(self) -> None:
         self._job.schedule()
-        await self._job.idle()
+        await self.idle()
 
     def schedule(self) -> None:
         self._job.schedule()
 
-    async def idle(self) -> None:
+    async def reads_done(self) -> None:
+        """Until what was asked for is read (the controller's decisions need no more)."""
         await self._job.idle()
+
+    async def idle(self) -> None:
+        """Until what was asked for is read and in the cache."""
+        while self._job.busy or self._publishing.busy:
+            await self._job.idle()
+            await self._publishing.idle()
 
     def close(self) -> None:
         self._job.close()
+        self._publishing.close()
 
     def resync(self) -> None:
         """A new session: its watches are gone with the old one; read everything again."""
@@ -168,7 +180,7 @@ class TopicWatcher:
         self._stale_states.difference_update(wanted)
         read.update(name for name, _ in wanted)
         await asyncio.gather(*(self._read_state(name, partition) for name, partition in wanted))
-        await self._publish()
+        self._publishing.schedule()
         for listener in self.refreshed:
             listener()
 
@@ -327,13 +339,21 @@ class TopicWatcher:
     async def _publish(self) -> None:
         if self.publisher is None:
             return
-        records = self.records(None if self._compare_all else self._read_since_publish)
-        if records:
-            await self._apply(records)
-        # Only once applied: what a failed change left different is compared again at the
-        # next refresh.
+        # Taken now: reads go on while a change is applied, and name topics for the next.
+        names = None if self._compare_all else self._read_since_publish
         self._compare_all = False
         self._read_since_publish = set()
+        try:
+            records = self.records(names)
+            if records:
+                await self._apply(records)
+        except BaseException:
+            # Compared again at the next publish: what a failed change left different.
+            if names is None:
+                self._compare_all = True
+            else:
+                self._read_since_publish.update(names)
+            raise
 
     async def _apply(self, records: list[MetadataRecord]) -> None:
         assert self.publisher is not None
