@@ -115,6 +115,8 @@ class ControllerDuties:
         # The reconciliation and the elections asked for (ElectLeaders, the preferred
         # leader rebalance) write the same states: one at a time.
         self._lock = asyncio.Lock()
+        # Topics whose partitions znode this controller made or found (see _create_state).
+        self._partitions_znodes: set[str] = set()
         self._rebalance: asyncio.Future[None] | None = None
         self.reassignments = PartitionReassignments(
             client, topics, self._active_brokers, self._fenced, self._job.schedule
@@ -579,16 +581,33 @@ class ControllerDuties:
     async def _create_state(
         self, state: ControllerState, name: str, partition: int, leader: int, isr: Sequence[int]
     ) -> None:
-        # The parents first, outside the transaction (as Kafka's createTopicPartitions):
-        # a transaction cannot make a path whose parents may or may not be there.
-        for path in (
-            znodes.topic_partitions_path(name),
-            znodes.topic_partition_path(name, partition),
-        ):
-            with contextlib.suppress(NodeExistsError):
-                await self._client.create(path)
         data = znodes.encode_partition_state(leader, 0, isr, state.epoch)
+        partition_path = znodes.topic_partition_path(name, partition)
         path = znodes.topic_partition_state_path(name, partition)
+        # The topic's partitions znode first, outside the transaction (as Kafka's
+        # createTopicPartitions), once per topic; then the partition's znode and its state
+        # in one transaction: one round trip a partition, for topics of thousands.
+        if name not in self._partitions_znodes:
+            with contextlib.suppress(NodeExistsError):
+                await self._client.create(znodes.topic_partitions_path(name))
+            self._partitions_znodes.add(name)
+
+        def partition_and_state(transaction: TransactionRequest) -> None:
+            transaction.create(partition_path)
+            transaction.create(path, data)
+
+        try:
+            await self._fenced(state, partition_and_state)
+            return
+        except NodeExistsError:
+            pass  # the partition's znode is there (a predecessor's half-done work)
+        except NoNodeError:
+            # The topic was made again since (its partitions znode went with it).
+            self._partitions_znodes.discard(name)
+            with contextlib.suppress(NodeExistsError):
+                await self._client.create(znodes.topic_partitions_path(name))
+            with contextlib.suppress(NodeExistsError):
+                await self._client.create(partition_path)
         try:
             await self._fenced(state, lambda t: t.create(path, data))
         except NodeExistsError:
