@@ -86,7 +86,7 @@ async def handle_alter_partition_reassignments(
     if not membership.is_controller:
         forwarded = await forward_to_controller(ctx, request, "AlterPartitionReassignments")
         return forwarded or _response(ctx, ErrorCode.not_controller, None, {})
-    from ..zookeeper.controller_duties import ControllerFencedError
+    from ..zookeeper.fenced_writes import ControllerFencedError
 
     try:
         results = await duties.alter_partition_reassignments(asked)

@@ -80,7 +80,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
         return _response(ctx, ErrorCode.none, _single_broker(ctx, asked), asked is None)
     if not membership.is_controller:
         return await _forward(ctx, request, asked)
-    from ..zookeeper.controller_duties import ControllerFencedError
+    from ..zookeeper.fenced_writes import ControllerFencedError
 
     try:
         results = await duties.elect_leaders(election_type, asked)

@@ -71,7 +71,7 @@ async def handle_list_partition_reassignments(
     if not membership.is_controller:
         forwarded = await forward_to_controller(ctx, request, "ListPartitionReassignments")
         return forwarded or _response(ctx, ErrorCode.not_controller, {})
-    from ..zookeeper.controller_duties import ControllerFencedError
+    from ..zookeeper.fenced_writes import ControllerFencedError
 
     try:
         ongoing = await duties.list_partition_reassignments(asked)

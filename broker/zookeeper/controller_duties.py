@@ -55,12 +55,11 @@ from ..metadata.records import MetadataRecord
 from . import znodes
 from .client import ZooKeeperClient
 from .controller_election import ControllerElection, ControllerState
+from .fenced_writes import ControllerFencedError, FencedWrites
 from .kazoo_api import (
     BadVersionError,
     NodeExistsError,
     NoNodeError,
-    RolledBackError,
-    RuntimeInconsistency,
     TransactionRequest,
     WatchedEvent,
 )
@@ -69,10 +68,6 @@ from .serial_job import SerialJob
 from .topic_watcher import NO_LEADER, NO_STATE, TopicWatcher
 
 log = logging.getLogger("brook.controller")
-
-
-class ControllerFencedError(Exception):
-    """/controller_epoch moved on: another broker is the controller now."""
 
 
 class ElectionType(enum.IntEnum):
@@ -115,6 +110,7 @@ class ControllerDuties:
         # The reconciliation and the elections asked for (ElectLeaders, the preferred
         # leader rebalance) write the same states: one at a time.
         self._lock = asyncio.Lock()
+        self._writes = FencedWrites(client)
         # Topics whose partitions znode this controller made or found (see _create_state).
         self._partitions_znodes: set[str] = set()
         self._rebalance: asyncio.Future[None] | None = None
@@ -563,20 +559,8 @@ class ControllerDuties:
     async def _fenced(
         self, state: ControllerState, build: Callable[[TransactionRequest], None]
     ) -> list[Any]:
-        def with_check(transaction: TransactionRequest) -> None:
-            transaction.check(znodes.CONTROLLER_EPOCH, state.epoch_zk_version)
-            build(transaction)
-
-        results = await self._client.multi(with_check)
-        if isinstance(results[0], (BadVersionError, NoNodeError)):
-            raise ControllerFencedError()
-        # The operation that failed carries its error; the others were rolled back.
-        for result in results[1:]:
-            if isinstance(result, Exception) and not isinstance(
-                result, (RolledBackError, RuntimeInconsistency)
-            ):
-                raise result
-        return results
+        # Sent with the other writes of this turn of the loop, in one transaction.
+        return await self._writes.write(state, build)
 
     async def _create_state(
         self, state: ControllerState, name: str, partition: int, leader: int, isr: Sequence[int]

@@ -81,6 +81,7 @@ class KazooRetry:
 _Watch = Callable[[WatchedEvent], object]
 
 class TransactionRequest:
+    operations: list[object]  # the operations added so far, in order
     def create(
         self,
         path: str,
