@@ -1,0 +1,276 @@
+"""`python -m bench.scale_cluster`: a topic of thousands of partitions on three brokers.
+
+Brook's three brokers (ZooKeeper mode, bench.replication.Cluster) and then a three-node
+Apache Kafka 4 cluster in KRaft mode (bench.apache_kafka.KafkaCluster), one after the
+other on the same machine. For each count of `--partitions`:
+
+1. one CreateTopics of N partitions, replicated 3 times (min.insync.replicas 2), while a
+   bystander produces one record with acks=all every 100 ms to a topic of its own; the
+   time until the request is answered and until every partition has a leader and all
+   three replicas in its ISR (Metadata);
+2. a controlled shutdown of one broker (SIGTERM; not the controller): the time until its
+   process exits, and how many partitions it still leads after (none, when every one was
+   handed over);
+3. the bystander's latencies over both (p50, p99, worst) and how many records failed,
+   and each live broker's RSS after.
+
+Kafka 4 refuses more than 10,000 partitions in one request, so 9,000 is the largest
+count both take. Long: about 4 minutes for Brook at 9,000 on 2 cores.
+
+    python -m bench.scale_cluster                           # 1,000 and 9,000
+    python -m bench.scale_cluster --partitions 2000 --skip-kafka
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import signal
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient
+
+from .apache_kafka import KafkaCluster, kafka_version
+from .kafka_admin import NewTopic
+from .replication import Cluster
+
+TOPIC = "big"
+BYSTANDER = "bystander"
+TIMEOUT_S = 900.0
+PROBE_INTERVAL_S = 0.1
+
+
+class ThreeBrokers(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+
+    def pids(self) -> dict[int, int]: ...
+
+    def controller(self) -> int: ...
+
+
+class BrookBrokers:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def pids(self) -> dict[int, int]:
+        return {i: b.pid for i, b in self.cluster.brokers.items() if b.pid and b.alive()}
+
+    def controller(self) -> int:
+        return self.cluster.active_controller()
+
+
+class KafkaBrokers:
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def pids(self) -> dict[int, int]:
+        return {
+            i: node.pid
+            for i, node in self.cluster.nodes.items()
+            if node.pid and node.process is not None and node.process.poll() is None
+        }
+
+    def controller(self) -> int:
+        return self.cluster.active_controller()
+
+
+@dataclass
+class Round:
+    system: str
+    partitions: int
+    answered_s: float
+    ready_s: float
+    shutdown_s: float
+    still_led_by_stopped: int
+    probes: int
+    probe_failures: int
+    probe_p50_ms: float
+    probe_p99_ms: float
+    probe_worst_ms: float
+    rss_mib: dict[int, float]
+
+
+class Bystander:
+    """One record with acks=all every PROBE_INTERVAL_S, each one's latency kept."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+        self.latencies: list[float] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            sent = time.perf_counter()
+            outcome: list[KafkaError | None] = []
+            self.producer.produce(
+                BYSTANDER, b"x", on_delivery=functools.partial(_delivered, outcome)
+            )
+            while not outcome and not self._stop.is_set():
+                self.producer.poll(0.01)
+            if outcome:
+                self.latencies.append(time.perf_counter() - sent)
+                self.failures += outcome[0] is not None
+            time.sleep(PROBE_INTERVAL_S)
+
+    @contextmanager
+    def running(self) -> Iterator[Bystander]:
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._thread.join()
+            self.producer.flush(10)
+
+
+def _delivered(outcome: list[KafkaError | None], error: KafkaError | None, _: Message) -> None:
+    outcome.append(error)
+
+
+def _wait(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} after {TIMEOUT_S:.0f} s")
+        time.sleep(1.0)
+
+
+def _topic(admin: AdminClient, name: str) -> Any:
+    return admin.list_topics(name, timeout=120).topics[name]
+
+
+def measure(
+    system: str, brokers: ThreeBrokers, partitions: int, stop: Callable[[int], None]
+) -> Round:
+    # socket.timeout.ms at its most: the request is answered once the topic is made.
+    admin = AdminClient({"bootstrap.servers": brokers.bootstrap, "socket.timeout.ms": 300000})
+    admin.create_topics([NewTopic(BYSTANDER, 1, 3)])[BYSTANDER].result(120)
+    _wait(lambda: len(_topic(admin, BYSTANDER).partitions[0].isrs) == 3, "bystander ISR")
+    bystander = Bystander(brokers.bootstrap)
+    with bystander.running():
+        started = time.perf_counter()
+        created = admin.create_topics(
+            [NewTopic(TOPIC, partitions, 3, config={"min.insync.replicas": "2"})],
+            request_timeout=TIMEOUT_S,
+            operation_timeout=TIMEOUT_S,
+        )[TOPIC]
+        created.result(TIMEOUT_S)
+        answered = time.perf_counter() - started
+
+        def ready() -> bool:
+            found = _topic(admin, TOPIC).partitions
+            return len(found) == partitions and all(
+                p.leader >= 0 and len(p.isrs) == 3 for p in found.values()
+            )
+
+        _wait(ready, "leader and full ISR for every partition")
+        ready_s = time.perf_counter() - started
+        print(
+            f"  {system} {partitions:,}: answered in {answered:.1f} s,"
+            f" every partition led with a full ISR in {ready_s:.1f} s",
+            flush=True,
+        )
+        controller = brokers.controller()
+        stopped = next(i for i in sorted(brokers.pids()) if i != controller)
+        stopping = time.perf_counter()
+        stop(stopped)
+        shutdown_s = time.perf_counter() - stopping
+        still_led = sum(1 for p in _topic(admin, TOPIC).partitions.values() if p.leader == stopped)
+        print(
+            f"  {system} {partitions:,}: broker {stopped} stopped in {shutdown_s:.1f} s,"
+            f" {still_led} partitions still led by it",
+            flush=True,
+        )
+    rss = {i: psutil.Process(pid).memory_info().rss / 2**20 for i, pid in brokers.pids().items()}
+    latencies = sorted(bystander.latencies) or [0.0]
+    return Round(
+        system,
+        partitions,
+        round(answered, 2),
+        round(ready_s, 2),
+        round(shutdown_s, 2),
+        still_led,
+        len(bystander.latencies),
+        bystander.failures,
+        round(statistics.median(latencies) * 1000, 1),
+        round(latencies[int(len(latencies) * 0.99)] * 1000, 1),
+        round(latencies[-1] * 1000, 1),
+        {i: round(value, 1) for i, value in rss.items()},
+    )
+
+
+def brook_round(root: Path, partitions: int) -> Round:
+    with Cluster(root, 3, None) as cluster:
+
+        def stop(broker_id: int) -> None:
+            broker = cluster.brokers[broker_id]
+            assert broker.pid is not None
+            os.kill(broker.pid, signal.SIGTERM)
+            _wait(lambda: not broker.alive(), f"exit of broker {broker_id}")
+
+        return measure("Brook", BrookBrokers(cluster), partitions, stop)
+
+
+def kafka_round(root: Path, partitions: int) -> Round:
+    with KafkaCluster(root) as cluster:
+
+        def stop(node_id: int) -> None:
+            cluster.nodes[node_id].stop()
+
+        return measure(f"Kafka {kafka_version()}", KafkaBrokers(cluster), partitions, stop)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale_cluster", description=__doc__)
+    parser.add_argument("--partitions", type=int, nargs="+", default=[1000, 9000])
+    parser.add_argument("--skip-kafka", action="store_true")
+    parser.add_argument("--json", type=Path, help="write the rounds to this file")
+    args = parser.parse_args()
+    rounds: list[Round] = []
+    for partitions in args.partitions:
+        with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-") as directory:
+            rounds.append(brook_round(Path(directory), partitions))
+        if not args.skip_kafka:
+            with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-kafka-") as directory:
+                rounds.append(kafka_round(Path(directory), partitions))
+    print(
+        f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'shutdown s':>10}"
+        f" {'still led':>9} {'probe p50/p99/worst ms':>24} {'failed':>6}  RSS MiB"
+    )
+    for r in rounds:
+        probes = f"{r.probe_p50_ms:.0f} / {r.probe_p99_ms:.0f} / {r.probe_worst_ms:.0f}"
+        rss = ", ".join(f"{value:.0f}" for value in r.rss_mib.values())
+        print(
+            f"{r.system:12} {r.partitions:>10,} {r.answered_s:>10.1f} {r.ready_s:>8.1f}"
+            f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9} {probes:>24}"
+            f" {r.probe_failures:>6}  {rss}"
+        )
+    if args.json is not None:
+        args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
