@@ -211,15 +211,23 @@ class Record:
 _PADDING = bytes(10)
 
 
+def inflated_records(
+    buffer: bytes | bytearray | memoryview, header: BatchHeader
+) -> bytes | memoryview:
+    """The batch's records section, decompressed (a view of `buffer` when it is not
+    compressed); CORRUPT_MESSAGE when it does not decompress."""
+    section = records_section(buffer, header)
+    if header.codec == Codec.NONE:
+        return section
+    return decompress(header.codec, section)
+
+
 def _padded_records(
     buffer: bytes | bytearray | memoryview, header: BatchHeader
 ) -> tuple[bytes, int]:
     """The batch's records section, inflated, and its size, followed by _PADDING."""
-    section = records_section(buffer, header)
-    if header.codec == Codec.NONE:
-        return b"".join((section, _PADDING)), len(section)
-    inflated = decompress(header.codec, section)
-    return inflated + _PADDING, len(inflated)
+    inflated = inflated_records(buffer, header)
+    return b"".join((inflated, _PADDING)), len(inflated)
 
 
 def decode_records(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> list[Record]:

@@ -27,8 +27,7 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from kio.serial.readers import read_signed_varint
 
-from brook.protocol.compression import Codec, decompress
-from brook.protocol.record_batch import BatchHeader, records_section
+from brook.protocol.record_batch import BatchHeader
 
 from . import schema
 
@@ -69,14 +68,6 @@ class RecordColumns:
 
     def __len__(self) -> int:
         return len(self.offset)
-
-
-def inflated_records(data: memoryview, header: BatchHeader) -> bytes | memoryview:
-    """A batch's records section, decompressed; CorruptRecordError when it does not."""
-    section = records_section(data, header)
-    if header.codec == Codec.NONE:
-        return section
-    return decompress(header.codec, section)
 
 
 def decode_columns(
@@ -255,8 +246,8 @@ def _decode(
     header_count, size = _varints(data, position, VARINT_BYTES)
     _require(header_count >= 0, "a negative header count")
     position += size
-    record_headers = _headers(data, position, end, header_count)
     buffer = pa.py_buffer(data_bytes)
+    record_headers = _headers(data, buffer, position, end, header_count)
     base_offsets = np.fromiter((h.base_offset for h in headers), np.int64, len(headers))
     base_timestamps = np.fromiter((h.base_timestamp for h in headers), np.int64, len(headers))
     return RecordColumns(
@@ -265,7 +256,7 @@ def _decode(
         timestamp=base_timestamps[batch_of_record] + timestamp_delta,
         key=_binary(data, buffer, key_start, key_length, pa.binary()),
         value=_binary(data, buffer, value_start, value_length, pa.binary()),
-        headers=record_headers(buffer),
+        headers=record_headers,
     )
 
 
@@ -286,32 +277,11 @@ def _check_offset_deltas(
     _require(offset_delta <= last_delta[batch_of_record], "an offset delta past its batch")
 
 
-class _Headers:
-    """The records' headers, found field by field; built into Arrow once the buffer is."""
-
-    def __init__(self, per_record: np.ndarray, fields: list[tuple[np.ndarray, np.ndarray]]):
-        self.per_record = per_record
-        self.fields = fields  # (start, length) of each header's key, then of its value
-
-    def __call__(self, buffer: pa.Buffer) -> pa.Array:
-        offsets = np.zeros(len(self.per_record) + 1, np.int32)
-        np.cumsum(self.per_record, out=offsets[1:])
-        (key_start, key_length), (value_start, value_length) = self.fields
-        data = np.frombuffer(buffer, np.uint8)
-        try:
-            keys = _binary(data, buffer, key_start, key_length, pa.binary()).cast(pa.string())
-        except pa.ArrowInvalid:  # not UTF-8: decode_records replaces what is not
-            raise Undecodable("a header key that is not UTF-8") from None
-        values = _binary(data, buffer, value_start, value_length, pa.binary())
-        entries = pa.StructArray.from_arrays([keys, values], fields=list(schema.HEADER))
-        return pa.ListArray.from_arrays(pa.array(offsets), entries, type=pa.list_(schema.HEADER))
-
-
 def _headers(
-    data: np.ndarray, position: np.ndarray, end: np.ndarray, count: np.ndarray
-) -> _Headers:
-    """Walk each record's headers (the k-th header of every record that has k at once)
-    and check that each record ends where its length says."""
+    data: np.ndarray, buffer: pa.Buffer, position: np.ndarray, end: np.ndarray, count: np.ndarray
+) -> pa.Array:
+    """The records' headers, walked field by field (the k-th header of every record that
+    has k at once), after checking that each record ends where its length says."""
     total = int(count.sum())
     first = np.cumsum(count) - count  # each record's first header, in header order
     key_start = np.zeros(total, np.int64)
@@ -335,7 +305,15 @@ def _headers(
         value_length[index] = length
         position[records] = at + size + np.maximum(length, 0)
     _require(position == end, "bytes after a record's last field")
-    return _Headers(count, [(key_start, key_length), (value_start, value_length)])
+    offsets = np.zeros(len(count) + 1, np.int32)
+    np.cumsum(count, out=offsets[1:])
+    try:
+        keys = _binary(data, buffer, key_start, key_length, pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: decode_records replaces what is not
+        raise Undecodable("a header key that is not UTF-8") from None
+    values = _binary(data, buffer, value_start, value_length, pa.binary())
+    entries = pa.StructArray.from_arrays([keys, values], fields=list(schema.HEADER))
+    return pa.ListArray.from_arrays(pa.array(offsets), entries, type=pa.list_(schema.HEADER))
 
 
 def _binary(

@@ -34,12 +34,12 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow ships no
 
 from brook.protocol.compression import Codec
 from brook.protocol.errors import CorruptRecordError, InvalidRecordError
-from brook.protocol.record_batch import BatchHeader, compute_crc
+from brook.protocol.record_batch import BatchHeader, compute_crc, inflated_records
 from brook.storage.end_transaction_marker import CONTROL_TYPE_NAMES, control_type
 from brook.storage.reader import Batch, Damage, SegmentReader
 
 from . import schema
-from .record_columns import RecordColumns, Undecodable, decode_columns, inflated_records
+from .record_columns import RecordColumns, Undecodable, decode_columns
 from .transactions import ABORTED, NO_TRANSACTIONS, OPEN, PartitionTransactions
 
 # Rows per Arrow batch handed to Spark (Spark's own default for Arrow batches is 10,000);
@@ -262,7 +262,7 @@ def _record_rows(
         if isinstance(item, Damage):
             yield from run.flush(transactions)
             _add_damage(rows, item)
-        elif run.add(item, transactions):
+        elif run.add(item):
             if rows.rows:
                 yield rows.to_arrow()
             if run.full:
@@ -297,7 +297,7 @@ class _RecordRun:
     def full(self) -> bool:
         return self.records >= ROWS_PER_ARROW_BATCH or self.bytes >= RUN_BYTES
 
-    def add(self, batch: Batch, transactions: PartitionTransactions) -> bool:
+    def add(self, batch: Batch) -> bool:
         """Queue the batch, or False if it is not one for the columnar decoder."""
         header = batch.header
         if header.is_control or not batch.crc_is_valid():

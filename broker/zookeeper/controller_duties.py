@@ -225,7 +225,9 @@ class ControllerDuties:
                     continue  # not read yet: its read schedules this again
                 to_decide.append((name, partition, replicas, current))
 
-        async def decide_in_turn(queue: Iterator[tuple[str, int, list[int], Any]]) -> None:
+        async def decide_in_turn(
+            queue: Iterator[tuple[str, int, list[int], znodes.PartitionState]],
+        ) -> None:
             nonlocal retry
             for name, partition, replicas, current in queue:
                 try:
@@ -658,6 +660,7 @@ class ControllerDuties:
                     self._waiting_deletions.add(name)
                 continue
             self._waiting_deletions.discard(name)
+            self._partitions_znodes.discard(name)
             paths = await self._tree(znodes.topic_path(name))
             config = znodes.config_entity_path("topics", name)
             if await self._client.exists(config) is not None:

@@ -19,14 +19,10 @@ from brook.protocol.record_batch import (
     Record,
     build_batch,
     decode_records,
+    inflated_records,
     parse_header,
 )
-from brook.spark.record_columns import (
-    RecordColumns,
-    Undecodable,
-    decode_columns,
-    inflated_records,
-)
+from brook.spark.record_columns import RecordColumns, Undecodable, decode_columns
 
 # Keys and values of every size class: null, empty, inline in a view (up to 12 bytes) and
 # not; header keys of any text (their UTF-8 of several bytes).
