@@ -14,6 +14,7 @@ and partition_max_bytes are, as Kafka does since v3.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import uuid
@@ -33,7 +34,7 @@ from ..authorizer.operations import AclOperation
 from ..observability.partition_stats import NOT_FAILED_FETCH
 from ..quotas.manager import INT32_MAX
 from ..replica.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
-from ..replica.partition import FetchIsolation, Partition
+from ..replica.partition import FetchIsolation, Partition, ReplicaRole
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -159,6 +160,7 @@ class PartitionRead:
     # a follower read it.
     partition: Partition | None = None
     by_follower: bool = False
+    leader_epoch: int = -1  # the partition's when it was read
 
 
 @dataclass(slots=True)
@@ -180,6 +182,10 @@ class _Reader:
     isolation: FetchIsolation
     # The topics (names or ids, as the request gives them) the fetcher may not read.
     denied: frozenset[Any] = frozenset()
+    # A follower's fetch tells the leader how far its log reaches once, at the first
+    # read; reading again after a wait answers it and is no new fetch (as Kafka's
+    # DelayedFetch reads without updating the follower's state).
+    records_follower_state: bool = True
 
 
 def _replica_id(request: FetchRequestView) -> int:
@@ -229,7 +235,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequestView) -> Any:
     if max_wait_ms <= 0 or _satisfied(reads, limits.min_bytes):
         return _respond(ctx, reads, session, incremental)
     return _wait_then_respond(
-        ctx, limits, targets, session, incremental, reader, max_wait_ms / 1000
+        ctx, limits, targets, reads, session, incremental, reader, max_wait_ms / 1000
     )
 
 
@@ -243,6 +249,7 @@ async def _wait_then_respond(
     ctx: RequestContext,
     limits: _Limits,
     targets: list[FetchTarget],
+    reads: list[PartitionRead],
     session: FetchSession | None,
     incremental: bool,
     reader: _Reader,
@@ -251,6 +258,7 @@ async def _wait_then_respond(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
     partitions = [_partition_of(ctx, target) for target in targets]
+    reader = dataclasses.replace(reader, records_follower_state=False)
     while True:
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -263,7 +271,12 @@ async def _wait_then_respond(
         try:
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
-            break
+            # Nothing was appended meanwhile: only the partitions whose offsets or
+            # leadership moved are read again (an idle follower's fetch of thousands
+            # of partitions would otherwise read each of them twice).
+            return _respond(
+                ctx, _read_again(ctx, targets, reads, limits, reader), session, incremental
+            )
         finally:
             ctx.services.fetch_purgatory.unpark(waiter)
         if ctx.services.fetch_purgatory.closing:
@@ -272,6 +285,43 @@ async def _wait_then_respond(
         if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
     return _respond(ctx, _read_all(ctx, targets, limits.max_bytes, reader), session, incremental)
+
+
+def _read_again(
+    ctx: RequestContext,
+    targets: list[FetchTarget],
+    reads: list[PartitionRead],
+    limits: _Limits,
+    reader: _Reader,
+) -> list[PartitionRead]:
+    """The reads of a fetch whose wait ran out: `reads` where reading again would answer
+    the same, the rest read again (within the same byte limits as _read_all)."""
+    again = []
+    remaining = limits.max_bytes
+    got_data = False
+    for target, read in zip(targets, reads, strict=True):
+        if not _still_current(read):
+            read = _read_one(ctx, target, remaining, reader, min_one=not got_data)
+            remaining = max(remaining - len(read.records), 0)
+            got_data = got_data or bool(read.records)
+        again.append(read)
+    return again
+
+
+def _still_current(read: PartitionRead) -> bool:
+    """Nothing was read, and nothing the answer tells (the offsets, the leadership) has
+    moved since. New records wake a waiting fetch, so they need no check here."""
+    partition = read.partition
+    return (
+        partition is not None
+        and not read.records
+        and read.error is ErrorCode.none
+        and partition.leader_epoch == read.leader_epoch
+        and partition.role is ReplicaRole.LEADER
+        and partition.high_watermark == read.high_watermark
+        and partition.last_stable_offset == read.last_stable_offset
+        and partition.log_start_offset == read.log_start_offset
+    )
 
 
 def _denied(ctx: RequestContext, targets: list[FetchTarget], replica_id: int) -> frozenset[Any]:
@@ -348,18 +398,30 @@ def _targets(
         ref = forgotten.topic_id if ctx.api_version >= FIRST_TOPIC_ID_VERSION else forgotten.topic
         for index in forgotten.partitions:
             cached.pop((ref, index), None)
-    epochs = {}
     for target in requested:
         key = (target.topic, target.index)
         entry = cached.get(key)
         if entry is None:
-            cached[key] = CachedPartition(target.fetch_offset, target.max_bytes)
+            cached[key] = CachedPartition(
+                target.fetch_offset,
+                target.max_bytes,
+                target.current_leader_epoch,
+                target.log_start_offset,
+            )
         else:
             entry.fetch_offset = target.fetch_offset
             entry.max_bytes = target.max_bytes
-        epochs[key] = target.current_leader_epoch
+            entry.leader_epoch = target.current_leader_epoch
+            entry.fetcher_log_start_offset = target.log_start_offset
     return [
-        FetchTarget(key[0], key[1], entry.fetch_offset, entry.max_bytes, epochs.get(key, -1))
+        FetchTarget(
+            key[0],
+            key[1],
+            entry.fetch_offset,
+            entry.max_bytes,
+            entry.leader_epoch,
+            entry.fetcher_log_start_offset,
+        )
         for key, entry in cached.items()
     ]
 
@@ -419,6 +481,7 @@ def _read_one(
             reader.replica_id,
             target.log_start_offset,
             ctx.services.clock(),
+            records_follower_state=reader.records_follower_state,
             # Streamed from the segment as the connection sends the response: a consumer
             # that reads slowly holds a piece of it in memory, not all of it.
             lazy=True,
@@ -453,6 +516,7 @@ def _read_one(
         info.aborted_transactions,
         partition,
         reader.replica_id >= 0,
+        partition.leader_epoch,
     )
 
 

@@ -27,12 +27,24 @@ MAX_SESSIONS = 1000
 
 
 class CachedPartition:
-    __slots__ = ("fetch_offset", "high_watermark", "last_stable_offset", "log_start_offset",
+    __slots__ = ("fetch_offset", "fetcher_log_start_offset", "high_watermark",
+                 "last_stable_offset", "leader_epoch", "log_start_offset",
                  "max_bytes")  # fmt: skip
 
-    def __init__(self, fetch_offset: int, max_bytes: int) -> None:
+    def __init__(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        leader_epoch: int = -1,
+        fetcher_log_start_offset: int = -1,
+    ) -> None:
+        # What the client last sent: an incremental fetch that leaves the partition out
+        # fetches it as before (a follower's log start and the leader epoch it checks
+        # included, as Kafka's CachedPartition keeps them).
         self.fetch_offset = fetch_offset
         self.max_bytes = max_bytes
+        self.leader_epoch = leader_epoch
+        self.fetcher_log_start_offset = fetcher_log_start_offset
         # What the client was last told; a change makes the partition part of the next
         # incremental response even without new records.
         self.high_watermark = -1

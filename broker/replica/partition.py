@@ -465,10 +465,14 @@ class Partition:
         if self.role is not ReplicaRole.LEADER or self.is_offline:
             return
         new_high_watermark = self.log.log_end_offset
-        for broker_id in self.maximal_isr:
-            replica = self.remote_replicas.get(broker_id)
-            if replica is not None:
-                new_high_watermark = min(new_high_watermark, replica.log_end_offset)
+        # The maximal ISR's members, without building its set (every follower fetch of
+        # every partition comes here).
+        remote = self.remote_replicas
+        for members in (self.isr, self.pending_isr or ()):
+            for broker_id in members:
+                replica = remote.get(broker_id)
+                if replica is not None and replica.log_end_offset < new_high_watermark:
+                    new_high_watermark = replica.log_end_offset
         if new_high_watermark <= self.log.high_watermark:
             return
         self.log.high_watermark = new_high_watermark
@@ -550,6 +554,7 @@ class Partition:
         replica_log_start_offset: int = -1,
         now_ms: int = 0,
         lazy: bool = False,
+        records_follower_state: bool = True,
     ) -> FetchDataInfo:
         """Fetch: whole batches from `fetch_offset`, as far as `isolation` allows, with
         the partition's offsets as they were at the read (`lazy`: the records as a
@@ -577,7 +582,7 @@ class Partition:
             include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED,
             lazy=lazy,
         )
-        if replica_id >= 0:
+        if replica_id >= 0 and records_follower_state:
             self.update_follower_fetch_state(
                 replica_id, fetch_offset, replica_log_start_offset, now_ms
             )

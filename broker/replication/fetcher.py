@@ -5,10 +5,11 @@ For each partition it first truncates what may have diverged from the leader, by
 OffsetForLeaderEpoch (KIP-101/279): it asks where its latest epoch ends on the leader
 and cuts its log there, round after round while the leader answers an epoch this log
 does not have. Then it fetches from its log end with its broker id and the leader epoch
-it knows, appends what comes back with the leader's offsets and epochs, and follows the
-leader's high watermark and log start. Errors that new metadata will resolve (fenced
-epoch, not the leader) hold the partition back for replica.fetch.backoff.ms; a lost
-connection holds the whole fetcher back as long, then it connects again.
+it knows, in an incremental fetch session (fetch_session_handler), appends what comes
+back with the leader's offsets and epochs, and follows the leader's high watermark and
+log start. Errors that new metadata will resolve (fenced epoch, not the leader) hold the
+partition back for replica.fetch.backoff.ms; a lost connection holds the whole fetcher
+back as long, then it connects again.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OF
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError
 from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
+from .fetch_session_handler import FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
     from ..config.broker_config import BrokerConfig
@@ -54,6 +56,9 @@ _WAIT_FOR_METADATA = frozenset(
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.unknown_topic_id,
     }
+)
+_SESSION_ERRORS = frozenset(
+    {ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch}
 )
 _NETWORK_ERRORS = (OSError, ConnectionClosedError, InvalidResponseError, TimeoutError)
 
@@ -85,6 +90,7 @@ class ReplicaFetcher:
         self.states: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         self._client: Client | None = None
+        self._session = FetchSessionHandler()
         self._failing = False  # the connection is down: say so once, and when it is back
         self._stopping = False
         # Fetch rounds answered so far: what a test waits on instead of sleeping.
@@ -212,6 +218,7 @@ class ReplicaFetcher:
         return self._client
 
     async def _disconnect(self) -> None:
+        self._session.connection_lost()
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -309,21 +316,34 @@ class ReplicaFetcher:
 
     async def _fetch(self, client: Client, states: list[PartitionFetchState]) -> None:
         config = self._config()
-        by_topic: dict[str, list[fetch_request.FetchPartition]] = {}
+        max_bytes = config["replica.fetch.max.bytes"]
+        wanted: dict[TopicPartition, PartitionFetch] = {}
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         for state in states:
             partition = state.partition
+            key = (partition.topic, partition.index)
             fetch_offset = partition.log_end_offset
-            sent[(partition.topic, partition.index)] = (state, fetch_offset)
-            by_topic.setdefault(partition.topic, []).append(
+            sent[key] = (state, fetch_offset)
+            wanted[key] = PartitionFetch(
+                fetch_offset, partition.log_start_offset, state.leader_epoch, max_bytes
+            )
+        # In the leader's fetch session only what changed is named (the leader reads
+        # every partition of the session all the same).
+        session_fetch = self._session.build(wanted)
+        by_topic: dict[str, list[fetch_request.FetchPartition]] = {}
+        for (topic, index), fetch in session_fetch.partitions.items():
+            by_topic.setdefault(topic, []).append(
                 fetch_request.FetchPartition(
-                    partition=i32(partition.index),
-                    current_leader_epoch=i32(state.leader_epoch),
-                    fetch_offset=i64(fetch_offset),
-                    log_start_offset=i64(partition.log_start_offset),
-                    partition_max_bytes=i32(config["replica.fetch.max.bytes"]),
+                    partition=i32(index),
+                    current_leader_epoch=i32(fetch.current_leader_epoch),
+                    fetch_offset=i64(fetch.fetch_offset),
+                    log_start_offset=i64(fetch.log_start_offset),
+                    partition_max_bytes=i32(fetch.max_bytes),
                 )
             )
+        forgotten: dict[str, list[i32]] = {}
+        for topic, index in session_fetch.forgotten:
+            forgotten.setdefault(topic, []).append(i32(index))
         wait_ms = config["replica.fetch.wait.max.ms"]
         request = fetch_request.FetchRequest(
             replica_id=BrokerId(self.local_broker_id),
@@ -331,17 +351,30 @@ class ReplicaFetcher:
             min_bytes=i32(config["replica.fetch.min.bytes"]),
             max_bytes=i32(config["replica.fetch.response.max.bytes"]),
             isolation_level=i8(0),
+            session_id=i32(session_fetch.session_id),
+            session_epoch=i32(session_fetch.epoch),
             topics=tuple(
                 fetch_request.FetchTopic(topic=TopicName(topic), partitions=tuple(partitions))
                 for topic, partitions in by_topic.items()
             ),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                fetch_request.ForgottenTopic(topic=TopicName(topic), partitions=tuple(indexes))
+                for topic, indexes in forgotten.items()
+            ),
             rack_id="",
         )
         response = await self._request(client, request, wait_ms)
         self.fetches += 1
-        if response.error_code != ErrorCode.none:
-            log.warning("%s: fetch refused: %s", self.name, ErrorCode(response.error_code).name)
+        if not self._session.handle_response(
+            session_fetch, response.error_code, response.session_id
+        ):
+            code = ErrorCode(response.error_code)
+            if code in _SESSION_ERRORS:
+                # The next fetch is a full one, at once: nothing is wrong with the
+                # partitions (an evicted session, Kafka logs it at info too).
+                log.info("%s: fetch session refused (%s); fetching in full", self.name, code.name)
+                return
+            log.warning("%s: fetch refused: %s", self.name, code.name)
             for state, _ in sent.values():
                 self._delay(state)
             return

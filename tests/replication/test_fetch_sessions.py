@@ -1,0 +1,100 @@
+"""Followers fetch in incremental fetch sessions (KIP-227): after the first, full fetch,
+each fetch names only the partitions whose position changed, and the leader reads the
+rest from its session; a session the leader lost is opened again by a full fetch."""
+
+from __future__ import annotations
+
+from confluent_kafka import Producer
+
+from brook.broker.replica.fetch_sessions import FetchSession
+
+from .harness import ScriptedController
+
+PARTITIONS = 8
+
+
+def _produce(bootstrap: str, topic: str, partitions: list[int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    errors: list = []
+    for index in partitions:
+        producer.produce(
+            topic,
+            value=b"v%d" % index,
+            partition=index,
+            on_delivery=lambda err, _: errors.append(err),
+        )
+    assert producer.flush(30) == 0
+    assert errors == [None] * len(partitions)
+
+
+def _follower_session(cluster: ScriptedController) -> FetchSession | None:
+    """The leader's session of the follower's fetcher (the one whose partitions are the
+    topic's), as the leader holds it."""
+
+    def find() -> FetchSession | None:
+        for session in cluster.brokers[0].broker.fetch_sessions.sessions.values():
+            if {topic for topic, _ in session.partitions} == {"many"}:
+                return session
+        return None
+
+    result: FetchSession | None = cluster.brokers[0].call(find)
+    return result
+
+
+def _copied(cluster: ScriptedController, offsets: dict[int, int]) -> bool:
+    return all(
+        cluster.partition_state(1, "many", index)["high_watermark"] == end
+        for index, end in offsets.items()
+    )
+
+
+def test_a_follower_fetches_what_changed_in_a_session(cluster: ScriptedController):
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("many", [0, 1], partitions=PARTITIONS)
+    _produce(leader.bootstrap, "many", list(range(PARTITIONS)))
+    cluster.wait_for(lambda: _copied(cluster, dict.fromkeys(range(PARTITIONS), 1)), "copies")
+    session = _follower_session(cluster)
+    assert session is not None
+    first_epoch = session.epoch
+    # The session holds every partition the follower follows, at its log end.
+    assert sorted(index for _, index in session.partitions) == list(range(PARTITIONS))
+    assert {entry.fetch_offset for entry in session.partitions.values()} == {1}
+    # Records for two partitions: the fetches that carry them and the new positions are
+    # incremental ones of the same session (its epoch moves on, its id stays).
+    _produce(leader.bootstrap, "many", [2, 5, 5])
+    expected = dict.fromkeys(range(PARTITIONS), 1) | {2: 2, 5: 3}
+    cluster.wait_for(lambda: _copied(cluster, expected), "the new records copied")
+    cluster.wait_for(
+        lambda: (
+            cluster.brokers[0].call(
+                lambda: {i: e.fetch_offset for (_, i), e in session.partitions.items()}
+            )
+            == expected
+        ),
+        "the session's positions",
+    )
+    assert _follower_session(cluster) is session
+    assert session.epoch > first_epoch
+    # The leader's high watermark followed the follower's new positions.
+    for index, end in expected.items():
+        assert cluster.partition_state(0, "many", index)["high_watermark"] == end
+
+
+def test_a_session_the_leader_lost_is_opened_again(cluster: ScriptedController):
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("many", [0, 1], partitions=PARTITIONS)
+    _produce(leader.bootstrap, "many", [0])
+    cluster.wait_for(lambda: _copied(cluster, {0: 1}), "the first copy")
+    cluster.wait_for(lambda: _follower_session(cluster) is not None, "a session")
+    lost = _follower_session(cluster)
+    assert lost is not None
+    # The leader forgets every session (as when its cache evicts them, or it restarts):
+    # the follower's next fetch is refused, and it fetches in full in a new session.
+    cluster.brokers[0].call(lambda: cluster.brokers[0].broker.fetch_sessions.sessions.clear())
+    cluster.wait_for(lambda: _follower_session(cluster) is not None, "a new session")
+    renewed = _follower_session(cluster)
+    assert renewed is not None and renewed.session_id != lost.session_id
+    _produce(leader.bootstrap, "many", [0, 7])
+    cluster.wait_for(lambda: _copied(cluster, {0: 2, 7: 1}), "copies after the new session")
