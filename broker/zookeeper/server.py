@@ -49,6 +49,9 @@ class ZooKeeperServer:
             f"clientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\n"
+            # Read-only counts (watches, the server's metrics) a test or the operator of
+            # a local cluster may ask for; ZooKeeper answers only `srvr` by default.
+            "4lw.commands.whitelist=srvr,mntr,wchs\n"
             # Keeps the server alone: no quorum, no leader election.
             "standaloneEnabled=true\n"
         )

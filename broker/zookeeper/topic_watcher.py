@@ -3,7 +3,8 @@
 Every broker watches what Kafka's brokers learnt from the controller's UpdateMetadata
 requests: /brokers/topics (children: which topics exist), each /brokers/topics/<t> (the
 assignment and topic id), each partition's state znode (leader, leader epoch, ISR; its
-version is the partition epoch) and the topic configs (read at start, then again when a
+version is the partition epoch; a partition the controller has not made yet, by its
+topic's partitions znode's children) and the topic configs (read at start, then again when a
 change notification under /config/changes names the topic). Watches rather than
 requests from the controller: ZooKeeper is the one source of truth already, its watches
 reach every broker without a channel of the controller's own, and a broker that was
@@ -64,6 +65,11 @@ class TopicWatcher:
         self._stale_topics: set[str] = set()
         self._stale_states: set[tuple[str, int]] = set()
         self._stale_configs: set[str] = set()
+        # Partitions read while their znode was not yet made (a new topic's, before the
+        # controller decides them), by topic: the topic's partitions znode's children
+        # say when they are, one watch for the topic rather than one per partition.
+        self._awaited: dict[str, set[int]] = {}
+        self._stale_children: set[str] = set()
         # The topics read since the cache was last brought to what was read (all of them
         # after a new session): only theirs are compared, so that the refreshes a topic of
         # thousands of partitions brings, one state or a few at a time, do not each walk
@@ -113,6 +119,7 @@ class TopicWatcher:
         self._stale_topics.update(self.assignments)
         self._stale_states.update(self.states)
         self._stale_configs.update(self.assignments)
+        self._stale_children.update(self._awaited)
 
     def _topics_changed(self, event: WatchedEvent) -> None:
         if event.type == EventType.NONE:
@@ -134,6 +141,16 @@ class TopicWatcher:
             parts = event.path.split("/")
             if len(parts) >= 6 and parts[-2].isdigit():
                 self._stale_states.add((parts[-4], int(parts[-2])))
+        self._job.schedule()
+
+    def _children_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE or event.path is None:
+            self._everything_stale()
+        else:
+            # /brokers/topics/<t>/partitions
+            parts = event.path.split("/")
+            if len(parts) >= 3 and parts[-1] == "partitions":
+                self._stale_children.add(parts[-2])
         self._job.schedule()
 
     def _config_changes(self, event: WatchedEvent) -> None:
@@ -162,6 +179,7 @@ class TopicWatcher:
             self.configs.pop(gone, None)
             for key in [k for k in self.states if k[0] == gone]:
                 del self.states[key]
+            self._awaited.pop(gone, None)
         new_topics = names - set(self.assignments)
         to_read = sorted(new_topics | (self._stale_topics & names))
         self._stale_topics.difference_update(to_read)
@@ -171,18 +189,58 @@ class TopicWatcher:
         self._stale_configs.difference_update(configs_to_read)
         read.update(configs_to_read)
         await asyncio.gather(*(self._read_config(name) for name in configs_to_read))
-        wanted = [
-            (name, partition)
-            for name, (_, assignment) in self.assignments.items()
-            for partition in assignment
-            if (name, partition) not in self.states or (name, partition) in self._stale_states
-        ]
+        unread: dict[str, list[int]] = {}
+        wanted = []
+        for name, (_, assignment) in self.assignments.items():
+            for partition in assignment:
+                if (name, partition) not in self.states:
+                    unread.setdefault(name, []).append(partition)
+                elif (name, partition) in self._stale_states:
+                    wanted.append((name, partition))
         self._stale_states.difference_update(wanted)
+        wanted += await self._made_partitions(unread)
         read.update(name for name, _ in wanted)
         await asyncio.gather(*(self._read_state(name, partition) for name, partition in wanted))
         self._publishing.schedule()
         for listener in self.refreshed:
             listener()
+
+    async def _made_partitions(self, unread: dict[str, list[int]]) -> list[tuple[str, int]]:
+        """Of the partitions never read (`unread`) and those awaited, the ones whose
+        znode is made now, to read; the rest are awaited, on their topic's children.
+
+        A topic of thousands of partitions is seen before its controller has made their
+        state znodes: asking for each state, and setting a watch for its creation, would
+        cost every broker two round trips a partition for nothing."""
+        topics = set(unread) | (self._stale_children & self._awaited.keys())
+        self._stale_children.difference_update(topics)
+        listed = await asyncio.gather(*(self._partition_children(name) for name in topics))
+        made = []
+        for name, children in zip(topics, listed, strict=True):
+            awaited = self._awaited.setdefault(name, set())
+            awaited.update(unread.get(name, ()))
+            for partition in [p for p in awaited if p in children]:
+                awaited.discard(partition)
+                made.append((name, partition))
+            for partition in awaited:
+                self.states.setdefault((name, partition), NO_STATE)
+            if not awaited:
+                del self._awaited[name]
+        return made
+
+    async def _partition_children(self, name: str) -> set[int]:
+        """The partitions whose znode a topic's partitions znode holds (watched)."""
+        path = znodes.topic_partitions_path(name)
+        try:
+            children = await self._client.get_children(path, self._children_changed)
+        except NoNodeError:
+            # Not made yet: its creation fires this watch.
+            if await self._client.exists(path, self._children_changed) is None:
+                return set()
+            self._stale_children.add(name)
+            self._job.schedule()
+            return set()
+        return {int(child) for child in children if child.isdigit()}
 
     async def _read_topic(self, name: str) -> None:
         try:

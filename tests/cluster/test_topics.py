@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import socket
 import subprocess
 
 from aiokafka import AIOKafkaClient
@@ -21,10 +23,11 @@ from confluent_kafka.admin import (
 )
 from kafka.admin import KafkaAdminClient
 
+from brook.broker.zookeeper.server import ZooKeeperServer
 from brook.protocol.errors import ErrorCode
 
 from .harness import Cluster, ZooKeeperView, eventually, metadata_of
-from .topics import start_three, state_of, topic_of
+from .topics import REPLICATION, start_three, state_of, topic_of
 
 
 def _create(bootstrap: str, topic: NewTopic) -> None:
@@ -397,3 +400,50 @@ def test_a_topic_of_many_partitions_is_made_in_slices_while_each_broker_serves(
             ),
         )
     assert len(list(logs.glob("big-*"))) == partitions
+
+
+def _total_watches(zookeeper: ZooKeeperServer) -> int:
+    """ZooKeeper's own count of the watches its clients hold (the `wchs` command)."""
+    with socket.create_connection(("127.0.0.1", zookeeper.port), timeout=10) as conn:
+        conn.sendall(b"wchs")
+        answer = b"".join(iter(lambda: conn.recv(4096), b"")).decode()
+    found = re.search(r"Total watches:\s*(\d+)", answer)
+    assert found, answer
+    return int(found.group(1))
+
+
+def test_partitions_not_made_yet_cost_a_watch_per_topic_not_per_partition(
+    cluster: Cluster, zk: ZooKeeperView, zookeeper: ZooKeeperServer
+) -> None:
+    """A topic whose partitions no live broker can lead yet (all on broker 9, which is
+    away) has no partition znodes: each broker waits for them on its topic's partitions
+    znode, not with a watch per partition, and learns every partition's leader from that
+    one watch once the controller makes them."""
+    brokers = start_three(cluster, zk)
+    partitions = 300
+    before = _total_watches(zookeeper)
+    zk.client.create(
+        zk.path("/brokers/topics/waiting"),
+        json.dumps({"version": 2, "partitions": {str(p): [9] for p in range(partitions)}}).encode(),
+    )
+    # Every broker has read the topic (it has an id now, and no leaders).
+    zk.wait_data(
+        "/brokers/topics/waiting",
+        lambda data, _: data is not None and "topic_id" in json.loads(data),
+    )
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: topic_of(b.port, "waiting")[1],
+            lambda found: len(found) == partitions and all(p.leader == -1 for p in found.values()),
+        )
+    grown = _total_watches(zookeeper) - before
+    # The topic's znode, its config and its partitions znode, on each broker: a watch
+    # per partition would be 3 x 300.
+    assert grown <= 10 * len(brokers), grown
+    cluster.start(9, REPLICATION)
+    zk.wait_broker_ids([1, 2, 3, 9])
+    for broker in brokers.values():
+        eventually(
+            lambda b=broker: topic_of(b.port, "waiting")[1],
+            lambda found: len(found) == partitions and all(p.leader == 9 for p in found.values()),
+        )
