@@ -152,7 +152,7 @@ class ZkController(Controller):
             name,
             partitions(len(assignment)),
             topic_id_to_string(topic_id),
-            {p: assignment[p] for p in sorted(assignment)},
+            _shown(assignment),
         )
         return topic_id
 
@@ -363,3 +363,16 @@ def _config_strings(configs: Mapping[str, Any]) -> dict[str, str]:
     return {
         key: text for key, value in configs.items() if (text := config_to_string(value)) is not None
     }
+
+
+# Partitions of an assignment a log line names: a topic of thousands would fill a screen
+# with one line, and the znode holds all of it.
+SHOWN_PARTITIONS = 20
+
+
+def _shown(assignment: dict[int, list[int]]) -> str:
+    """The first partitions' replicas, and how many more there are."""
+    shown = sorted(assignment)[:SHOWN_PARTITIONS]
+    text = ", ".join(f"{p}: {assignment[p]}" for p in shown)
+    more = len(assignment) - len(shown)
+    return "{" + text + (f", ... {more} more" if more else "") + "}"
