@@ -172,6 +172,8 @@ class FetchTarget:
     current_leader_epoch: int = -1
     # A follower's own log start (from v5; -1 from consumers).
     log_start_offset: int = -1
+    # The partition's entry in the fetch session, when there is one.
+    session_entry: CachedPartition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +423,7 @@ def _targets(
             entry.max_bytes,
             entry.leader_epoch,
             entry.fetcher_log_start_offset,
+            entry,
         )
         for key, entry in cached.items()
     ]
@@ -471,6 +474,11 @@ def _read_one(
         return PartitionRead(target.topic, target.index, error)
     max_bytes = min(target.max_bytes, remaining)
     partition.stats.fetch_requests += 1
+    entry = target.session_entry if reader.replica_id >= 0 else None
+    if entry is not None and entry.idle_fetch is not None:
+        again = _idle_fetch_again(ctx, target, entry.idle_fetch, partition, reader)
+        if again is not None:
+            return again
     try:
         info = partition.read_records(
             target.fetch_offset,
@@ -505,6 +513,8 @@ def _read_one(
             exc,
         )
         return PartitionRead(target.topic, target.index, ErrorCode.unknown_server_error)
+    if entry is not None:
+        entry.idle_fetch = _idle_fetch(target, partition) if not info.records else None
     return PartitionRead(
         target.topic,
         target.index,
@@ -517,6 +527,48 @@ def _read_one(
         partition,
         reader.replica_id >= 0,
         partition.leader_epoch,
+    )
+
+
+# A follower's fetch of a partition in its session where there was nothing to read (it
+# asked for the leader's log end), and the partition's state then. Idle followers of
+# thousands of partitions fetch each of them twice a second; one that asks the same of a
+# partition whose state has not moved would get the same nothing, and is only told so.
+
+
+def _idle_fetch(target: FetchTarget, partition: Partition) -> tuple[int, ...] | None:
+    state = partition.fetch_state()
+    if state is None or target.fetch_offset != state[1]:
+        return None
+    return (target.fetch_offset, target.log_start_offset, target.current_leader_epoch, *state)
+
+
+def _idle_fetch_again(
+    ctx: RequestContext,
+    target: FetchTarget,
+    idle: tuple[int, ...],
+    partition: Partition,
+    reader: _Reader,
+) -> PartitionRead | None:
+    """The answer to a follower's fetch that is the idle one again, None when it is not
+    (or when the follower's state needs more than noting that it is caught up)."""
+    if _idle_fetch(target, partition) != idle:
+        return None
+    if reader.records_follower_state and not partition.follower_fetched_again(
+        reader.replica_id, target.fetch_offset, target.log_start_offset, ctx.services.clock()
+    ):
+        return None
+    leader_epoch, _, high_watermark, last_stable_offset, log_start_offset = idle[3:]
+    return PartitionRead(
+        target.topic,
+        target.index,
+        ErrorCode.none,
+        high_watermark,
+        last_stable_offset,
+        log_start_offset,
+        partition=partition,
+        by_follower=True,
+        leader_epoch=leader_epoch,
     )
 
 

@@ -27,7 +27,7 @@ MAX_SESSIONS = 1000
 
 
 class CachedPartition:
-    __slots__ = ("fetch_offset", "fetcher_log_start_offset", "high_watermark",
+    __slots__ = ("fetch_offset", "fetcher_log_start_offset", "high_watermark", "idle_fetch",
                  "last_stable_offset", "leader_epoch", "log_start_offset",
                  "max_bytes")  # fmt: skip
 
@@ -50,6 +50,9 @@ class CachedPartition:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+        # A follower's fetch that found nothing to read, with the partition's state then
+        # (broker/apis/fetch.py): the same fetch of the same state needs no read again.
+        self.idle_fetch: tuple[int, ...] | None = None
 
 
 PartitionKey = tuple[str, int]

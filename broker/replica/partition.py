@@ -362,6 +362,33 @@ class Partition:
         self._maybe_increment_high_watermark()
         self._complete_low_watermark_waiters()
 
+    def fetch_state(self) -> tuple[int, int, int, int, int] | None:
+        """What a fetch from this leader tells besides records (its epoch and offsets:
+        leader epoch, log end, high watermark, last stable offset, log start); None when
+        it does not lead or its log is offline."""
+        log = self.log
+        if self.leader_id != self.local_broker_id or log.is_offline:
+            return None
+        return (
+            self.leader_epoch,
+            log.log_end_offset,
+            log.high_watermark,
+            log.last_stable_offset,
+            log.log_start_offset,
+        )
+
+    def follower_fetched_again(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, now_ms: int
+    ) -> bool:
+        """An in-sync follower fetched from where it did before, and nothing it could
+        change here moved since: only that it is caught up is new. False when it is not
+        such a follower (update_follower_fetch_state has more to do)."""
+        replica = self.remote_replicas.get(replica_id)
+        if replica is None or self.pending_isr is not None or replica_id not in self.isr:
+            return False
+        replica.update_fetch_state(fetch_offset, log_start_offset, self.log.log_end_offset, now_ms)
+        return True
+
     # --- the ISR ------------------------------------------------------------------------
 
     @property
