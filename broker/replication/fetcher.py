@@ -146,11 +146,24 @@ class ReplicaFetcher:
                 continue
             try:
                 client = await self._connect()
+                # As Kafka's fetcher threads: truncate what is new, then fetch the rest,
+                # every round. A partition still to truncate must not hold back the
+                # others: while a topic of thousands reaches the follower a slice at a
+                # time, each slice would otherwise take a round of its own, and the
+                # partitions already followed none (an acks=all producer waited seconds).
                 untruncated = [state for state in ready if not state.truncated]
                 if untruncated:
                     await self._truncate(client, untruncated)
-                else:
-                    await self._fetch(client, ready)
+                now = loop.time()
+                fetchable = [
+                    state
+                    for state in ready
+                    if state.truncated
+                    and state.delayed_until <= now
+                    and self.states.get((state.partition.topic, state.partition.index)) is state
+                ]
+                if fetchable:
+                    await self._fetch(client, fetchable)
                 if self._failing:
                     log.info("%s: connected to broker %d again", self.name, self.source_broker_id)
                     self._failing = False
