@@ -420,6 +420,20 @@ class ReplicaChange:
         self._manager.remove_partitions(self._made)
 
     def complete(self) -> None:
+        # Thousands of leaderships at once (a topic of thousands made, a broker's handed
+        # over): each new leader writes its leader epoch checkpoint, and their fsyncs,
+        # one after another on the loop, held every client for seconds. In bulk they run
+        # together on a worker thread, as at load (storage/deferred_fsync.py: the entries
+        # are in the batches the epoch writes, and a lost one is written again by the
+        # next leadership).
+        if len(self._opened) + len(self._changed) < BULK_PARTITIONS:
+            self._complete()
+            return
+        with deferring_fsyncs():
+            self._complete()
+        self._manager._sync_deferred_soon()
+
+    def _complete(self) -> None:
         now_ms = self._manager._now_ms()
         for partition in self._opened:
             self._manager.follow_or_lead(partition, leadership_changed=True)

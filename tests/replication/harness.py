@@ -143,6 +143,26 @@ class ScriptedController:
         self.registrations[(name, index)] = record
         self._apply_everywhere([record])
 
+    def elect_all(self, name: str, leader: int) -> None:
+        """A new leader for every partition of a topic, in one change (as a controlled
+        shutdown hands over a broker's partitions)."""
+        records: list[MetadataRecord] = []
+        for (topic, index), current in list(self.registrations.items()):
+            if topic != name:
+                continue
+            record = PartitionRecord(
+                current.topic_id,
+                index,
+                current.replicas,
+                current.isr,
+                leader,
+                current.leader_epoch + 1,
+                current.partition_epoch + 1,
+            )
+            self.registrations[(topic, index)] = record
+            records.append(record)
+        self._apply_everywhere(records)
+
     def registration(self, name: str, index: int = 0) -> PartitionRecord:
         return self.registrations[(name, index)]
 

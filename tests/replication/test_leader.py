@@ -142,3 +142,25 @@ def test_delete_records_answers_once_every_replica_starts_there(cluster: Scripte
     # Answered only once the follower had moved its log start too (Kafka's
     # DelayedDeleteRecords), so it has by now.
     assert cluster.partition_state(1, "pruned")["log_start_offset"] == 4
+
+
+def _checkpointed_epochs(path) -> list[tuple[int, int]]:
+    """The entries of a leader-epoch-checkpoint file (version, count, then epoch offset)."""
+    lines = path.read_text().splitlines()
+    return [(int(epoch), int(offset)) for epoch, offset in (line.split() for line in lines[2:])]
+
+
+def test_a_change_of_many_leaders_writes_every_epoch_checkpoint(cluster: ScriptedController):
+    """A change that moves the leadership of many partitions at once (their epoch
+    checkpoints' fsyncs then run together off the loop) writes each new leader's epoch
+    entry to its file, as a change of one partition does."""
+    cluster.start(0)
+    new_leader = cluster.start(1)
+    partitions = 100
+    cluster.create_topic("handed", [0, 1], partitions=partitions)
+    cluster.elect_all("handed", leader=1)
+    for index in range(partitions):
+        epochs = cluster.partition_state(1, "handed", index)["epochs"]
+        assert epochs[-1] == (1, 0)
+        checkpoint = new_leader.data_dir / f"handed-{index}" / "leader-epoch-checkpoint"
+        assert _checkpointed_epochs(checkpoint) == epochs
