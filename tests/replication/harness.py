@@ -240,6 +240,18 @@ class ScriptedController:
         result: dict[str, Any] = thread.call(read)
         return result
 
+    def fetch_rounds(self, broker_id: int) -> int:
+        """Fetches the broker's follower fetchers have had answered (what a test waits on
+        to let time pass in fetch rounds, not in seconds)."""
+        thread = self.brokers[broker_id]
+
+        def count() -> int:
+            fetchers = thread.broker.replicas.fetchers
+            return sum(f.fetches for f in fetchers.fetchers.values()) if fetchers else 0
+
+        result: int = thread.call(count)
+        return result
+
     def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
         """Wait on the brokers' own state (read on their loops), not on time."""
         wait_until(condition, what, timeout_s)

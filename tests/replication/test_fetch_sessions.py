@@ -100,19 +100,6 @@ def test_a_session_the_leader_lost_is_opened_again(cluster: ScriptedController):
     cluster.wait_for(lambda: _copied(cluster, {0: 2, 7: 1}), "copies after the new session")
 
 
-def _fetch_rounds(cluster: ScriptedController) -> int:
-    """Fetches the follower's fetchers have had answered."""
-    thread = cluster.brokers[1]
-
-    def count() -> int:
-        fetchers = thread.broker.replicas.fetchers
-        assert fetchers is not None
-        return sum(fetcher.fetches for fetcher in fetchers.fetchers.values())
-
-    result: int = thread.call(count)
-    return result
-
-
 def test_an_idle_follower_stays_in_the_isr(cluster: ScriptedController):
     """A follower whose partitions have nothing new is answered without reading them
     again, and the leader still counts it caught up at each fetch: it stays in the ISR
@@ -124,8 +111,8 @@ def test_an_idle_follower_stays_in_the_isr(cluster: ScriptedController):
     cluster.wait_for(lambda: _copied(cluster, dict.fromkeys(range(PARTITIONS), 1)), "copies")
     epochs = [cluster.registration("many", index).partition_epoch for index in range(PARTITIONS)]
     # Fetch rounds of nothing (each waits up to 200 ms) spanning twice the lag time.
-    start = _fetch_rounds(cluster)
-    cluster.wait_for(lambda: _fetch_rounds(cluster) >= start + 20, "idle fetch rounds")
+    start = cluster.fetch_rounds(1)
+    cluster.wait_for(lambda: cluster.fetch_rounds(1) >= start + 20, "idle fetch rounds")
     for index in range(PARTITIONS):
         assert cluster.partition_state(0, "many", index)["isr"] == [0, 1]
     # Not even for a moment out of it (a shrink and the next fetch's expansion would

@@ -101,14 +101,6 @@ def test_a_new_leader_truncates_the_old_leaders_divergent_tail(cluster: Scripted
     assert follower_bytes == leader_bytes
 
 
-def _fetch_rounds(thread) -> int:
-    def count() -> int:
-        fetchers = thread.broker.replicas.fetchers
-        return sum(f.fetches for f in fetchers.fetchers.values()) if fetchers else 0
-
-    return thread.call(count)
-
-
 def test_partitions_still_to_truncate_do_not_hold_back_the_others(cluster: ScriptedController):
     """Leaders change for some partitions while a follower truncates others (a broker's
     thousands handed over a slice at a time): each round still fetches the partitions it
@@ -116,7 +108,8 @@ def test_partitions_still_to_truncate_do_not_hold_back_the_others(cluster: Scrip
     each OffsetForLeaderEpoch takes 300 ms at the leader, and a new leader epoch arrives
     during each."""
     cluster.overrides["admin.fault.injection.enable"] = True
-    leader, follower = cluster.start(0), cluster.start(1)
+    leader = cluster.start(0)
+    cluster.start(1)
     arrivals = 6
     names = ["steady"] + [f"moving-{index}" for index in range(arrivals)]
     for name in names:
@@ -125,9 +118,9 @@ def test_partitions_still_to_truncate_do_not_hold_back_the_others(cluster: Scrip
     fault = leader.call(
         lambda: leader.broker.faults.add({"api": "OffsetForLeaderEpoch", "delay_ms": 300})
     )
-    start = _fetch_rounds(follower)
+    start = cluster.fetch_rounds(1)
     for index in range(arrivals):
         # A new leader epoch: the follower truncates the partition again, by asking.
         cluster.elect(f"moving-{index}", 0, leader=0)
         cluster.wait_for(lambda i=index: leader.call(lambda: fault.fired) > i, "its truncation")
-    assert _fetch_rounds(follower) - start >= arrivals - 2
+    assert cluster.fetch_rounds(1) - start >= arrivals - 2
