@@ -57,6 +57,8 @@ _WAIT_FOR_METADATA = frozenset(
         ErrorCode.unknown_topic_id,
     }
 )
+# Partitions a log line names (the rest are counted).
+SHOWN_PARTITIONS = 10
 _SESSION_ERRORS = frozenset(
     {ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch}
 )
@@ -277,6 +279,7 @@ class ReplicaFetcher:
                 ),
             ),
         )
+        errors: list[tuple[PartitionFetchState, int]] = []
         for topic in response.topics:
             for answer in topic.partitions:
                 entry = asked.get((topic.topic, answer.partition))
@@ -287,9 +290,10 @@ class ReplicaFetcher:
                     continue
                 state, _ = entry
                 if answer.error_code != ErrorCode.none:
-                    self._partition_error(state, answer.error_code, "OffsetForLeaderEpoch")
+                    errors.append((state, answer.error_code))
                     continue
                 self._apply_epoch_end_offset(state, answer.leader_epoch, answer.end_offset)
+        self._partition_errors(errors, "OffsetForLeaderEpoch")
 
     def _apply_epoch_end_offset(
         self, state: PartitionFetchState, leader_epoch: int, leader_end_offset: int
@@ -392,6 +396,7 @@ class ReplicaFetcher:
                 self._delay(state)
             return
         out_of_range: list[PartitionFetchState] = []
+        errors: list[tuple[PartitionFetchState, int]] = []
         for topic in response.responses:
             for data in topic.partitions:
                 entry = sent.get((topic.topic, data.partition_index))
@@ -405,9 +410,10 @@ class ReplicaFetcher:
                 if data.error_code == ErrorCode.offset_out_of_range:
                     out_of_range.append(state)
                 elif data.error_code != ErrorCode.none:
-                    self._partition_error(state, data.error_code, "Fetch")
+                    errors.append((state, data.error_code))
                 else:
                     self._process(state, data)
+        self._partition_errors(errors, "Fetch")
         if out_of_range:
             await self._handle_out_of_range(client, out_of_range)
 
@@ -493,16 +499,26 @@ class ReplicaFetcher:
             if answer.error_code == ErrorCode.none
         }
 
-    def _partition_error(self, state: PartitionFetchState, error: int, api: str) -> None:
-        code = ErrorCode(error)
-        if code in _WAIT_FOR_METADATA:
-            log.info(
-                "%s: %s of %s answered %s; waiting for new metadata",
-                self.name,
-                api,
-                state.partition.name,
-                code.name,
+    def _partition_errors(self, errors: list[tuple[PartitionFetchState, int]], api: str) -> None:
+        """Hold back the partitions a response refused, and say so in one line a code:
+        a leadership moving thousands of partitions refuses them all at once."""
+        by_code: dict[ErrorCode, list[str]] = {}
+        for state, error in errors:
+            by_code.setdefault(ErrorCode(error), []).append(state.partition.name)
+            self._delay(state)
+        for code, names in by_code.items():
+            shown = ", ".join(names[:SHOWN_PARTITIONS]) + (
+                f" and {len(names) - SHOWN_PARTITIONS} more"
+                if len(names) > SHOWN_PARTITIONS
+                else ""
             )
-        else:
-            log.warning("%s: %s of %s failed: %s", self.name, api, state.partition.name, code.name)
-        self._delay(state)
+            if code in _WAIT_FOR_METADATA:
+                log.info(
+                    "%s: %s of %s answered %s; waiting for new metadata",
+                    self.name,
+                    api,
+                    shown,
+                    code.name,
+                )
+            else:
+                log.warning("%s: %s of %s failed: %s", self.name, api, shown, code.name)

@@ -143,9 +143,10 @@ class ScriptedController:
         self.registrations[(name, index)] = record
         self._apply_everywhere([record])
 
-    def elect_all(self, name: str, leader: int) -> None:
+    def elect_all(self, name: str, leader: int, only_on: list[int] | None = None) -> None:
         """A new leader for every partition of a topic, in one change (as a controlled
-        shutdown hands over a broker's partitions)."""
+        shutdown hands over a broker's partitions); told to the brokers of `only_on`
+        alone when given (the others learn it late)."""
         records: list[MetadataRecord] = []
         for (topic, index), current in list(self.registrations.items()):
             if topic != name:
@@ -161,7 +162,11 @@ class ScriptedController:
             )
             self.registrations[(topic, index)] = record
             records.append(record)
-        self._apply_everywhere(records)
+        if only_on is None:
+            self._apply_everywhere(records)
+        else:
+            for broker_id in only_on:
+                _apply_on(self.brokers[broker_id], records)
 
     def registration(self, name: str, index: int = 0) -> PartitionRecord:
         return self.registrations[(name, index)]

@@ -4,6 +4,9 @@ and grows as followers fall behind and catch up."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from confluent_kafka import Producer
 
 from .harness import ScriptedController
@@ -124,3 +127,31 @@ def test_partitions_still_to_truncate_do_not_hold_back_the_others(cluster: Scrip
         cluster.elect(f"moving-{index}", 0, leader=0)
         cluster.wait_for(lambda i=index: leader.call(lambda: fault.fired) > i, "its truncation")
     assert cluster.fetch_rounds(1) - start >= arrivals - 2
+
+
+def test_partitions_a_leader_refuses_together_make_one_log_line(
+    cluster: ScriptedController, caplog: pytest.LogCaptureFixture
+):
+    """A leader that no longer leads thousands of partitions refuses them all in one
+    response: the follower holds each back and says so in one line, naming a few and
+    counting the rest, not a line a partition."""
+    cluster.start(0)
+    cluster.start(1)
+    partitions = 30
+    cluster.create_topic("moved", [0, 1], partitions=partitions)
+    cluster.wait_for(
+        lambda: (
+            cluster.fetch_rounds(1) > 0 and cluster.partition_state(0, "moved")["isr"] == [0, 1]
+        ),
+        "the follower fetching",
+    )
+    caplog.set_level(logging.INFO, logger="brook.replication.fetcher")
+    # Broker 0 alone learns that broker 1 leads them now: broker 1 still fetches them
+    # from broker 0, which refuses every one.
+    cluster.elect_all("moved", leader=1, only_on=[0])
+    cluster.wait_for(
+        lambda: any("answered" in r.getMessage() for r in caplog.records), "the refusal"
+    )
+    refusals = [r.getMessage() for r in caplog.records if "answered" in r.getMessage()]
+    assert all("and 20 more" in line for line in refusals), refusals
+    assert len(refusals) < partitions
