@@ -351,27 +351,61 @@ def scan_record_keys(
     base_offset = header.base_offset
     found: list[tuple[int, bytes | None, bool]] = []
     position = 0
+    # A varint of one byte (below 0x80: a small offset delta, key length, the timestamp
+    # delta of a batch written at once) is read in line, zigzag-decoded as (b >> 1) ^
+    # -(b & 1), and so is a record length of two; longer ones by kio's reader. The
+    # cleaner reads every record of the log twice, and the call per varint was most of it.
     try:
         for index in range(header.record_count):
-            length, n = read_int(data, position)
-            position += n
+            byte = data[position]
+            if byte < 0x80:
+                length = (byte >> 1) ^ -(byte & 1)
+                position += 1
+            elif data[position + 1] < 0x80:  # two bytes: a record of 64 to 8,191 bytes
+                value = (byte & 0x7F) | (data[position + 1] << 7)
+                length = (value >> 1) ^ -(value & 1)
+                position += 2
+            else:
+                length, n = read_int(data, position)
+                position += n
             end = position + length
             if length < 0 or end > size:
                 raise InvalidRecordError(f"record {index} claims {length} bytes, past its batch")
-            _, n = read_long(data, position + 1)  # after the attributes: timestamp delta
-            position += 1 + n
-            offset_delta, n = read_int(data, position)
-            position += n
-            length, n = read_int(data, position)
-            position += n
-            key = None if length < 0 else data[position : position + length]
-            position += max(length, 0)
-            value_length, _ = read_int(data, position)
+            position += 1  # the attributes; then the timestamp delta
+            if data[position] < 0x80:
+                position += 1
+            else:
+                _, n = read_long(data, position)
+                position += n
+            byte = data[position]
+            if byte < 0x80:
+                offset_delta = (byte >> 1) ^ -(byte & 1)
+                position += 1
+            else:
+                offset_delta, n = read_int(data, position)
+                position += n
+            byte = data[position]
+            if byte < 0x80:
+                length = (byte >> 1) ^ -(byte & 1)
+                position += 1
+            else:
+                length, n = read_int(data, position)
+                position += n
+            if length < 0:
+                key = None
+            else:
+                key = data[position : position + length]
+                position += length
             if position > end:
                 raise InvalidRecordError("record field runs past the end of its record")
-            found.append((base_offset + offset_delta, key, value_length < 0))
+            # Whether the value length is negative (a null value): zigzag keeps the sign
+            # in the lowest bit, which is in the varint's first byte however long it is
+            # (the value's own bytes are decode_records' to check).
+            found.append((base_offset + offset_delta, key, bool(data[position] & 1)))
             position = end
-    except ValueError as exc:  # kio: a varint longer than its type allows
+    # kio: a varint longer than its type allows; a read past the padding: a varint run
+    # on from a damaged record.
+    except (ValueError, IndexError) as exc:
         raise InvalidRecordError(
             f"a record of the batch at offset {header.base_offset} is malformed: {exc}"
         ) from None

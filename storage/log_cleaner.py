@@ -397,11 +397,21 @@ def _build_offset_map(
             if header.is_control:
                 txns.on_control_batch(header, buffer)
             elif not txns.on_batch(header):  # aborted data is no value of its key
+                # A key mapped already moves to its later offset at no cost in memory
+                # (most keys of a log worth compacting): set in the dict in line, not
+                # through put, which weighs a new key against the map's memory.
+                entries = offset_map.entries
+                mapped = 0
                 for offset, key, _ in scan_record_keys(buffer, header):
-                    if key is not None and offset >= first_dirty:
-                        if not offset_map.put(key, offset):
-                            return offset_map, True
-                        stats.map_records += 1
+                    if key is None or offset < first_dirty:
+                        continue
+                    if key in entries:
+                        entries[key] = offset
+                    elif not offset_map.put(key, offset):
+                        stats.map_records += mapped
+                        return offset_map, True
+                    mapped += 1
+                stats.map_records += mapped
             offset_map.latest_offset = header.last_offset
     return offset_map, False
 
@@ -592,22 +602,17 @@ def _filter_batch(
     # Which records stay, from their keys alone: a batch kept whole or dropped whole (most
     # of them, in a log with many updates per key) is never decoded.
     keys = scan_record_keys(buffer, header)
-    entries = offset_map.entries
+    latest_offset_of = offset_map.entries.get
+    expired = horizon is not None and now >= horizon  # tombstones past the horizon go
     staying = [
         offset >= end
-        or (
-            key is not None
-            and offset >= entries.get(key, -1)
-            and not (tombstone and horizon is not None and now >= horizon)
-        )
+        or (key is not None and offset >= latest_offset_of(key, -1) and not (tombstone and expired))
         for offset, key, tombstone in keys
     ]
     if not any(staying):
         return _empty_batch(header) if producers_last else None
-    has_tombstone = any(
-        tombstone for (_, _, tombstone), stays in zip(keys, staying, strict=True) if stays
-    )
-    if all(staying) and not (has_tombstone and horizon is None):
+    # Kept whole, unless a tombstone in it still needs its batch to get a delete horizon.
+    if all(staying) and not (horizon is None and any(t for _, _, t in keys)):
         stats.records_kept += len(keys)
         return header, buffer
     records = decode_records(buffer, header)

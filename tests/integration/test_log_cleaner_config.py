@@ -215,18 +215,18 @@ def test_two_cleaner_threads_share_the_logs(brook_broker, topic_name):
 
 
 # Kafka's throttler checks the rate every 300 ms, so a cleaning must last longer than that
-# to be held back: 16 MB of small records take about half a second unthrottled.
-# 2 MB/s: below what the cleaner does even on a loaded 2-core machine (it fell under 10 MB/s
-# in CI, and a throttle never reached holds nothing back); the throttle checks the rate every
-# 300 ms, so the cleaning must last longer than that unthrottled: 8 MB.
-@pytest.mark.brook_config(log_cleaner_backoff_ms=20, log_cleaner_io_max_bytes_per_second=2e6)
+# unthrottled to be held back: 16 MB of small records, read twice (the offset map's pass and
+# the rewrite), take about 0.6 s at the cleaner's 50 MB/s. 4 MB/s: below what the cleaner
+# does even on a loaded 2-core machine (it fell under 10 MB/s in CI, and a throttle never
+# reached holds nothing back); throttled, the cleaning takes about 8 s.
+@pytest.mark.brook_config(log_cleaner_backoff_ms=20, log_cleaner_io_max_bytes_per_second=4e6)
 def test_io_throttle_slows_the_cleaner_down(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
-    # About 8 MB written while not compacted, then made compacted: one cleaning of it.
+    # About 16 MB written while not compacted, then made compacted: one cleaning of it.
     create_topic(bootstrap, topic_name, config={"segment.bytes": "1000000"})
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     latest: dict[bytes, bytes] = {}
-    for n in range(80_000):
+    for n in range(160_000):
         key, value = b"key-%02d" % (n % KEYS), b"%06d" % n + b"." * 80
         while True:
             try:
@@ -244,7 +244,7 @@ def test_io_throttle_slows_the_cleaner_down(brook_broker, topic_name):
     )
     slept = brook_broker.call(lambda: brook_broker.broker.cleaner.throttler.slept_s)
     cleaned = brook_broker.call(lambda: brook_broker.broker.log_cleaner.bytes_cleaned)
-    assert cleaned > 6_000_000
+    assert cleaned > 12_000_000
     assert slept > 0, "the throttle never held the cleaner back"
     records = _consume_from_start(bootstrap, topic_name, end)
     assert {m.key(): m.value() for m in records} == latest

@@ -54,3 +54,32 @@ def test_a_record_longer_than_its_batch_is_refused() -> None:
     batch[61] = 0x7E  # the first record's length varint (63 bytes), past the batch's end
     with pytest.raises(InvalidRecordError):
         scan_record_keys(bytes(batch), header)
+
+
+@settings(max_examples=200)
+@given(records, st.data())
+def test_a_damaged_batch_is_refused_or_read_as_the_full_decode_reads_it(
+    fields: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    data: st.DataObject,
+) -> None:
+    """Bytes of the records section changed at random: the scan raises INVALID_RECORD
+    (never another error), or, where the full decode reads the damaged batch, agrees
+    with it."""
+    batch = bytearray(
+        build_batch(
+            [Record(i, 1_700_000_000_000 + i, k, v, h) for i, (k, v, h) in enumerate(fields)]
+        )
+    )
+    header = parse_header(batch, 0)
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(61, len(batch) - 1))  # past the batch header
+        batch[position] = data.draw(st.integers(0, 255))
+    try:
+        scanned = scan_record_keys(bytes(batch), header)
+    except InvalidRecordError:
+        return
+    try:
+        decoded = decode_records(bytes(batch), header)
+    except InvalidRecordError:
+        return
+    assert scanned == [(r.offset, r.key, r.value is None) for r in decoded]
