@@ -34,7 +34,7 @@ from ..authorizer.operations import AclOperation
 from ..observability.partition_stats import NOT_FAILED_FETCH
 from ..quotas.manager import INT32_MAX
 from ..replica.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
-from ..replica.partition import FetchIsolation, Partition, ReplicaRole
+from ..replica.partition import FetchIsolation, Partition
 from ..server.request_context import RequestContext
 from . import NO_THROTTLE, build, handles, schema_module
 
@@ -314,15 +314,14 @@ def _still_current(read: PartitionRead) -> bool:
     """Nothing was read, and nothing the answer tells (the offsets, the leadership) has
     moved since. New records wake a waiting fetch, so they need no check here."""
     partition = read.partition
-    return (
-        partition is not None
-        and not read.records
-        and read.error is ErrorCode.none
-        and partition.leader_epoch == read.leader_epoch
-        and partition.role is ReplicaRole.LEADER
-        and partition.high_watermark == read.high_watermark
-        and partition.last_stable_offset == read.last_stable_offset
-        and partition.log_start_offset == read.log_start_offset
+    if partition is None or read.records or read.error is not ErrorCode.none:
+        return False
+    state = partition.fetch_state()  # None once it no longer leads, or is offline
+    return state is not None and (state[0], *state[2:]) == (
+        read.leader_epoch,
+        read.high_watermark,
+        read.last_stable_offset,
+        read.log_start_offset,
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -93,3 +94,10 @@ def configure_logging(level: str, log_format: str = "text") -> None:
         handler.setFormatter(formatter_for(log_format))
         if not any(isinstance(f, RequestFields) for f in handler.filters):
             handler.addFilter(RequestFields())
+
+
+def first_and_count(names: Sequence[str], shown: int = 10) -> str:
+    """The first `shown` of `names` and how many more: a line about thousands of
+    partitions (a leadership change, a big topic) names a few and counts the rest."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" (and {more} more)" if more > 0 else "")

@@ -33,6 +33,7 @@ from brook.storage.errors import StorageError
 from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError
+from ..observability.log_format import first_and_count
 from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
 from .fetch_session_handler import FetchSessionHandler, PartitionFetch
 
@@ -57,8 +58,6 @@ _WAIT_FOR_METADATA = frozenset(
         ErrorCode.unknown_topic_id,
     }
 )
-# Partitions a log line names (the rest are counted).
-SHOWN_PARTITIONS = 10
 _SESSION_ERRORS = frozenset(
     {ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch}
 )
@@ -507,11 +506,7 @@ class ReplicaFetcher:
             by_code.setdefault(ErrorCode(error), []).append(state.partition.name)
             self._delay(state)
         for code, names in by_code.items():
-            shown = ", ".join(names[:SHOWN_PARTITIONS]) + (
-                f" and {len(names) - SHOWN_PARTITIONS} more"
-                if len(names) > SHOWN_PARTITIONS
-                else ""
-            )
+            shown = first_and_count(names)
             if code in _WAIT_FOR_METADATA:
                 log.info(
                     "%s: %s of %s answered %s; waiting for new metadata",

@@ -23,6 +23,8 @@ from kio.static.primitive import i64
 from brook.protocol.controlled_shutdown_schema import ControlledShutdownRequestV3
 from brook.protocol.errors import ErrorCode, KafkaError
 
+from ..observability.log_format import first_and_count
+
 if TYPE_CHECKING:
     from ..config.broker_config import BrokerConfig
     from ..zookeeper.membership import ZkMembership
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("brook.controlled_shutdown")
 
 NO_CONTROLLER = -1
-# A log line names this many of the partitions left, then counts the rest.
-SHOWN_PARTITIONS = 10
 
 
 async def controlled_shutdown(
@@ -87,15 +87,12 @@ async def _attempt(
         return False
     if response.remaining_partitions:
         names = [f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions]
-        shown = ", ".join(names[:SHOWN_PARTITIONS])
-        more = len(names) - SHOWN_PARTITIONS
         log.warning(
             "Controlled shutdown: controller %d answered that %d partition(s) have no other"
-            " in-sync replica to lead them: %s%s",
+            " in-sync replica to lead them: %s",
             controller,
             len(names),
-            shown,
-            f" (and {more} more)" if more > 0 else "",
+            first_and_count(names),
         )
         return False
     return True

@@ -47,6 +47,7 @@ from ..metadata.controller import Controller, check_partition_increase, partitio
 from ..metadata.publisher import MetadataPublisher
 from ..metadata.records import MetadataRecord
 from ..metadata.topics import validate_manual_assignment
+from ..observability.log_format import first_and_count
 from . import znodes
 from .client import ZooKeeperClient
 from .kazoo_api import BadVersionError, NodeExistsError, NoNodeError
@@ -152,7 +153,8 @@ class ZkController(Controller):
             name,
             partitions(len(assignment)),
             topic_id_to_string(topic_id),
-            _shown(assignment),
+            # The first partitions' replicas: the znode holds all of a topic of thousands.
+            "{" + first_and_count([f"{p}: {assignment[p]}" for p in sorted(assignment)], 20) + "}",
         )
         return topic_id
 
@@ -363,16 +365,3 @@ def _config_strings(configs: Mapping[str, Any]) -> dict[str, str]:
     return {
         key: text for key, value in configs.items() if (text := config_to_string(value)) is not None
     }
-
-
-# Partitions of an assignment a log line names: a topic of thousands would fill a screen
-# with one line, and the znode holds all of it.
-SHOWN_PARTITIONS = 20
-
-
-def _shown(assignment: dict[int, list[int]]) -> str:
-    """The first partitions' replicas, and how many more there are."""
-    shown = sorted(assignment)[:SHOWN_PARTITIONS]
-    text = ", ".join(f"{p}: {assignment[p]}" for p in shown)
-    more = len(assignment) - len(shown)
-    return "{" + text + (f", ... {more} more" if more else "") + "}"

@@ -130,6 +130,23 @@ class ScriptedController:
 
     def elect(self, name: str, index: int, leader: int, isr: list[int] | None = None) -> None:
         """A new leader (and ISR) with a new leader epoch, as the controller elects one."""
+        self._apply_everywhere([self._elected(name, index, leader, isr)])
+
+    def elect_all(self, name: str, leader: int, only_on: list[int] | None = None) -> None:
+        """A new leader for every partition of a topic, in one change (as a controlled
+        shutdown hands over a broker's partitions); told to the brokers of `only_on`
+        alone when given (the others learn it late)."""
+        indexes = [index for topic, index in self.registrations if topic == name]
+        records: list[MetadataRecord] = [
+            self._elected(name, index, leader, None) for index in indexes
+        ]
+        for broker_id in self.brokers if only_on is None else only_on:
+            _apply_on(self.brokers[broker_id], records)
+
+    def _elected(
+        self, name: str, index: int, leader: int, isr: list[int] | None
+    ) -> PartitionRecord:
+        """The partition's next registration with `leader`, now the one in force."""
         current = self.registrations[(name, index)]
         record = PartitionRecord(
             current.topic_id,
@@ -141,32 +158,7 @@ class ScriptedController:
             current.partition_epoch + 1,
         )
         self.registrations[(name, index)] = record
-        self._apply_everywhere([record])
-
-    def elect_all(self, name: str, leader: int, only_on: list[int] | None = None) -> None:
-        """A new leader for every partition of a topic, in one change (as a controlled
-        shutdown hands over a broker's partitions); told to the brokers of `only_on`
-        alone when given (the others learn it late)."""
-        records: list[MetadataRecord] = []
-        for (topic, index), current in list(self.registrations.items()):
-            if topic != name:
-                continue
-            record = PartitionRecord(
-                current.topic_id,
-                index,
-                current.replicas,
-                current.isr,
-                leader,
-                current.leader_epoch + 1,
-                current.partition_epoch + 1,
-            )
-            self.registrations[(topic, index)] = record
-            records.append(record)
-        if only_on is None:
-            self._apply_everywhere(records)
-        else:
-            for broker_id in only_on:
-                _apply_on(self.brokers[broker_id], records)
+        return record
 
     def registration(self, name: str, index: int = 0) -> PartitionRecord:
         return self.registrations[(name, index)]
