@@ -75,6 +75,12 @@ class MetadataCache:
     def broker(self, broker_id: int) -> RegisterBrokerRecord | None:
         return self._brokers.get(broker_id)
 
+    def isr_eligible(self, broker_id: int) -> bool:
+        """Whether a broker's replicas may join an ISR (Kafka's isReplicaIsrEligible,
+        KIP-841): it is registered and not in controlled shutdown."""
+        broker = self._brokers.get(broker_id)
+        return broker is not None and not broker.in_controlled_shutdown
+
     def endpoint(self, broker_id: int, listener_name: str) -> BrokerEndpoint | None:
         """Where clients of `listener_name` reach a broker (None: not alive, or it has
         no such listener)."""

@@ -158,7 +158,8 @@ class Membership(Protocol):
     ) -> None:
         """Hand this broker's leaders to other replicas before it stops, while its
         listeners still answer (with controlled.shutdown.enable, in a cluster whose
-        controller still knows this broker); `stop_fetching` is awaited first."""
+        controller still knows this broker); `stop_fetching` is awaited once the
+        controller has taken this broker out of the ISRs."""
         ...
 
     async def close(self) -> None:

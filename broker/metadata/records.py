@@ -47,6 +47,10 @@ class RegisterBrokerRecord(NamedTuple):
     broker_id: int
     endpoints: tuple[BrokerEndpoint, ...]
     rack: str | None = None
+    # The broker asked to stop and is handing its partitions over (KRaft's
+    # BrokerRegistration.inControlledShutdown): it still fetches, but leaders take it
+    # into no ISR (KIP-841), so the controller's removals from the ISRs hold.
+    in_controlled_shutdown: bool = False
 
 
 class UnregisterBrokerRecord(NamedTuple):

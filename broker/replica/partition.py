@@ -169,6 +169,9 @@ class Partition:
     leadership_lease: Callable[[], bool] = lambda: True
     # Whether a broker is alive (registered): a dead replica holds back no low watermark.
     broker_alive: Callable[[int], bool] = lambda broker_id: True
+    # Whether a caught-up follower's broker may join the ISR (Kafka's
+    # isReplicaIsrEligible, KIP-841): registered, and not in controlled shutdown.
+    isr_eligible: Callable[[int], bool] = lambda broker_id: True
     # What /metrics reports of this partition (BrokerTopicMetrics, ISR changes).
     stats: PartitionStats = field(default_factory=PartitionStats)
 
@@ -411,6 +414,10 @@ class Partition:
         if replica.log_end_offset < self.high_watermark or (
             epoch_entry is not None and replica.log_end_offset < epoch_entry.start_offset
         ):
+            return
+        if not self.isr_eligible(replica.broker_id):
+            # A stopping broker fetches until the controller has taken it out of every
+            # ISR: taken back in, it would hold acks=all back once it stops.
             return
         logger.info(
             "Expanding the ISR of %s from %s to %s",

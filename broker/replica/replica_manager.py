@@ -59,11 +59,13 @@ class ReplicaManager:
         fetchers: ReplicaFetcherManager | None = None,
         alter_partition: AlterPartition | None = None,
         leadership_lease: Callable[[], bool] = lambda: True,
+        isr_eligible: Callable[[int], bool] = lambda broker_id: True,
     ) -> None:
         self.broker_id = broker_id
         self._log_manager = log_manager
         self._now_ms = now_ms
         self._broker_alive = broker_alive
+        self._isr_eligible = isr_eligible
         # In a cluster: the fetchers that copy what other brokers lead (None once a
         # stopping broker follows nothing more), and where a leader's ISR changes go. A
         # single broker has neither.
@@ -73,6 +75,8 @@ class ReplicaManager:
         # drop their partitions).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
         self.fenced = False
+        # This broker is stopping: it fetches only for the ISRs it is still in.
+        self.in_controlled_shutdown = False
         # Asked before every append as leader (a cluster's ZooKeeper lease; a single
         # broker always holds it).
         self.leadership_lease = leadership_lease
@@ -264,6 +268,7 @@ class ReplicaManager:
             fenced=self.fenced,
             leadership_lease=self._leadership_lease_held,
             broker_alive=self._broker_alive,
+            isr_eligible=self._isr_eligible,
         )
         self._partitions[(name, record.partition_id)] = partition
         return partition
@@ -273,8 +278,14 @@ class ReplicaManager:
         leader (truncating first, when the leader or its epoch changed), a leader stops
         fetching; the listeners hear of a new leadership."""
         if self.fetchers is not None:
-            # A leader fetches from nobody; nor does a partition without one (offline).
-            if partition.leader_id == self.broker_id or partition.leader_id < 0:
+            # A leader fetches from nobody; nor does a partition without one (offline),
+            # nor, in controlled shutdown, one whose ISR this broker left: no acks=all
+            # waits on it there any more (Kafka's controller sends it StopReplica).
+            if (
+                partition.leader_id == self.broker_id
+                or partition.leader_id < 0
+                or (self.in_controlled_shutdown and self.broker_id not in partition.isr)
+            ):
                 self.fetchers.remove_partition(partition)
             else:
                 self.fetchers.add_partition(partition)

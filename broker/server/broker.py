@@ -423,14 +423,13 @@ class Broker:
             return  # the broker never finished starting
 
         async def stop_fetching() -> None:
-            # Kafka's controller stops a shutting-down broker's replicas (StopReplica):
-            # a follower that went on fetching would be taken back into the ISRs the
-            # controller takes it out of, and the controller would take it out again,
-            # round after round, never answering its ControlledShutdown.
+            # Once the controller has taken this broker out of every ISR: until then
+            # acks=all producers wait on its fetches (ZkMembership.controlled_shutdown).
             fetchers, self.replicas.fetchers = self.replicas.fetchers, None
             if fetchers is not None:
                 await fetchers.shutdown()
 
+        self.replicas.in_controlled_shutdown = True
         await self.membership.controlled_shutdown(
             self.config, self.services.inter_broker, stop_fetching
         )

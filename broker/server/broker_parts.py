@@ -105,6 +105,7 @@ async def build_broker_parts(
         fetchers=ReplicaFetcherManager(broker_id, metadata, current_config),
         alter_partition=membership.alter_partition,
         leadership_lease=membership.leadership_lease_held,
+        isr_eligible=metadata.isr_eligible,
     )
     # A leader cut off from its cluster stops before another broker is elected.
     membership.add_fencing_listener(replicas.set_fenced)

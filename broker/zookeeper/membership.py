@@ -401,6 +401,8 @@ class ZkMembership:
         )
 
     def update_registration(self, broker: RegisterBrokerRecord) -> None:
+        if self._registration is not None and self._registration.in_controlled_shutdown:
+            broker = broker._replace(in_controlled_shutdown=True)  # a stop is not undone
         self._registration = broker
         self._update.schedule()
 
@@ -410,10 +412,11 @@ class ZkMembership:
         data = znodes.encode_broker(self._registration, self._clock(), self._features)
         await self.client.set(path, data)
         log.info(
-            "Updated broker %d at path %s with addresses: %s",
+            "Updated broker %d at path %s with addresses: %s%s",
             self._broker_id,
             path,
             ",".join(znodes.connection_string(e) for e in self._registration.endpoints),
+            " (in controlled shutdown)" if self._registration.in_controlled_shutdown else "",
         )
 
     # --- sessions -----------------------------------------------------------------------
@@ -500,8 +503,18 @@ class ZkMembership:
             return
         from ..server.controlled_shutdown import controlled_shutdown
 
-        await stop_fetching()
-        await controlled_shutdown(self._broker_id, config, self, inter_broker)
+        # First every leader learns, from this registration, that this broker stops
+        # (KRaft's inControlledShutdown): they take it into no ISR (KIP-841). It goes on
+        # fetching while the controller takes it out of each ISR, so that an acks=all
+        # producer never waits on a follower that stopped, only until the controller
+        # reaches its partition; it stops fetching once the controller is done.
+        if self._registration is not None:
+            self.update_registration(self._registration._replace(in_controlled_shutdown=True))
+            await self._update.idle()
+        try:
+            await controlled_shutdown(self._broker_id, config, self, inter_broker)
+        finally:
+            await stop_fetching()
 
     async def close(self) -> None:
         if self._presume_lost is not None:

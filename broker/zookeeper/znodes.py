@@ -108,6 +108,7 @@ def _decode(data: bytes | None, what: str) -> dict[str, Any]:
 # protocols, rack, and the broker's supported features.
 BROKER_INFO_VERSION = 5
 NO_JMX_PORT = -1
+IN_CONTROLLED_SHUTDOWN = "in_controlled_shutdown"
 _ENDPOINT = re.compile(r"^(?P<name>[^:/]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>-?\d+)$")
 
 
@@ -144,6 +145,10 @@ def encode_broker(
     }
     if broker.rack is not None:
         value["rack"] = broker.rack
+    if broker.in_controlled_shutdown:
+        # Brook's own field, written only while the broker stops (Kafka's readers pass
+        # over fields they do not know): every leader reads it through its watch.
+        value[IN_CONTROLLED_SHUTDOWN] = True
     return _encode(value)
 
 
@@ -163,7 +168,12 @@ def decode_broker(broker_id: int, data: bytes | None) -> RegisterBrokerRecord:
             protocols = value.get("listener_security_protocol_map") or {}
             endpoints = tuple(_endpoint(text, protocols) for text in value["endpoints"])
         rack = value.get("rack")
-        return RegisterBrokerRecord(broker_id, endpoints, str(rack) if rack is not None else None)
+        return RegisterBrokerRecord(
+            broker_id,
+            endpoints,
+            str(rack) if rack is not None else None,
+            value.get(IN_CONTROLLED_SHUTDOWN) is True,
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"Failed to parse {what}: {(data or b'').decode(errors='replace')} ({exc})"

@@ -103,3 +103,15 @@ def test_connect_strings_parse_as_zookeeper_parses_them():
     assert parsed.chroot == "/kafka/prod"
     assert parsed.servers == "zk1:2182,zk2:2181,[::1]:2183"
     assert parse_connect_string("zk:2181/").chroot is None
+
+
+def test_a_broker_in_controlled_shutdown_says_so_only_then():
+    """The flag every leader reads (KIP-841's rule) is a field of Brook's own, written only
+    while the broker stops: a registration otherwise is Kafka's to the byte."""
+    broker = RegisterBrokerRecord(2, (BrokerEndpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),))
+    plain = znodes.encode_broker(broker, 1)
+    assert b"controlled" not in plain
+    assert znodes.decode_broker(2, plain).in_controlled_shutdown is False
+    stopping = znodes.encode_broker(broker._replace(in_controlled_shutdown=True), 1)
+    assert json.loads(stopping)["in_controlled_shutdown"] is True
+    assert znodes.decode_broker(2, stopping) == broker._replace(in_controlled_shutdown=True)

@@ -98,9 +98,15 @@ class ScriptedController:
         for other in self.brokers.values():
             _apply_on(other, [UnregisterBrokerRecord(broker_id)])
 
-    def _registration(self, broker_id: int) -> RegisterBrokerRecord:
+    def _registration(
+        self, broker_id: int, in_controlled_shutdown: bool = False
+    ) -> RegisterBrokerRecord:
         endpoint = BrokerEndpoint("PLAINTEXT", "127.0.0.1", self.ports[broker_id])
-        return RegisterBrokerRecord(broker_id, (endpoint,))
+        return RegisterBrokerRecord(broker_id, (endpoint,), None, in_controlled_shutdown)
+
+    def register(self, broker_id: int, in_controlled_shutdown: bool = False) -> None:
+        """A broker's registration changed (its own write, as when it starts stopping)."""
+        self._apply_everywhere([self._registration(broker_id, in_controlled_shutdown)])
 
     def close(self) -> None:
         for broker_id in list(self.brokers):
@@ -159,6 +165,17 @@ class ScriptedController:
         )
         self.registrations[(name, index)] = record
         return record
+
+    def remove_from_isr(self, name: str, index: int, broker_id: int) -> None:
+        """The controller takes a broker out of an ISR: the leader and its epoch stay,
+        the partition epoch moves on."""
+        current = self.registrations[(name, index)]
+        record = current._replace(
+            isr=tuple(b for b in current.isr if b != broker_id),
+            partition_epoch=current.partition_epoch + 1,
+        )
+        self.registrations[(name, index)] = record
+        self._apply_everywhere([record])
 
     def registration(self, name: str, index: int = 0) -> PartitionRecord:
         return self.registrations[(name, index)]

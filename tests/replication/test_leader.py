@@ -164,3 +164,32 @@ def test_a_change_of_many_leaders_writes_every_epoch_checkpoint(cluster: Scripte
         assert epochs[-1] == (1, 0)
         checkpoint = new_leader.data_dir / f"handed-{index}" / "leader-epoch-checkpoint"
         assert _checkpointed_epochs(checkpoint) == epochs
+
+
+def test_a_follower_in_controlled_shutdown_is_taken_into_no_isr(cluster: ScriptedController):
+    """KIP-841: a follower whose registration says it is in controlled shutdown goes on
+    fetching, caught up, once the controller has taken it out of the ISR, and the leader
+    does not take it back in (it did, at its next fetch); registered again without the
+    flag (restarted), it joins at once."""
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("leaving", [0, 1])
+    producer = Producer({"bootstrap.servers": leader.bootstrap, "acks": "all"})
+    producer.produce("leaving", b"in sync")
+    assert producer.flush(20) == 0
+
+    cluster.register(1, in_controlled_shutdown=True)
+    cluster.remove_from_isr("leaving", 0, 1)
+    producer = Producer({"bootstrap.servers": leader.bootstrap, "acks": "1"})
+    producer.produce("leaving", b"after")
+    assert producer.flush(20) == 0
+    cluster.wait_for(
+        lambda: cluster.partition_state(1, "leaving")["log_end_offset"] == 2, "the follower copies"
+    )
+    rounds = cluster.fetch_rounds(1)
+    cluster.wait_for(lambda: cluster.fetch_rounds(1) >= rounds + 5, "five more fetches")
+    assert cluster.partition_state(0, "leaving")["isr"] == [0]
+    assert cluster.registration("leaving").isr == (0,)
+
+    cluster.register(1)
+    cluster.wait_for(lambda: cluster.registration("leaving").isr == (0, 1), "the ISR expands")
