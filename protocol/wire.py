@@ -18,6 +18,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import ResponsePayload
 
 from .api_table import SERVED, ApiKey, VersionRange, request_type, response_type
+from .compiled_writer import compiled_writer
 from .errors import InvalidRequestError, UnsupportedVersionError
 from .length_bounds import check_lengths
 
@@ -130,36 +131,29 @@ _PASS_THROUGH_SIZE = 64 * 1024
 
 
 class _Chunks:
-    """A kio Writable that copies small writes into one buffer and passes large byte
-    fields (the record sets of a Fetch response) through untouched, so that a response
-    costs no copy of its records before the socket. A lazy record set passes through as
-    it is (read when sent), unless it is small: then it is read now, into the buffer."""
+    """The sink a response is compiled into (compiled_writer.Sink): small writes go into
+    one buffer, and large byte fields (the record sets of a Fetch response) pass through
+    untouched, so that a response costs no copy of its records before the socket. A lazy
+    record set passes through as it is (read when sent), unless it is small: then it is
+    read now, into the buffer."""
 
-    __slots__ = ("chunks", "current", "size")
+    __slots__ = ("chunks", "current")
 
     def __init__(self) -> None:
         self.chunks: list[Chunk] = []
+        # Never replaced: the compiled writer keeps it in a local (emptied instead).
         self.current = bytearray()
-        self.size = 0
 
-    def write(self, data: bytes | bytearray | memoryview | LazyBytes) -> int:
-        length = len(data)
-        self.size += length
-        # Nearly every write is a few bytes of one field (a Metadata of 10,000 partitions
-        # makes 110,000 of them): those take the shortest path.
-        if length < _PASS_THROUGH_SIZE and type(data) is bytes:
-            self.current += data
-            return length
-        if length >= _PASS_THROUGH_SIZE and not isinstance(data, bytearray):
+    def blob(self, data: bytes | bytearray | memoryview | LazyBytes) -> None:
+        if len(data) >= _PASS_THROUGH_SIZE and not isinstance(data, bytearray):
             if self.current:
                 self.chunks.append(bytes(self.current))
-                self.current = bytearray()
+                self.current.clear()
             self.chunks.append(data)
         elif isinstance(data, bytes | bytearray | memoryview):
             self.current += data
         else:
             self.current += bytes(data)
-        return length
 
     def finish(self) -> list[Chunk]:
         if self.current:
@@ -172,14 +166,14 @@ def encode_response_chunks(correlation_id: int, response: ResponsePayload) -> li
     size, header and fields, with each large record set a buffer of its own (not copied)
     or a LazyBytes to stream from its file."""
     body = _Chunks()
-    body.write(SIZE.pack(correlation_id))
+    body.current += SIZE.pack(correlation_id)
     if type(response).__header_schema__.__flexible__:
-        body.write(b"\x00")  # no tagged fields in the response header
-    writer_of(type(response))(body, response)
+        body.current += b"\x00"  # no tagged fields in the response header
+    compiled_writer(type(response))(body, response)
     chunks = body.finish()
     first = chunks[0]
     assert isinstance(first, bytes)  # the header, written before any record set
-    chunks[0] = SIZE.pack(body.size) + first
+    chunks[0] = SIZE.pack(sum(len(chunk) for chunk in chunks)) + first
     return chunks
 
 
