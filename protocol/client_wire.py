@@ -25,6 +25,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.static.primitive import i16, i32
 
 from .api_table import ApiKey, response_type
+from .compiled_writer import BufferSink, compiled_writer
 from .length_bounds import check_lengths
 from .wire import reader_of, writer_of
 
@@ -52,10 +53,9 @@ def response_type_of(request: Any) -> type:
 def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:
     """A kio request entity as it goes on the wire: size, header, body."""
     header_type = request.__header_schema__
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")  # the size, filled in below
+    header = io.BytesIO()
     writer_of(header_type)(
-        buffer,
+        header,
         header_type(
             request_api_key=request.__api_key__,
             request_api_version=request.__version__,
@@ -63,9 +63,13 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None) -> 
             client_id=client_id,
         ),
     )
-    request_type: type = type(request)
-    writer_of(request_type)(buffer, request)
-    frame = buffer.getbuffer()
+    sink = BufferSink()
+    frame = sink.current
+    frame += b"\x00\x00\x00\x00"  # the size, filled in below
+    frame += header.getvalue()
+    # The body by the compiled writer: a follower's full fetch names thousands of
+    # partitions (the header's client id is a legacy string kio writes).
+    compiled_writer(type(request))(sink, request)
     SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
     return bytes(frame)
 
