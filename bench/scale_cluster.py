@@ -11,7 +11,7 @@ other on the same machine. For each count of `--partitions`:
 2. a controlled shutdown of one broker (SIGTERM; not the controller): the time until its
    process exits, and how many partitions it still leads after (none, when every one was
    handed over);
-3. the bystander's latencies over both (p50, p99, worst) and how many records failed,
+3. the bystander's latencies over each (p50, p99, worst) and how many records failed,
    and each live broker's RSS after.
 
 Kafka 4 refuses more than 10,000 partitions in one request, so 9,000 is the largest
@@ -105,9 +105,10 @@ class Round:
     still_led_by_stopped: int
     probes: int
     probe_failures: int
-    probe_p50_ms: float
-    probe_p99_ms: float
-    probe_worst_ms: float
+    # The bystander's latencies (p50, p99, worst, ms) while the topic is made and until
+    # every partition is led with a full ISR, then over the controlled shutdown.
+    creation_probe_ms: tuple[float, float, float]
+    shutdown_probe_ms: tuple[float, float, float]
     rss_mib: dict[int, float]
 
 
@@ -116,7 +117,8 @@ class Bystander:
 
     def __init__(self, bootstrap: str) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
-        self.latencies: list[float] = []
+        # (when sent, latency), seconds of time.perf_counter.
+        self.latencies: list[tuple[float, float]] = []
         self.failures = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -131,7 +133,7 @@ class Bystander:
             while not outcome and not self._stop.is_set():
                 self.producer.poll(0.01)
             if outcome:
-                self.latencies.append(time.perf_counter() - sent)
+                self.latencies.append((sent, time.perf_counter() - sent))
                 self.failures += outcome[0] is not None
             time.sleep(PROBE_INTERVAL_S)
 
@@ -205,7 +207,6 @@ def measure(
             flush=True,
         )
     rss = {i: psutil.Process(pid).memory_info().rss / 2**20 for i, pid in brokers.pids().items()}
-    latencies = sorted(bystander.latencies) or [0.0]
     return Round(
         system,
         partitions,
@@ -215,10 +216,19 @@ def measure(
         still_led,
         len(bystander.latencies),
         bystander.failures,
-        round(statistics.median(latencies) * 1000, 1),
-        round(latencies[int(len(latencies) * 0.99)] * 1000, 1),
-        round(latencies[-1] * 1000, 1),
+        _percentiles([lat for sent, lat in bystander.latencies if sent < stopping]),
+        _percentiles([lat for sent, lat in bystander.latencies if sent >= stopping]),
         {i: round(value, 1) for i, value in rss.items()},
+    )
+
+
+def _percentiles(latencies: list[float]) -> tuple[float, float, float]:
+    """p50, p99 and worst, in ms."""
+    ordered = sorted(latencies) or [0.0]
+    return (
+        round(statistics.median(ordered) * 1000, 1),
+        round(ordered[int(len(ordered) * 0.99)] * 1000, 1),
+        round(ordered[-1] * 1000, 1),
     )
 
 
@@ -258,18 +268,23 @@ def main() -> None:
                 rounds.append(kafka_round(Path(directory), partitions))
     print(
         f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'shutdown s':>10}"
-        f" {'still led':>9} {'probe p50/p99/worst ms':>24} {'failed':>6}  RSS MiB"
+        f" {'still led':>9} {'creating: probe p50/p99/worst':>30}"
+        f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6}  RSS MiB"
     )
     for r in rounds:
-        probes = f"{r.probe_p50_ms:.0f} / {r.probe_p99_ms:.0f} / {r.probe_worst_ms:.0f}"
         rss = ", ".join(f"{value:.0f}" for value in r.rss_mib.values())
         print(
             f"{r.system:12} {r.partitions:>10,} {r.answered_s:>10.1f} {r.ready_s:>8.1f}"
-            f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9} {probes:>24}"
+            f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9}"
+            f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
             f" {r.probe_failures:>6}  {rss}"
         )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
+
+
+def _ms(percentiles: tuple[float, float, float]) -> str:
+    return " / ".join(f"{value:,.0f}" for value in percentiles)
 
 
 if __name__ == "__main__":
