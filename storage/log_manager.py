@@ -705,12 +705,20 @@ class LogManager:
             future.close_handlers()
         self._future_logs.clear()
         failed_dirs: set[Path] = set()
-        for topic_partition, log in self._logs.items():
-            try:
-                log.close()
-            except (OSError, KafkaStorageError) as exc:
-                failed_dirs.add(self._dir_of[topic_partition])
-                logger.error("Error closing log %s: %s", log.name, exc)
+        # The checkpoints the logs write as they close are synced together below, before
+        # any dir is marked cleanly shut down.
+        with deferring_fsyncs():
+            for topic_partition, log in self._logs.items():
+                try:
+                    log.close()
+                except (OSError, KafkaStorageError) as exc:
+                    failed_dirs.add(self._dir_of[topic_partition])
+                    logger.error("Error closing log %s: %s", log.name, exc)
+        try:
+            sync_deferred()
+        except OSError as exc:
+            logger.error("Could not fsync the checkpoints of closed logs: %s", exc)
+            failed_dirs.update(self.online_dirs)
         if self._started:
             self.checkpoint_recovery_points_and_log_start_offsets()
             self.checkpoint_high_watermarks()

@@ -52,3 +52,35 @@ def test_an_empty_partition_metadata_reads_as_none_and_is_written_again(tmp_path
     assert read_partition_metadata(partition) == topic_id
     write_partition_metadata(partition, topic_id)
     assert read_partition_metadata(partition) == topic_id
+
+
+def test_many_fsyncs_run_side_by_side_and_skip_the_gone(tmp_path: Path) -> None:
+    deferred_fsync.sync_deferred()
+    with deferred_fsync.deferring_fsyncs():
+        for index in range(deferred_fsync.PARALLEL_FROM + 8):
+            atomic_write_bytes(tmp_path / f"file-{index}", b"x")
+    (tmp_path / "file-0").unlink()
+    # Every file and their one directory, the gone one skipped without an error.
+    assert deferred_fsync.sync_deferred() == deferred_fsync.PARALLEL_FROM + 9
+    assert deferred_fsync.pending() == 0
+
+
+def test_a_clean_shutdown_syncs_what_its_closing_logs_wrote(tmp_path: Path) -> None:
+    """Logs loaded from disk rewrite their leader epoch checkpoints as they close (each
+    truncated to its empty log's end at load); the shutdown defers those fsyncs and makes
+    them all before it marks the dir cleanly shut down."""
+    from brook.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+
+    deferred_fsync.sync_deferred()
+    manager = LogManager([tmp_path], 1, "c", lambda topic: LogConfig())
+    manager.startup()
+    for index in range(deferred_fsync.BULK_PARTITIONS + 6):
+        manager.get_or_create_log("t", index).leader_epoch_cache.assign(0, 0)
+    manager.shutdown()
+    assert deferred_fsync.pending() == 0
+    again = LogManager([tmp_path], 1, "c", lambda topic: LogConfig())
+    again.startup()
+    assert len(again.all_logs()) == deferred_fsync.BULK_PARTITIONS + 6
+    again.shutdown()
+    assert deferred_fsync.pending() == 0
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
