@@ -136,10 +136,13 @@ def test_brook_compact_with_its_own_spark(source, tmp_path):
     assert "Spark tasks done" in ran.stderr  # progress while Spark works
     assert f"  {ORDERS}-0: " in ran.stderr
     # The time it reports is the command's wall time, its JVM's start and stop included
-    # (all but the process's exit).
+    # (all but the interpreter's start and the process's exit, which take a few seconds on
+    # a loaded machine: a tenth of the wall time is allowed for them, less than a JVM's
+    # start here).
     done = re.search(r"^Done in ([0-9.]+) s: ", ran.stderr, re.M)
     assert done, ran.stderr[-3000:]
-    assert wall - 2.0 <= float(done.group(1)) <= wall, (float(done.group(1)), wall)
+    slack = max(2.0, wall / 10)
+    assert wall - slack <= float(done.group(1)) <= wall, (float(done.group(1)), wall)
     assert_compacted(source, out)
 
 
