@@ -270,8 +270,22 @@ class _Compiler:
             body.field(field, f"e.{field.name}", flexible, "    ")
         if flexible:
             if has_tags:
+                # Nearly always every tagged field holds its default (the very object
+                # the dataclass was given, so `is` settles it): one zero byte.
                 tags = self._constant("TAGS", _tagged_writer(entity_type))
-                body.emit("    ", f"buf += {tags}(e)")
+                defaults = []
+                for field in fields(entity_type):
+                    if get_field_tag(field) is not None:
+                        default = self._constant("DEFAULT", get_tagged_field_default(field))
+                        value = f"e.{field.name}"
+                        defaults.append(f"({value} is {default} or {value} == {default})")
+                body.emit(
+                    "    ",
+                    f"if {' and '.join(defaults)}:",
+                    "    buf += b'\\x00'",
+                    "else:",
+                    f"    buf += {tags}(e)",
+                )
             else:
                 body.fixed_bytes(b"\x00", "    ")
         body.flush("    ")
