@@ -262,32 +262,26 @@ class _Compiler:
         lines = [f"def {name}(out, buf, e):  # {entity_type.__name__}"]
         body = _Body(self, lines)
         flexible: bool = entity_type.__flexible__
-        has_tags = False
+        tagged = []
         for field in fields(entity_type):
             if get_field_tag(field) is not None:
-                has_tags = True
-                continue
-            body.field(field, f"e.{field.name}", flexible, "    ")
-        if flexible:
-            if has_tags:
-                # Nearly always every tagged field holds its default (the very object
-                # the dataclass was given, so `is` settles it): one zero byte.
-                tags = self._constant("TAGS", _tagged_writer(entity_type))
-                defaults = []
-                for field in fields(entity_type):
-                    if get_field_tag(field) is not None:
-                        default = self._constant("DEFAULT", get_tagged_field_default(field))
-                        value = f"e.{field.name}"
-                        defaults.append(f"({value} is {default} or {value} == {default})")
-                body.emit(
-                    "    ",
-                    f"if {' and '.join(defaults)}:",
-                    "    buf += b'\\x00'",
-                    "else:",
-                    f"    buf += {tags}(e)",
-                )
+                tagged.append(field)
             else:
-                body.fixed_bytes(b"\x00", "    ")
+                body.field(field, f"e.{field.name}", flexible, "    ")
+        if tagged:
+            # Nearly always every tagged field holds its default (the very object the
+            # dataclass was given, so `is` settles it): the one zero byte below.
+            tags = self._constant("TAGS", _tagged_writer(entity_type))
+            defaults = []
+            for field in tagged:
+                default = self._constant("DEFAULT", get_tagged_field_default(field))
+                value = f"e.{field.name}"
+                defaults.append(f"({value} is {default} or {value} == {default})")
+            body.emit("    ", f"if not ({' and '.join(defaults)}):", f"    buf += {tags}(e)")
+            body.emit("    ", "else:")
+            body.emit("        ", "buf += b'\\x00'")
+        elif flexible:
+            body.emit("    ", "buf += b'\\x00'")
         body.flush("    ")
         if len(lines) == 1:
             lines.append("    pass")
@@ -320,8 +314,9 @@ class _Body:
         self.codes += code
         self.values.append(expression)
 
-    def fixed_bytes(self, data: bytes, indent: str) -> None:
-        self.emit(indent, f"buf += {data!r}")
+    def compact_length(self, value: str, indent: str) -> None:
+        """A flexible version's length of `value`, stored + 1 (0 is null)."""
+        self.emit(indent, f"n = len({value}) + 1", "buf += SMALL[n] if n < 128 else varint(n)")
 
     def field(self, field: Any, value: str, flexible: bool, indent: str) -> None:
         kind = classify_field(field)
@@ -376,21 +371,13 @@ class _Body:
         if is_string:
             self.emit(inner, f"s = {value}.encode()")
             if flexible:
-                self.emit(
-                    inner,
-                    "n = len(s) + 1",
-                    "buf += SMALL[n] if n < 128 else varint(n)",
-                    "buf += s",
-                )
+                self.compact_length("s", inner)
+                self.emit(inner, "buf += s")
             else:
                 self.emit(inner, "buf += STRING_LENGTH(len(s))", "buf += s")
         elif flexible:
-            self.emit(
-                inner,
-                f"n = len({value}) + 1",
-                "buf += SMALL[n] if n < 128 else varint(n)",
-                f"out.blob({value})",
-            )
+            self.compact_length(value, inner)
+            self.emit(inner, f"out.blob({value})")
         else:
             self.emit(inner, f"buf += BYTES_LENGTH(len({value}))", f"out.blob({value})")
 
@@ -407,7 +394,7 @@ class _Body:
         self.emit(indent, f"v = {value}", "if v is None:", f"    buf += {null}", "else:")
         inner = indent + "    "
         if flexible:
-            self.emit(inner, "n = len(v) + 1", "buf += SMALL[n] if n < 128 else varint(n)")
+            self.compact_length("v", inner)
         else:
             self.emit(inner, "buf += INT32(len(v))")
         if element is not None:
