@@ -44,6 +44,7 @@ from confluent_kafka.admin import AdminClient
 
 from .apache_kafka import KafkaCluster, kafka_version
 from .kafka_admin import NewTopic
+from .machine import file_create_us
 from .replication import Cluster
 
 TOPIC = "big"
@@ -110,6 +111,9 @@ class Round:
     creation_probe_ms: tuple[float, float, float]
     shutdown_probe_ms: tuple[float, float, float]
     rss_mib: dict[int, float]
+    # How long creating one file took on the data dirs' filesystem just before the
+    # CreateTopics (bench.machine.file_create_us): creation's time depends on it.
+    file_create_us: float
 
 
 class Bystander:
@@ -165,13 +169,18 @@ def _topic(admin: AdminClient, name: str) -> Any:
 
 
 def measure(
-    system: str, brokers: ThreeBrokers, partitions: int, stop: Callable[[int], None]
+    system: str,
+    brokers: ThreeBrokers,
+    partitions: int,
+    stop: Callable[[int], None],
+    probe_dir: Path,
 ) -> Round:
     # socket.timeout.ms at its most: the request is answered once the topic is made.
     admin = AdminClient({"bootstrap.servers": brokers.bootstrap, "socket.timeout.ms": 300000})
     admin.create_topics([NewTopic(BYSTANDER, 1, 3)])[BYSTANDER].result(120)
     _wait(lambda: len(_topic(admin, BYSTANDER).partitions[0].isrs) == 3, "bystander ISR")
     bystander = Bystander(brokers.bootstrap)
+    create_us = file_create_us(probe_dir)
     with bystander.running():
         started = time.perf_counter()
         created = admin.create_topics(
@@ -192,7 +201,8 @@ def measure(
         ready_s = time.perf_counter() - started
         print(
             f"  {system} {partitions:,}: answered in {answered:.1f} s,"
-            f" every partition led with a full ISR in {ready_s:.1f} s",
+            f" every partition led with a full ISR in {ready_s:.1f} s"
+            f" (a file took {create_us:.0f} us to create just before)",
             flush=True,
         )
         controller = brokers.controller()
@@ -219,6 +229,7 @@ def measure(
         _percentiles([lat for sent, lat in bystander.latencies if sent < stopping]),
         _percentiles([lat for sent, lat in bystander.latencies if sent >= stopping]),
         {i: round(value, 1) for i, value in rss.items()},
+        round(create_us, 1),
     )
 
 
@@ -241,7 +252,7 @@ def brook_round(root: Path, partitions: int) -> Round:
             os.kill(broker.pid, signal.SIGTERM)
             _wait(lambda: not broker.alive(), f"exit of broker {broker_id}")
 
-        return measure("Brook", BrookBrokers(cluster), partitions, stop)
+        return measure("Brook", BrookBrokers(cluster), partitions, stop, root / "create-probe")
 
 
 def kafka_round(root: Path, partitions: int) -> Round:
@@ -250,7 +261,13 @@ def kafka_round(root: Path, partitions: int) -> Round:
         def stop(node_id: int) -> None:
             cluster.nodes[node_id].stop()
 
-        return measure(f"Kafka {kafka_version()}", KafkaBrokers(cluster), partitions, stop)
+        return measure(
+            f"Kafka {kafka_version()}",
+            KafkaBrokers(cluster),
+            partitions,
+            stop,
+            root / "create-probe",
+        )
 
 
 def main() -> None:
@@ -260,16 +277,20 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the rounds to this file")
     args = parser.parse_args()
     rounds: list[Round] = []
-    for partitions in args.partitions:
-        with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-") as directory:
-            rounds.append(brook_round(Path(directory), partitions))
-        if not args.skip_kafka:
-            with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-kafka-") as directory:
-                rounds.append(kafka_round(Path(directory), partitions))
+    # Every round's files are deleted together at the end, not after the round: deleting
+    # a round's tens of thousands of files makes creating files slow for minutes on this
+    # machine's filesystem (bench.machine.file_create_us), and the next round, Kafka's or
+    # Brook's, would pay for it.
+    with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-") as directory:
+        root = Path(directory)
+        for partitions in args.partitions:
+            rounds.append(brook_round(root / f"brook-{partitions}", partitions))
+            if not args.skip_kafka:
+                rounds.append(kafka_round(root / f"kafka-{partitions}", partitions))
     print(
         f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'shutdown s':>10}"
         f" {'still led':>9} {'creating: probe p50/p99/worst':>30}"
-        f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6}  RSS MiB"
+        f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6} {'create us':>9}  RSS MiB"
     )
     for r in rounds:
         rss = ", ".join(f"{value:.0f}" for value in r.rss_mib.values())
@@ -277,7 +298,7 @@ def main() -> None:
             f"{r.system:12} {r.partitions:>10,} {r.answered_s:>10.1f} {r.ready_s:>8.1f}"
             f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9}"
             f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
-            f" {r.probe_failures:>6}  {rss}"
+            f" {r.probe_failures:>6} {r.file_create_us:>9.0f}  {rss}"
         )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")

@@ -26,6 +26,7 @@ from .kazoo_api import (
     KazooClient,
     KazooRetry,
     KazooState,
+    PollingHandler,
     SessionExpiredError,
     TransactionRequest,
     WatchedEvent,
@@ -94,6 +95,7 @@ class ZooKeeperClient:
             timeout=session_timeout_ms / 1000,
             connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),
             logger=kazoo_log,
+            handler=PollingHandler(),
         )
         self._connected = asyncio.Event()
         self._closing = False

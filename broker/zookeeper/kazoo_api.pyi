@@ -100,6 +100,9 @@ class TransactionRequest:
 class _Handler:
     timeout_exception: type[Exception]
 
+class PollingHandler(_Handler):
+    def __init__(self) -> None: ...
+
 class KazooClient:
     handler: _Handler
     def __init__(
@@ -109,6 +112,7 @@ class KazooClient:
         *,
         connection_retry: KazooRetry | None = None,
         logger: logging.Logger | None = None,
+        handler: _Handler | None = None,
     ) -> None: ...
     @property
     def client_state(self) -> str: ...

@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from brook.storage import deferred_fsync
 from brook.storage.checkpoints import (
     atomic_write_bytes,
@@ -16,6 +18,7 @@ from brook.storage.checkpoints import (
 )
 from brook.storage.log import Log
 from brook.storage.log_config import LogConfig
+from brook.storage.log_file_utils import syncfs_supported
 
 
 def test_writes_inside_wait_for_sync_deferred(tmp_path: Path) -> None:
@@ -63,6 +66,32 @@ def test_many_fsyncs_run_side_by_side_and_skip_the_gone(tmp_path: Path) -> None:
     # Every file and their one directory, the gone one skipped without an error.
     assert deferred_fsync.sync_deferred() == deferred_fsync.PARALLEL_FROM + 9
     assert deferred_fsync.pending() == 0
+
+
+def _dirty_kib() -> int:
+    """The kernel's count of page-cache data not yet written to disk, every file's."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Dirty:"):
+            return int(line.split()[1])
+    raise AssertionError("no Dirty line in /proc/meminfo")
+
+
+@pytest.mark.skipif(not syncfs_supported(), reason="syncfs(2) is Linux's")
+def test_thousands_of_deferred_writes_reach_the_disk_in_one_sync(tmp_path: Path) -> None:
+    """From SYNCFS_FROM deferred files, one syncfs of their filesystem writes them out:
+    the page cache holds none of their data after."""
+    deferred_fsync.sync_deferred()
+    count = deferred_fsync.SYNCFS_FROM
+    before = _dirty_kib()
+    with deferred_fsync.deferring_fsyncs():
+        for index in range(count):
+            atomic_write_bytes(tmp_path / f"file-{index}", bytes(32 * 1024))
+    written = _dirty_kib() - before
+    # 32 MiB written and not yet on disk (the kernel writes dirty pages out after 30 s).
+    assert written > count * 32 * 3 // 4
+    assert deferred_fsync.sync_deferred() == count + 1  # the files and their directory
+    assert deferred_fsync.pending() == 0
+    assert _dirty_kib() - before < written // 4
 
 
 def test_a_clean_shutdown_syncs_what_its_closing_logs_wrote(tmp_path: Path) -> None:
