@@ -178,7 +178,13 @@ def measure(
     # socket.timeout.ms at its most: the request is answered once the topic is made.
     admin = AdminClient({"bootstrap.servers": brokers.bootstrap, "socket.timeout.ms": 300000})
     admin.create_topics([NewTopic(BYSTANDER, 1, 3)])[BYSTANDER].result(120)
-    _wait(lambda: len(_topic(admin, BYSTANDER).partitions[0].isrs) == 3, "bystander ISR")
+
+    def bystander_ready() -> bool:
+        # Kafka's KRaft brokers may list the new topic a moment before its partition.
+        found = _topic(admin, BYSTANDER).partitions
+        return 0 in found and len(found[0].isrs) == 3
+
+    _wait(bystander_ready, "bystander ISR")
     bystander = Bystander(brokers.bootstrap)
     create_us = file_create_us(probe_dir)
     with bystander.running():
