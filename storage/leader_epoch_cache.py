@@ -61,6 +61,8 @@ class LeaderEpochFileCache:
         # What the file holds (None: no file yet): a flush that would write the same
         # again writes nothing.
         self._on_disk: list[EpochEntry] | None = list(self._entries) if path.exists() else None
+        # An entry assigned with flush=False and not written yet (write_pending).
+        self.pending = False
 
     # --- queries ----------------------------------------------------------------------
 
@@ -133,12 +135,19 @@ class LeaderEpochFileCache:
 
     # --- updates ----------------------------------------------------------------------
 
-    def assign(self, epoch: int, start_offset: int) -> None:
+    def assign(self, epoch: int, start_offset: int, flush: bool = True) -> None:
         """Record that `epoch` starts at `start_offset`.
 
         Nothing changes when the latest entry already has this epoch at an offset no
         larger. Entries that the new one contradicts (a later or equal epoch, or a
         start offset at or after the new one) are removed first.
+
+        `flush=False` (a new leader's epoch, starting at the log end): the file is written
+        by write_pending, which the log calls before it appends the epoch's first record.
+        Until then the entry describes no record, and a load drops it anyway (it starts
+        at the log end: truncate_from_end), so a crash loses nothing the file would have
+        kept; thousands of partitions led at once (a new topic, a broker's start, a
+        controlled shutdown moving leaders) write no file until they are written to.
         """
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
@@ -160,6 +169,9 @@ class LeaderEpochFileCache:
                 removed,
             )
         self._entries.append(new)
+        if not flush:
+            self.pending = True
+            return
         try:
             self.flush()
         except OSError:
@@ -200,9 +212,30 @@ class LeaderEpochFileCache:
         self._entries.clear()
         self.flush()
 
+    def flush_at_close(self, log_end_offset: int) -> None:
+        """flush, for a log closing at `log_end_offset`, leaving out the entries that start
+        at or after it: the next load drops them (truncate_from_end) whatever the file
+        says, so a new leader's epoch never written to (assign with flush=False) is not
+        written at the close either."""
+        if self._entries == self._on_disk:
+            self.pending = False
+            return
+        kept = [entry for entry in self._entries if entry.start_offset < log_end_offset]
+        if kept != self._on_disk and self.path.parent.exists():
+            self._checkpoint.write(kept)
+            self._on_disk = kept
+        self.pending = False
+
+    def write_pending(self) -> None:
+        """Write what assign(flush=False) left in memory (before its epoch's first record)."""
+        if self.pending:
+            self.flush()
+
     def flush(self) -> None:
         if self._entries == self._on_disk:
+            self.pending = False
             return
         if self.path.parent.exists():
             self._checkpoint.write(self._entries)
             self._on_disk = list(self._entries)
+        self.pending = False

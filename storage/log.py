@@ -743,6 +743,9 @@ class Log:
         offset_of_max_timestamp: int,
         now_ms: int,
     ) -> None:
+        # A new leader's epoch entry, kept in memory until now (LeaderEpochFileCache.assign
+        # with flush=False), is on disk before any record of the epoch is.
+        self.leader_epoch_cache.write_pending()
         config = self._config
         segment = self._segments[-1]
         if segment.should_roll(
@@ -1237,7 +1240,9 @@ class Log:
             self.mark_offline()
             return
         self.flush()
-        self.leader_epoch_cache.flush()  # a truncation made at load, if nothing wrote it
+        # A truncation made at load, if nothing wrote it (and not a new leader's epoch
+        # that no record has: LeaderEpochFileCache.flush_at_close).
+        self.leader_epoch_cache.flush_at_close(self._log_end_offset)
         if self._producer_state_loaded:
             # At the log end, so that the next start replays nothing.
             self._producer_state.update_map_end_offset(self._log_end_offset)

@@ -229,7 +229,9 @@ class Partition:
         cache = self.log.leader_epoch_cache
         latest = cache.latest_epoch
         if latest is None or self.leader_epoch > latest:
-            cache.assign(self.leader_epoch, self.log.log_end_offset)
+            # Written with the epoch's first record (the log's append): a partition led and
+            # never written to costs no file write.
+            cache.assign(self.leader_epoch, self.log.log_end_offset, flush=False)
         for broker_id, replica in self.remote_replicas.items():
             replica.reset(now_ms, in_sync=broker_id in self.isr)
         if not announce:

@@ -151,19 +151,31 @@ def _checkpointed_epochs(path) -> list[tuple[int, int]]:
 
 
 def test_a_change_of_many_leaders_writes_every_epoch_checkpoint(cluster: ScriptedController):
-    """A change that moves the leadership of many partitions at once (their epoch
-    checkpoints' fsyncs then run together off the loop) writes each new leader's epoch
-    entry to its file, as a change of one partition does."""
+    """A change that moves the leadership of many partitions at once writes each new
+    leader's epoch entry to its file with the epoch's first record (their fsyncs then run
+    together off the loop), and not before: a partition led and never written to costs
+    no write (LeaderEpochFileCache.assign with flush=False)."""
     cluster.start(0)
     new_leader = cluster.start(1)
     partitions = 100
     cluster.create_topic("handed", [0, 1], partitions=partitions)
     cluster.elect_all("handed", leader=1)
+
+    def checkpoint(index: int):
+        return new_leader.data_dir / f"handed-{index}" / "leader-epoch-checkpoint"
+
+    for index in range(partitions):
+        assert cluster.partition_state(1, "handed", index)["epochs"][-1] == (1, 0)
+        path = checkpoint(index)
+        assert not path.exists() or (1, 0) not in _checkpointed_epochs(path)
+    producer = Producer({"bootstrap.servers": new_leader.bootstrap, "acks": "1"})
+    for index in range(partitions):
+        producer.produce("handed", b"first of epoch 1", partition=index)
+    assert producer.flush(30) == 0
     for index in range(partitions):
         epochs = cluster.partition_state(1, "handed", index)["epochs"]
         assert epochs[-1] == (1, 0)
-        checkpoint = new_leader.data_dir / f"handed-{index}" / "leader-epoch-checkpoint"
-        assert _checkpointed_epochs(checkpoint) == epochs
+        assert _checkpointed_epochs(checkpoint(index)) == epochs
 
 
 def test_a_follower_in_controlled_shutdown_is_taken_into_no_isr(cluster: ScriptedController):

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from storage_helpers import append, make_batch
 
 from brook.storage.leader_epoch_cache import (
     UNDEFINED_EPOCH,
@@ -10,6 +11,8 @@ from brook.storage.leader_epoch_cache import (
     EpochEntry,
     LeaderEpochFileCache,
 )
+from brook.storage.log import Log
+from brook.storage.log_config import LogConfig
 
 
 def cache_with(tmp_path: Path, *entries: tuple[int, int]) -> LeaderEpochFileCache:
@@ -115,3 +118,34 @@ def test_a_new_cache_writes_its_file_and_an_unchanged_one_never_rewrites_it(
     reloaded.assign(1, 0)
     assert path.read_text() == "0\n1\n1 0\n"
     assert pairs(LeaderEpochFileCache(path)) == pairs(reloaded) != pairs(cache)
+
+
+def test_a_new_leaders_epoch_is_written_with_its_first_record(tmp_path: Path) -> None:
+    """A leader's epoch assigned at the log end (assign with flush=False, as
+    Partition._become_leader does) stays in memory until the log appends a record of it:
+    the file holds it before the record; a log reopened without it (a crash before any
+    record) reads as it would have had the entry been written (a load drops an entry
+    starting at the log end)."""
+    directory = tmp_path / "orders-0"
+    checkpoint = directory / "leader-epoch-checkpoint"
+    log = Log.open(directory, LogConfig())
+    append(log, make_batch(2), epoch=0)
+    assert checkpoint.read_text() == "0\n1\n0 0\n"
+    log.leader_epoch_cache.assign(3, log.log_end_offset, flush=False)
+    assert pairs(log.leader_epoch_cache) == [(0, 0), (3, 2)]  # answered from memory
+    assert checkpoint.read_text() == "0\n1\n0 0\n"
+    # A crash now: the log read again from disk is what it would be with the entry written.
+    crashed = Log.open(directory, LogConfig())
+    assert pairs(crashed.leader_epoch_cache) == [(0, 0)]
+    crashed.close()
+    append(log, make_batch(1), epoch=3)
+    assert checkpoint.read_text() == "0\n2\n0 0\n3 2\n"
+    # Led again and closed before any record of the new epoch: the close writes nothing
+    # (the next load would drop the entry), and what the file holds is what a load keeps.
+    log.leader_epoch_cache.assign(4, log.log_end_offset, flush=False)
+    written = checkpoint.stat().st_ino  # a write replaces the file (a new inode)
+    log.close()
+    assert checkpoint.stat().st_ino == written
+    reopened = Log.open(directory, LogConfig())
+    assert pairs(reopened.leader_epoch_cache) == [(0, 0), (3, 2)]
+    reopened.close()
