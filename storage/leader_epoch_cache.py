@@ -217,13 +217,8 @@ class LeaderEpochFileCache:
         at or after it: the next load drops them (truncate_from_end) whatever the file
         says, so a new leader's epoch never written to (assign with flush=False) is not
         written at the close either."""
-        if self._entries == self._on_disk:
-            self.pending = False
-            return
-        kept = [entry for entry in self._entries if entry.start_offset < log_end_offset]
-        if kept != self._on_disk and self.path.parent.exists():
-            self._checkpoint.write(kept)
-            self._on_disk = kept
+        if self._entries != self._on_disk:
+            self._write([e for e in self._entries if e.start_offset < log_end_offset])
         self.pending = False
 
     def write_pending(self) -> None:
@@ -232,10 +227,11 @@ class LeaderEpochFileCache:
             self.flush()
 
     def flush(self) -> None:
-        if self._entries == self._on_disk:
-            self.pending = False
-            return
-        if self.path.parent.exists():
-            self._checkpoint.write(self._entries)
-            self._on_disk = list(self._entries)
+        self._write(self._entries)
         self.pending = False
+
+    def _write(self, entries: list[EpochEntry]) -> None:
+        """The file made to hold `entries`, unless it does already (or its dir is gone)."""
+        if entries != self._on_disk and self.path.parent.exists():
+            self._checkpoint.write(entries)
+            self._on_disk = list(entries)
