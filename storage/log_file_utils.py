@@ -6,7 +6,7 @@ plain directory listing sorts segments in offset order.
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import os
 import uuid
 from collections.abc import Callable
@@ -122,7 +122,12 @@ def delete_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
 
 
-def _load_syncfs() -> Callable[[int], int] | None:
+@functools.cache
+def _syncfs_function() -> Callable[[int], int] | None:
+    # Looked up at the first bulk sync, not at import: ctypes costs the broker's start
+    # some 4 ms, and most brokers never sync 1,000 files at once.
+    import ctypes
+
     try:
         function: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
     except (AttributeError, OSError):  # not Linux (or a libc without it)
@@ -130,22 +135,22 @@ def _load_syncfs() -> Callable[[int], int] | None:
     return function
 
 
-_SYNCFS = _load_syncfs()
-
-
 def syncfs_supported() -> bool:
-    return _SYNCFS is not None
+    return _syncfs_function() is not None
 
 
 def syncfs(directory: Path) -> None:
     """Write every dirty page and inode of the filesystem holding `directory` to disk and
     wait for it (Linux's syncfs(2)): one call in place of thousands of fsyncs. Raises
     OSError as fsync would, or when the platform has no syncfs (syncfs_supported)."""
-    if _SYNCFS is None:
+    function = _syncfs_function()
+    if function is None:
         raise OSError("syncfs is not available on this platform")
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        if _SYNCFS(fd) != 0:
+        if function(fd) != 0:
+            import ctypes
+
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), str(directory))
     finally:
