@@ -188,6 +188,8 @@ class _Reader:
     # read; reading again after a wait answers it and is no new fetch (as Kafka's
     # DelayedFetch reads without updating the follower's state).
     records_follower_state: bool = True
+    # A follower's fetch session, which keeps the partitions found idle twice quiet.
+    session: FetchSession | None = None
 
 
 def _replica_id(request: FetchRequestView) -> int:
@@ -214,13 +216,13 @@ def handle_fetch(ctx: RequestContext, request: FetchRequestView) -> Any:
             session_id=0,
             responses=(),
         )
-    targets = _targets(ctx, request, session)
+    replica_id = _replica_id(request)
+    targets = _targets(ctx, request, session, replica_id)
     reader = _Reader(
-        _replica_id(request),
-        FetchIsolation.of(_replica_id(request), getattr(request, "isolation_level", 0)),
-        _denied(ctx, targets, _replica_id(request))
-        if ctx.services.authorizer is not None
-        else frozenset(),
+        replica_id,
+        FetchIsolation.of(replica_id, getattr(request, "isolation_level", 0)),
+        _denied(ctx, targets, replica_id) if ctx.services.authorizer is not None else frozenset(),
+        session=session if replica_id >= 0 else None,
     )
     # As Kafka, the broker's fetch.max.bytes caps what a client may ask for: it bounds
     # what one response (and so one connection) can hold; so does a consumer's quota
@@ -261,6 +263,7 @@ async def _wait_then_respond(
     deadline = loop.time() + max_wait_s
     partitions = [_partition_of(ctx, target) for target in targets]
     reader = dataclasses.replace(reader, records_follower_state=False)
+    quiet_session = reader.session if reader.session is not None and reader.session.quiet else None
     while True:
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -270,6 +273,8 @@ async def _wait_then_respond(
             if partition is not None:
                 partition.add_waiter(waiter, follower=reader.replica_id >= 0)
         ctx.services.fetch_purgatory.park(waiter)
+        if quiet_session is not None:
+            quiet_session.waiter = waiter  # a quiet partition that moves wakes it too
         try:
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
@@ -281,8 +286,16 @@ async def _wait_then_respond(
             )
         finally:
             ctx.services.fetch_purgatory.unpark(waiter)
+            if quiet_session is not None:
+                quiet_session.waiter = None
         if ctx.services.fetch_purgatory.closing:
             break  # answer with what there is, so the shutdown does not wait out max_wait
+        if quiet_session is not None and len(targets) != len(quiet_session.partitions) - len(
+            quiet_session.quiet
+        ):
+            # Partitions that moved left the quiet set: they are read from now on.
+            targets = _session_targets(quiet_session)
+            partitions = [_partition_of(ctx, target) for target in targets]
         reads = _read_all(ctx, targets, limits.max_bytes, reader)
         if _satisfied(reads, limits.min_bytes):
             return _respond(ctx, reads, session, incremental)
@@ -378,7 +391,7 @@ def _topic_ref(ctx: RequestContext, topic: FetchTopicView) -> str | uuid.UUID | 
 
 
 def _targets(
-    ctx: RequestContext, request: FetchRequestView, session: FetchSession | None
+    ctx: RequestContext, request: FetchRequestView, session: FetchSession | None, replica_id: int
 ) -> list[FetchTarget]:
     requested = [
         FetchTarget(
@@ -398,9 +411,11 @@ def _targets(
     for forgotten in getattr(request, "forgotten_topics_data", ()):
         ref = forgotten.topic_id if ctx.api_version >= FIRST_TOPIC_ID_VERSION else forgotten.topic
         for index in forgotten.partitions:
+            session.unquiet((ref, index))
             cached.pop((ref, index), None)
     for target in requested:
         key = (target.topic, target.index)
+        session.unquiet(key)  # the follower moved: it is read, and its position taken
         entry = cached.get(key)
         if entry is None:
             cached[key] = CachedPartition(
@@ -414,6 +429,13 @@ def _targets(
             entry.max_bytes = target.max_bytes
             entry.leader_epoch = target.current_leader_epoch
             entry.fetcher_log_start_offset = target.log_start_offset
+    session.fetched(replica_id, ctx.services.clock())
+    return _session_targets(session)
+
+
+def _session_targets(session: FetchSession) -> list[FetchTarget]:
+    """What a fetch in `session` reads: every partition it holds but the quiet ones."""
+    quiet = session.quiet
     return [
         FetchTarget(
             key[0],
@@ -424,7 +446,8 @@ def _targets(
             entry.fetcher_log_start_offset,
             entry,
         )
-        for key, entry in cached.items()
+        for key, entry in session.partitions.items()
+        if key not in quiet
     ]
 
 
@@ -477,6 +500,9 @@ def _read_one(
     if entry is not None and entry.idle_fetch is not None:
         again = _idle_fetch_again(ctx, target, entry.idle_fetch, partition, reader)
         if again is not None:
+            if reader.session is not None and reader.records_follower_state:
+                # Idle twice: the session skips it until it moves (fetch_sessions.py).
+                reader.session.make_quiet((target.topic, target.index), partition)
             return again
     try:
         info = partition.read_records(

@@ -44,6 +44,7 @@ from ..observability.partition_stats import PartitionStats
 
 if TYPE_CHECKING:
     from ..metadata.cache import PartitionRegistration
+    from .fetch_sessions import FetchSession, PartitionKey
 
 logger = logging.getLogger("brook.partition")
 
@@ -108,6 +109,12 @@ class ReplicaState:
         self.log_start_offset = log_start_offset
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_time_ms = now_ms
+
+    def caught_up_at(self, fetch_time_ms: int) -> None:
+        """A fetch that was not read (its session kept the partition quiet) asked for
+        the log end, which had not moved."""
+        self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+        self.last_fetch_time_ms = max(self.last_fetch_time_ms, fetch_time_ms)
 
     def reset(self, now_ms: int, in_sync: bool) -> None:
         """A new leadership: nothing is known of the follower until it fetches; an
@@ -174,6 +181,9 @@ class Partition:
     isr_eligible: Callable[[int], bool] = lambda broker_id: True
     # What /metrics reports of this partition (BrokerTopicMetrics, ISR changes).
     stats: PartitionStats = field(default_factory=PartitionStats)
+    # Followers' fetch sessions that skip this partition while nothing moves
+    # (broker/replica/fetch_sessions.py), with the key each knows it by.
+    quiet_sessions: dict[FetchSession, PartitionKey] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._track_remote_replicas()
@@ -200,6 +210,8 @@ class Partition:
         """Take a new assignment, leader or ISR from the metadata (Kafka's makeLeader /
         makeFollower): waiters that only the old leader could answer are answered now.
         True when the leadership changed (a new leader or leader epoch)."""
+        if self.quiet_sessions:
+            self._wake_quiet()  # before the followers' states start over
         was_leader = self.role is ReplicaRole.LEADER
         new_leadership = leader_epoch != self.leader_epoch or leader_id != self.leader_id
         self.replicas, self.isr = replicas, isr
@@ -434,6 +446,8 @@ class Partition:
         (Kafka's maybeShrinkIsr, run every half of replica.lag.time.max.ms)."""
         if self.role is not ReplicaRole.LEADER or self.pending_isr is not None:
             return
+        for session in self.quiet_sessions:
+            self._caught_up_while_quiet(session)
         out_of_sync = [
             broker_id
             for broker_id in self.isr
@@ -713,6 +727,8 @@ class Partition:
                 f"The offset {offset} for partition {self.name} is not valid"
             )
         log.maybe_increment_log_start_offset(offset)
+        if self.quiet_sessions:
+            self._wake_quiet()  # the followers are told the new log start
         return log.log_start_offset
 
     # --- long polls -------------------------------------------------------------------
@@ -726,11 +742,38 @@ class Partition:
         if self.waiters:
             waiters, self.waiters = self.waiters, []
             _wake(waiters)
+        if self.quiet_sessions:
+            self._wake_quiet()
 
     def _wake_followers(self) -> None:
         if self.follower_waiters:
             waiters, self.follower_waiters = self.follower_waiters, []
             _wake(waiters)
+        if self.quiet_sessions:
+            self._wake_quiet()
+
+    # --- followers' sessions that skip this partition while nothing moves --------------
+
+    def join_quiet(self, session: FetchSession, key: PartitionKey) -> None:
+        self.quiet_sessions[session] = key
+
+    def leave_quiet(self, session: FetchSession) -> None:
+        if self.quiet_sessions.pop(session, None) is not None:
+            self._caught_up_while_quiet(session)
+
+    def _wake_quiet(self) -> None:
+        """Something a fetch reads moved (records, the high watermark, the leadership):
+        every session that skipped this partition reads it again, at once."""
+        sessions, self.quiet_sessions = self.quiet_sessions, {}
+        for session, key in sessions.items():
+            self._caught_up_while_quiet(session)
+            session.woken(key)
+
+    def _caught_up_while_quiet(self, session: FetchSession) -> None:
+        """While quiet, the follower had the whole log at each fetch of its session."""
+        replica = self.remote_replicas.get(session.replica_id)
+        if replica is not None:
+            replica.caught_up_at(session.last_fetch_ms)
 
 
 def _wake(waiters: list[asyncio.Future[None]]) -> None:

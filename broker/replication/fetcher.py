@@ -72,6 +72,9 @@ class PartitionFetchState:
     leader_epoch: int
     truncated: bool = False
     delayed_until: float = 0.0  # loop time
+    # What the last fetch asked of the partition, asked again as the same object while
+    # nothing of it moves (the session then names only what did).
+    last_fetch: PartitionFetch | None = None
 
 
 class ReplicaFetcher:
@@ -338,11 +341,21 @@ class ReplicaFetcher:
         for state in states:
             partition = state.partition
             key = (partition.topic, partition.index)
-            fetch_offset = partition.log_end_offset
+            local_log = partition.log
+            fetch_offset = local_log.log_end_offset
+            log_start_offset = local_log.log_start_offset
             sent[key] = (state, fetch_offset)
-            wanted[key] = PartitionFetch(
-                fetch_offset, partition.log_start_offset, state.leader_epoch, max_bytes
-            )
+            fetch = state.last_fetch
+            if (
+                fetch is None
+                or fetch.fetch_offset != fetch_offset
+                or fetch.log_start_offset != log_start_offset
+                or fetch.max_bytes != max_bytes
+            ):
+                fetch = state.last_fetch = PartitionFetch(
+                    fetch_offset, log_start_offset, state.leader_epoch, max_bytes
+                )
+            wanted[key] = fetch
         # In the leader's fetch session only what changed is named (the leader reads
         # every partition of the session all the same).
         session_fetch = self._session.build(wanted)

@@ -123,3 +123,72 @@ def test_an_idle_follower_stays_in_the_isr(cluster: ScriptedController):
     # And what is written next is copied and committed.
     _produce(leader.bootstrap, "many", [3])
     cluster.wait_for(lambda: _copied(cluster, {3: 2}), "the next record copied")
+
+
+def _quiet(cluster: ScriptedController, session: FetchSession) -> set[int]:
+    return cluster.brokers[0].call(lambda: {index for _, index in session.quiet})
+
+
+def _leader_reads(cluster: ScriptedController) -> list[int]:
+    """How often the leader has read each partition of "many" for a fetch."""
+    leader = cluster.brokers[0]
+    return leader.call(
+        lambda: [
+            leader.broker.replicas.partition("many", index).stats.fetch_requests
+            for index in range(PARTITIONS)
+        ]
+    )
+
+
+def test_an_idle_followers_fetches_skip_its_quiet_partitions(cluster: ScriptedController):
+    """Partitions a follower found caught up with nothing new twice are quiet in its
+    session: its next fetches do not read them (an idle fetch of thousands of partitions
+    reads none), until one moves; then it is read and copied at once."""
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("many", [0, 1], partitions=PARTITIONS)
+    _produce(leader.bootstrap, "many", list(range(PARTITIONS)))
+    cluster.wait_for(lambda: _copied(cluster, dict.fromkeys(range(PARTITIONS), 1)), "copies")
+    cluster.wait_for(lambda: _follower_session(cluster) is not None, "a session")
+    session = _follower_session(cluster)
+    assert session is not None
+    cluster.wait_for(lambda: _quiet(cluster, session) == set(range(PARTITIONS)), "all quiet")
+    # Only a partition's move may bring it back from now on: the pass that reads every
+    # partition again after QUIET_FULL_PASS_MS is put off for this test.
+    cluster.brokers[0].call(lambda: setattr(session, "full_pass_due_ms", 1 << 62))
+    reads = _leader_reads(cluster)
+    start = cluster.fetch_rounds(1)
+    cluster.wait_for(lambda: cluster.fetch_rounds(1) >= start + 5, "idle fetch rounds")
+    assert _leader_reads(cluster) == reads
+    # A write to a quiet partition wakes the follower's parked fetch: it is copied and
+    # committed (acks=all in _produce waits for the follower).
+    _produce(leader.bootstrap, "many", [3])
+    cluster.wait_for(lambda: _copied(cluster, {3: 2}), "the new record copied")
+    after = _leader_reads(cluster)
+    assert after[3] > reads[3]
+    assert [n for i, n in enumerate(after) if i != 3] == [n for i, n in enumerate(reads) if i != 3]
+    # The partition that moved becomes quiet again once idle; the others stayed so.
+    cluster.wait_for(lambda: _quiet(cluster, session) == set(range(PARTITIONS)), "quiet again")
+    for index in range(PARTITIONS):
+        assert cluster.partition_state(0, "many", index)["isr"] == [0, 1]
+
+
+def test_a_quiet_partition_is_read_again_when_its_leadership_moves(cluster: ScriptedController):
+    """A new leader epoch takes the partition out of every quiet set: the follower's
+    fetches read it again and learn of the epoch."""
+    leader = cluster.start(0)
+    cluster.start(1)
+    cluster.create_topic("many", [0, 1], partitions=PARTITIONS)
+    _produce(leader.bootstrap, "many", list(range(PARTITIONS)))
+    cluster.wait_for(lambda: _copied(cluster, dict.fromkeys(range(PARTITIONS), 1)), "copies")
+    cluster.wait_for(lambda: _follower_session(cluster) is not None, "a session")
+    session = _follower_session(cluster)
+    assert session is not None
+    cluster.wait_for(lambda: _quiet(cluster, session) == set(range(PARTITIONS)), "all quiet")
+    cluster.brokers[0].call(lambda: setattr(session, "full_pass_due_ms", 1 << 62))
+    cluster.elect("many", 5, leader=0)  # the same leader, a new epoch
+    epoch = cluster.partition_state(0, "many", 5)["leader_epoch"]
+    assert 5 not in _quiet(cluster, session)
+    _produce(leader.bootstrap, "many", [5])
+    cluster.wait_for(lambda: _copied(cluster, {5: 2}), "the record of the new epoch copied")
+    assert cluster.partition_state(1, "many", 5)["leader_epoch"] == epoch
