@@ -155,6 +155,10 @@ class LogManager:
         # removed (removing needs descriptors, which may have run out): the periodic
         # purge then tries again, as Kafka's scheduled deletion of logs does.
         self._deleted_dirs_pending = False
+        # What each dir's replication-offset-checkpoint last had written: the write every
+        # replica.high.watermark.checkpoint.interval.ms is skipped while nothing moved
+        # (sorting and formatting thousands of lines every 5 s, for the same file).
+        self._high_watermarks_written: dict[Path, dict[TopicPartition, int]] = {}
 
     @property
     def cluster_id(self) -> str | None:
@@ -575,7 +579,10 @@ class LogManager:
     # --- periodic work ----------------------------------------------------------------
 
     def _logs_by_online_dir(self) -> dict[Path, list[tuple[TopicPartition, Log]]]:
-        by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.online_dirs}
+        online = self.online_dirs
+        if len(self.log_dirs) == 1 and online:
+            return {online[0]: list(self._logs.items())}  # one dir holds every log
+        by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in online}
         for topic_partition, log in self._logs.items():
             logs = by_dir.get(self._dir_of[topic_partition])
             if logs is not None:
@@ -611,10 +618,15 @@ class LogManager:
 
     def checkpoint_high_watermarks(self) -> None:
         for log_dir, logs in self._logs_by_online_dir().items():
+            high_watermarks = {tp: log.high_watermark for tp, log in logs}
+            if self._high_watermarks_written.get(log_dir) == high_watermarks:
+                continue
+            self._high_watermarks_written.pop(log_dir, None)
             try:
                 OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                    {tp: log.high_watermark for tp, log in logs}
+                    high_watermarks
                 )
+                self._high_watermarks_written[log_dir] = high_watermarks
             except OSError as exc:
                 self._report_io_error(
                     log_dir, f"Error while writing the high watermark checkpoint of {log_dir}", exc

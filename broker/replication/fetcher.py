@@ -34,7 +34,7 @@ from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OF
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError
 from ..observability.log_format import first_and_count
-from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
+from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from .fetch_session_handler import FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
@@ -156,16 +156,18 @@ class ReplicaFetcher:
                 # time, each slice would otherwise take a round of its own, and the
                 # partitions already followed none (an acks=all producer waited seconds).
                 untruncated = [state for state in ready if not state.truncated]
+                fetchable = ready
                 if untruncated:
                     await self._truncate(client, untruncated)
-                now = loop.time()
-                fetchable = [
-                    state
-                    for state in ready
-                    if state.truncated
-                    and state.delayed_until <= now
-                    and self.states.get((state.partition.topic, state.partition.index)) is state
-                ]
+                    # States may have been replaced, held back or truncated meanwhile.
+                    now = loop.time()
+                    fetchable = [
+                        state
+                        for state in ready
+                        if state.truncated
+                        and state.delayed_until <= now
+                        and self.states.get((state.partition.topic, state.partition.index)) is state
+                    ]
                 if fetchable:
                     await self._fetch(client, fetchable)
                 if self._failing:
@@ -192,12 +194,14 @@ class ReplicaFetcher:
                 await asyncio.sleep(self._backoff_s())
 
     def _ready(self, now: float) -> list[PartitionFetchState]:
+        # Every partition, every round: the follower role is read from the partition's
+        # fields, not through its property (thousands of calls a round).
         return [
             state
             for state in self.states.values()
             if state.delayed_until <= now
-            and state.partition.role is ReplicaRole.FOLLOWER
-            and not state.partition.is_offline
+            and (partition := state.partition).leader_id != partition.local_broker_id
+            and not partition.log.is_offline
         ]
 
     async def _idle(self, now: float) -> None:

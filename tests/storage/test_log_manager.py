@@ -233,3 +233,34 @@ def test_new_logs_go_to_the_log_dir_holding_fewest(tmp_path: Path) -> None:
         assert lm.dir_of("spread", 5) == first  # a tie: the first listed
     finally:
         lm.shutdown()
+
+
+@pytest.mark.parametrize("dir_count", [1, 2])
+def test_a_high_watermark_checkpoint_writes_only_what_moved(
+    tmp_path: Path, make_batch: BatchFactory, dir_count: int
+) -> None:
+    """The checkpoint runs every few seconds over every log: a dir whose high watermarks
+    have not moved since its file was written is not written again (the same file, not
+    a new one of the same content); one whose have is."""
+    dirs = [tmp_path / f"d{i}" for i in range(dir_count)]
+    lm = manager(dirs)
+    logs = [lm.get_or_create_log("orders", p) for p in range(4)]
+    for log in logs:
+        for n in range(3):
+            append(log, make_batch(1, tag=n))
+        log.high_watermark = 2
+    lm.checkpoint_high_watermarks()
+    files = [d / "replication-offset-checkpoint" for d in dirs]
+    inodes = [f.stat().st_ino for f in files]
+    assert all(set(OffsetCheckpointFile(f).read().values()) == {2} for f in files)
+    lm.checkpoint_high_watermarks()
+    assert [f.stat().st_ino for f in files] == inodes
+    logs[0].high_watermark = 3
+    lm.checkpoint_high_watermarks()
+    moved = logs[0].dir.parent / "replication-offset-checkpoint"
+    assert OffsetCheckpointFile(moved).read()[("orders", 0)] == 3
+    assert moved.stat().st_ino != inodes[files.index(moved)]
+    for f, inode in zip(files, inodes, strict=True):
+        if f != moved:
+            assert f.stat().st_ino == inode
+    lm.shutdown()
