@@ -1,7 +1,8 @@
-"""The broker's ZooKeeper client waits on its socket with poll(2)
-(kazoo_api.PollingHandler): a broker of thousands of partitions holds more than 1,024
-descriptors, and a socket numbered above that must still be read (select(2) cannot
-watch it). Against the real ZooKeeper server of the cluster tests."""
+"""The broker's ZooKeeper client (broker/zookeeper/client.py), against the real ZooKeeper
+server of the cluster tests: it waits on its socket with poll(2) (kazoo_api.PollingHandler),
+since a broker of thousands of partitions holds more than 1,024 descriptors and a socket
+numbered above that must still be read (select(2) cannot watch it); and it knows the session
+timeout ZooKeeper granted without kazoo's packet-by-packet log lines."""
 
 from __future__ import annotations
 
@@ -55,3 +56,26 @@ def test_a_socket_above_select_limit_is_served(
             await client.close()
 
     assert asyncio.run(scenario()) == b"written"
+
+
+@pytest.mark.parametrize("asked_ticks", [1, 30])
+def test_the_granted_session_timeout_is_known(zookeeper: ZooKeeperServer, asked_ticks: int) -> None:
+    """kazoo's lines below WARNING are never made into records (kazoo_api's logger), yet
+    the session timeout ZooKeeper granted, which kazoo tells only in such a line, is
+    known: ZooKeeper bounds the one asked for to 2-20 of its ticks."""
+
+    async def scenario() -> int:
+        client = ZooKeeperClient(
+            parse_connect_string(zookeeper.connect),
+            asked_ticks * zookeeper.tick_ms,
+            asyncio.get_running_loop(),
+            False,
+        )
+        await client.start(10000)
+        try:
+            return client.negotiated_session_timeout_ms
+        finally:
+            await client.close()
+
+    granted_ticks = min(max(asked_ticks, 2), 20)
+    assert asyncio.run(scenario()) == granted_ticks * zookeeper.tick_ms
