@@ -11,7 +11,6 @@ MetadataCache.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import uuid
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -142,20 +141,11 @@ class ReplicaManager:
             while (change := _step(steps)) is None:
                 made += 1
                 if made % slice_partitions == 0:
-                    # What the change made so far lives as long as its partitions: the
-                    # cyclic collector leaves it out of its full collections until the
-                    # change is done (each scans the whole heap, and a heap growing by
-                    # thousands of partitions triggers one after another).
-                    gc.freeze()
                     await asyncio.sleep(0)
             return change
         except BaseException:
             steps.close()  # its own handler removes what it made
             raise
-        finally:
-            # Back under the collector: what the change left in cycles (or whatever
-            # else was alive at a freeze) is collectable again.
-            gc.unfreeze()
 
     def _preparing(
         self, records: Sequence[MetadataRecord], cache: MetadataCache

@@ -28,6 +28,7 @@ from ..observability.broker_state import BrokerState
 from ..replica.fetch_sessions import FetchSessionCache
 from ..replica.replica_manager import ReplicaManager
 from .broker_parts import build_broker_parts
+from .collector_policy import CollectorPolicy
 from .connection import KafkaConnection
 from .features import features_of
 from .listeners import ListenerManager
@@ -83,6 +84,8 @@ class Broker:
         self.connections_accepted: dict[str, int] = {}
         self.listeners = ListenerManager(self._new_connection)
         self.background: list[asyncio.Task[Any]] = []
+        # What survives a full garbage collection is frozen (collector_policy.py).
+        self.collector_policy: CollectorPolicy | None = None
         # Retention passes run so far: what a test waits on instead of sleeping.
         self.retention_checks = 0
         # The log cleaner's threads, when log.cleaner.enable.
@@ -186,6 +189,8 @@ class Broker:
         started = time.monotonic()
         self.state = BrokerState.STARTING
         raise_open_file_limit()
+        self.collector_policy = CollectorPolicy(asyncio.get_running_loop())
+        self.collector_policy.start()
         static = self.dynamic_config.static
         if static["admin.listener"]:
             # First, so that /v1/health and /v1/ready answer while the broker starts.
@@ -413,6 +418,8 @@ class Broker:
         self.services.group_config_store.close()
         # Last, as Kafka closes its ZooKeeper client: the registration goes with it.
         await self.membership.close()
+        if self.collector_policy is not None:
+            self.collector_policy.stop()
         self.state = BrokerState.NOT_RUNNING
         log.info("Broker %d stopped cleanly", self.broker_id)
 

@@ -6,7 +6,6 @@ refuses one of an existing topic."""
 from __future__ import annotations
 
 import datetime
-import gc
 from typing import Any
 
 import pytest
@@ -91,24 +90,3 @@ def test_others_are_served_while_thousands_of_partitions_are_made(broker: Broker
     assert [m.value() for m in last] == [b"last"]
     produce(broker.bootstrap, "bystander", [(b"k", b"v")])
     assert [m.value() for m in consume_all(broker.bootstrap, "bystander", 1)] == [b"v"]
-
-
-def test_what_a_creation_makes_is_kept_out_of_full_collections_while_it_runs(
-    broker: BrokerThread,
-) -> None:
-    """While thousands of partitions are made, the cyclic garbage collector's full
-    collections leave out what the creation made so far (gc.freeze after each slice:
-    each full collection scans the whole heap, and a heap growing that fast triggers
-    one after another); once the topic is made, everything is under the collector again
-    (nothing stays frozen, so nothing left in cycles is kept for ever)."""
-    assert gc.get_freeze_count() == 0
-    with RawClient(broker.port) as creator, RawClient(broker.port) as other:
-        creator.send(_create_request("frozen", PARTITIONS))
-        frozen_meanwhile = 0
-        while _metadata(other, "frozen").error_code != ErrorCode.none:
-            # The broker runs in this process: its collector is the one read here.
-            frozen_meanwhile = max(frozen_meanwhile, gc.get_freeze_count())
-        [created] = creator.receive(response_type(ApiKey.CREATE_TOPICS, 7)).topics
-        assert created.error_code == ErrorCode.none
-    assert frozen_meanwhile > 0
-    assert gc.get_freeze_count() == 0
