@@ -7,7 +7,8 @@ other on the same machine. For each count of `--partitions`:
 1. one CreateTopics of N partitions, replicated 3 times (min.insync.replicas 2), while a
    bystander produces one record with acks=all every 100 ms to a topic of its own; the
    time until the request is answered and until every partition has a leader and all
-   three replicas in its ISR (Metadata);
+   three replicas in its ISR (Metadata); then each broker's CPU over 10 s with only the
+   bystander writing (what keeping the topic costs when nothing happens);
 2. a controlled shutdown of one broker (SIGTERM; not the controller): the time until its
    process exits, and how many partitions it still leads after (none, when every one was
    handed over);
@@ -51,6 +52,10 @@ TOPIC = "big"
 BYSTANDER = "bystander"
 TIMEOUT_S = 900.0
 PROBE_INTERVAL_S = 0.1
+# The idle cost: measured over IDLE_S, once IDLE_SETTLE_S have passed after the topic was
+# whole (followers' first rounds of nothing, the last ISR changes).
+IDLE_SETTLE_S = 5.0
+IDLE_S = 10.0
 
 
 class ThreeBrokers(Protocol):
@@ -111,6 +116,9 @@ class Round:
     creation_probe_ms: tuple[float, float, float]
     shutdown_probe_ms: tuple[float, float, float]
     rss_mib: dict[int, float]
+    # Each broker's CPU seconds over IDLE_S once every partition is led with a full ISR,
+    # with only the bystander writing: what keeping the topic costs when nothing happens.
+    idle_cpu_s: dict[int, float]
     # How long creating one file took on the data dirs' filesystem just before the
     # CreateTopics (bench.machine.file_create_us): creation's time depends on it.
     file_create_us: float
@@ -211,6 +219,12 @@ def measure(
             f" (a file took {create_us:.0f} us to create just before)",
             flush=True,
         )
+        idle_cpu = _idle_cpu(brokers.pids())
+        print(
+            f"  {system} {partitions:,}: CPU s over {IDLE_S:.0f} s with only the bystander"
+            f" writing: {', '.join(f'{value:.2f}' for value in idle_cpu.values())}",
+            flush=True,
+        )
         controller = brokers.controller()
         stopped = next(i for i in sorted(brokers.pids()) if i != controller)
         stopping = time.perf_counter()
@@ -235,8 +249,18 @@ def measure(
         _percentiles([lat for sent, lat in bystander.latencies if sent < stopping]),
         _percentiles([lat for sent, lat in bystander.latencies if sent >= stopping]),
         {i: round(value, 1) for i, value in rss.items()},
+        idle_cpu,
         round(create_us, 1),
     )
+
+
+def _idle_cpu(pids: dict[int, int]) -> dict[int, float]:
+    """Each broker's CPU seconds (user and system) over IDLE_S, after IDLE_SETTLE_S."""
+    time.sleep(IDLE_SETTLE_S)
+    processes = {i: psutil.Process(pid) for i, pid in sorted(pids.items())}
+    before = {i: sum(p.cpu_times()[:2]) for i, p in processes.items()}
+    time.sleep(IDLE_S)
+    return {i: round(sum(p.cpu_times()[:2]) - before[i], 2) for i, p in processes.items()}
 
 
 def _percentiles(latencies: list[float]) -> tuple[float, float, float]:
@@ -296,15 +320,17 @@ def main() -> None:
     print(
         f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'shutdown s':>10}"
         f" {'still led':>9} {'creating: probe p50/p99/worst':>30}"
-        f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6} {'create us':>9}  RSS MiB"
+        f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6} {'create us':>9}"
+        f" {'idle CPU s':>16}  RSS MiB"
     )
     for r in rounds:
         rss = ", ".join(f"{value:.0f}" for value in r.rss_mib.values())
+        idle = ", ".join(f"{value:.1f}" for value in r.idle_cpu_s.values())
         print(
             f"{r.system:12} {r.partitions:>10,} {r.answered_s:>10.1f} {r.ready_s:>8.1f}"
             f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9}"
             f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
-            f" {r.probe_failures:>6} {r.file_create_us:>9.0f}  {rss}"
+            f" {r.probe_failures:>6} {r.file_create_us:>9.0f} {idle:>16}  {rss}"
         )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
