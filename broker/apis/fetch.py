@@ -264,6 +264,7 @@ async def _wait_then_respond(
     partitions = [_partition_of(ctx, target) for target in targets]
     reader = dataclasses.replace(reader, records_follower_state=False)
     quiet_session = reader.session if reader.session is not None and reader.session.quiet else None
+    left_quiet = quiet_session.left_quiet if quiet_session is not None else 0
     while True:
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -290,10 +291,9 @@ async def _wait_then_respond(
                 quiet_session.waiter = None
         if ctx.services.fetch_purgatory.closing:
             break  # answer with what there is, so the shutdown does not wait out max_wait
-        if quiet_session is not None and len(targets) != len(quiet_session.partitions) - len(
-            quiet_session.quiet
-        ):
+        if quiet_session is not None and quiet_session.left_quiet != left_quiet:
             # Partitions that moved left the quiet set: they are read from now on.
+            left_quiet = quiet_session.left_quiet
             targets = _session_targets(quiet_session)
             partitions = [_partition_of(ctx, target) for target in targets]
         reads = _read_all(ctx, targets, limits.max_bytes, reader)

@@ -81,8 +81,8 @@ class QuietPartition(Protocol):
 
 
 class FetchSession:
-    __slots__ = ("epoch", "full_pass_due_ms", "last_fetch_ms", "partitions", "quiet",
-                 "replica_id", "session_id", "waiter")  # fmt: skip
+    __slots__ = ("epoch", "full_pass_due_ms", "last_fetch_ms", "left_quiet", "partitions",
+                 "quiet", "replica_id", "session_id", "waiter")  # fmt: skip
 
     def __init__(
         self, session_id: int, epoch: int, partitions: OrderedDict[PartitionKey, CachedPartition]
@@ -95,6 +95,9 @@ class FetchSession:
         self.last_fetch_ms = 0
         # The partitions its fetches skip (see above), and when all are read again.
         self.quiet: dict[PartitionKey, QuietPartition] = {}
+        # How many have left the quiet set so far: a parked fetch that sees it move reads
+        # again what it reads.
+        self.left_quiet = 0
         self.full_pass_due_ms = 0
         # The parked fetch of this session, which a partition leaving the quiet set wakes.
         self.waiter: asyncio.Future[None] | None = None
@@ -109,23 +112,33 @@ class FetchSession:
             self.full_pass_due_ms = now_ms + QUIET_FULL_PASS_MS
 
     def make_quiet(self, key: PartitionKey, partition: QuietPartition) -> None:
-        if key not in self.quiet:
-            self.quiet[key] = partition
-            partition.join_quiet(self, key)
+        current = self.quiet.get(key)
+        if current is partition:
+            return
+        if current is not None:
+            self.unquiet(key)  # a partition object of the past under the same key
+        self.quiet[key] = partition
+        partition.join_quiet(self, key)
 
     def unquiet(self, key: PartitionKey) -> None:
         partition = self.quiet.pop(key, None)
         if partition is not None:
+            self.left_quiet += 1
             partition.leave_quiet(self)
 
-    def woken(self, key: PartitionKey) -> None:
-        """The partition under `key` moved (it has forgotten this session already)."""
+    def woken(self, key: PartitionKey, partition: QuietPartition) -> None:
+        """`partition`, quiet under `key`, moved (it has forgotten this session already)."""
+        if self.quiet.get(key) is not partition:
+            return
+        del self.quiet[key]
+        self.left_quiet += 1
         waiter = self.waiter
-        if self.quiet.pop(key, None) is not None and waiter is not None and not waiter.done():
+        if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     def clear_quiet(self) -> None:
         quiet, self.quiet = self.quiet, {}
+        self.left_quiet += len(quiet)
         for partition in quiet.values():
             partition.leave_quiet(self)
 

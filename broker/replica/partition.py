@@ -767,7 +767,7 @@ class Partition:
         sessions, self.quiet_sessions = self.quiet_sessions, {}
         for session, key in sessions.items():
             self._caught_up_while_quiet(session)
-            session.woken(key)
+            session.woken(key, self)
 
     def _caught_up_while_quiet(self, session: FetchSession) -> None:
         """While quiet, the follower had the whole log at each fetch of its session."""
