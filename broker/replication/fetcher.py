@@ -34,7 +34,7 @@ from brook.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OF
 
 from ..client import Client, ConnectionClosedError, InvalidResponseError
 from ..observability.log_format import first_and_count
-from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from ..replica.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaRole
 from .fetch_session_handler import FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
@@ -194,14 +194,12 @@ class ReplicaFetcher:
                 await asyncio.sleep(self._backoff_s())
 
     def _ready(self, now: float) -> list[PartitionFetchState]:
-        # Every partition, every round: the follower role is read from the partition's
-        # fields, not through its property (thousands of calls a round).
         return [
             state
             for state in self.states.values()
             if state.delayed_until <= now
-            and (partition := state.partition).leader_id != partition.local_broker_id
-            and not partition.log.is_offline
+            and state.partition.role is ReplicaRole.FOLLOWER
+            and not state.partition.is_offline
         ]
 
     async def _idle(self, now: float) -> None:
