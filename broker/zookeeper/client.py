@@ -3,7 +3,8 @@
 kazoo runs its own threads (the connection, the callbacks). Nothing here blocks the
 loop: every call is kazoo's *_async one, whose result is handed to an asyncio future
 with call_soon_threadsafe, and every callback kazoo makes (a watch firing, a session
-state change) is handed to the loop the same way, so that the code reacting to it
+state change) is handed to the loop the same way (results and watches straight from
+kazoo's connection thread: kazoo_transport), so that the code reacting to it
 runs where all the broker's state lives. Calls that lose the connection (or the
 session) are tried again once connected, as Kafka's retryRequestUntilConnected does.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,12 +22,12 @@ from typing import Any, TypeVar
 from .connect_string import ConnectString
 from .errors import ZooKeeperClientTimeoutError
 from .kazoo_api import (
+    BrookKazooClient,
     ConnectionLoss,
     IAsyncResult,
-    KazooClient,
     KazooRetry,
     KazooState,
-    PollingHandler,
+    LoopCallback,
     SessionExpiredError,
     TransactionRequest,
     WatchedEvent,
@@ -87,12 +89,11 @@ class ZooKeeperClient:
         # logging's registry.
         self._kazoo_log = _KazooLogger(log)
         self._requested_timeout_ms = session_timeout_ms
-        self._kazoo = KazooClient(
+        self._kazoo = BrookKazooClient(
             hosts=hosts,
             timeout=session_timeout_ms / 1000,
             connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),
             logger=self._kazoo_log,
-            handler=PollingHandler(),
         )
         self._connected = asyncio.Event()
         self._closing = False
@@ -100,7 +101,7 @@ class ZooKeeperClient:
         self._session_listeners: list[SessionListener] = []
         # One kazoo-side function per loop-side watch callback, so that setting the
         # same watch again is one watcher in kazoo, not one more each time.
-        self._watches: dict[WatchCallback, Callable[[WatchedEvent], None]] = {}
+        self._watches: dict[WatchCallback, LoopCallback] = {}
         self._kazoo.add_listener(self._kazoo_state_changed)
 
     # --- the session --------------------------------------------------------------------
@@ -186,15 +187,13 @@ class ZooKeeperClient:
 
     # --- calls --------------------------------------------------------------------------
 
-    def _kazoo_watch(self, callback: WatchCallback | None) -> Callable[[WatchedEvent], None] | None:
+    def _kazoo_watch(self, callback: WatchCallback | None) -> LoopCallback | None:
         if callback is None:
             return None
         hop = self._watches.get(callback)
         if hop is None:
-
-            def hop(event: WatchedEvent) -> None:
-                self._hop(callback, event)
-
+            # Runs on kazoo's connection thread (a LoopCallback only hops).
+            hop = LoopCallback(functools.partial(self._hop, callback))
             self._watches[callback] = hop
         return hop
 
@@ -221,7 +220,7 @@ class ZooKeeperClient:
             if not future.done():
                 future.set_exception(error)
 
-        def completed(done: IAsyncResult[T]) -> None:  # on a kazoo thread
+        def completed(done: IAsyncResult[T]) -> None:  # on kazoo's connection thread
             try:
                 value = done.get_nowait()
             except Exception as exc:
@@ -229,7 +228,7 @@ class ZooKeeperClient:
             else:
                 self._hop(resolve, value)
 
-        result.rawlink(completed)
+        result.rawlink(LoopCallback(completed))
         return future
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:

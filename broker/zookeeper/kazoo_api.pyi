@@ -100,8 +100,13 @@ class TransactionRequest:
 class _Handler:
     timeout_exception: type[Exception]
 
-class PollingHandler(_Handler):
-    def __init__(self) -> None: ...
+# --- kazoo_transport (kazoo's connection thread, made cheap per request) -------------------
+
+class LoopCallback:
+    # A callback that only hands its argument to the event loop: kazoo's connection
+    # thread runs it itself.
+    def __init__(self, function: Callable[[Any], None]) -> None: ...
+    def __call__(self, argument: Any) -> None: ...
 
 class KazooClient:
     handler: _Handler
@@ -146,3 +151,13 @@ class KazooClient:
         makepath: bool = False,
     ) -> IAsyncResult[str]: ...
     def set_async(self, path: str, value: bytes, version: int = -1) -> IAsyncResult[ZnodeStat]: ...
+
+class BrookKazooClient(KazooClient):
+    def __init__(
+        self,
+        hosts: str = "127.0.0.1:2181",
+        timeout: float = 10.0,
+        *,
+        connection_retry: KazooRetry | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None: ...

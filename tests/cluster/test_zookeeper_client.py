@@ -1,20 +1,25 @@
 """The broker's ZooKeeper client (broker/zookeeper/client.py), against the real ZooKeeper
-server of the cluster tests: it waits on its socket with poll(2) (kazoo_api.PollingHandler),
-since a broker of thousands of partitions holds more than 1,024 descriptors and a socket
-numbered above that must still be read (select(2) cannot watch it); and it knows the session
-timeout ZooKeeper granted without kazoo's packet-by-packet log lines."""
+server of the cluster tests: it waits on its socket with poll(2) (kazoo_transport), since a
+broker of thousands of partitions holds more than 1,024 descriptors and a socket numbered
+above that must still be read (select(2) cannot watch it); it sends a burst of requests in
+a few writes and takes their replies from what one read brought, each to its own caller,
+across a cut connection too; and it knows the session timeout ZooKeeper granted without
+kazoo's packet-by-packet log lines."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import resource
+import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from brook.broker.zookeeper.client import ZooKeeperClient
 from brook.broker.zookeeper.connect_string import parse_connect_string
+from brook.broker.zookeeper.kazoo_transport import READ_SIZE
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 ABOVE_SELECT = 1100  # descriptors held before the client connects (select's limit: 1,024)
@@ -79,3 +84,90 @@ def test_the_granted_session_timeout_is_known(zookeeper: ZooKeeperServer, asked_
 
     granted_ticks = min(max(asked_ticks, 2), 20)
     assert asyncio.run(scenario()) == granted_ticks * zookeeper.tick_ms
+
+
+BURST = 2000
+# A znode larger than one read of the socket (kazoo_transport.READ_SIZE), within
+# ZooKeeper's default request limit (jute.maxbuffer, 1 MiB).
+LARGE = bytes(range(256)) * (3 * READ_SIZE // 256)
+
+
+def _client(zookeeper: ZooKeeperServer) -> ZooKeeperClient:
+    return ZooKeeperClient(
+        parse_connect_string(zookeeper.connect), 10000, asyncio.get_running_loop(), False
+    )
+
+
+async def _make_znodes(client: ZooKeeperClient, root: str) -> None:
+    await client.create(f"{root}/large", LARGE, makepath=True)
+    for start in range(0, BURST, 500):
+
+        def build(transaction: Any, start: int = start) -> None:
+            for index in range(start, start + 500):
+                transaction.create(f"{root}/{index}", f"value {index}".encode())
+
+        await client.multi(build)
+
+
+def test_a_burst_goes_out_in_few_writes_and_each_reply_reaches_its_caller(
+    zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    """Thousands of reads asked at once, with a znode larger than one read of the socket
+    among them: every caller gets its own znode's data, and the requests went out in far
+    fewer writes than there are requests (kazoo alone writes each on its own)."""
+
+    async def scenario() -> tuple[list[bytes], int]:
+        client = _client(zookeeper)
+        await client.start(10000)
+        try:
+            await _make_znodes(client, chroot)
+            connection = client._kazoo._connection
+            writes = 0
+            write = connection._write
+
+            def counted(message: bytes, timeout: float) -> None:
+                nonlocal writes
+                writes += 1
+                write(message, timeout)
+
+            connection._write = counted
+            paths = [f"{chroot}/{index}" for index in range(BURST)]
+            paths[BURST // 2 : BURST // 2] = [f"{chroot}/large"] * 3
+            replies = await asyncio.gather(*(client.get(path) for path in paths))
+            return [data for data, _ in replies], writes
+        finally:
+            await client.close()
+
+    data, writes = asyncio.run(scenario())
+    expected = [f"value {index}".encode() for index in range(BURST)]
+    expected[BURST // 2 : BURST // 2] = [LARGE] * 3
+    assert data == expected
+    assert writes <= BURST // 10
+
+
+def test_a_cut_connection_mid_burst_loses_no_request(
+    zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    """The link cut while replies are buffered and requests are on their way: the client
+    reconnects in the same session, what it had read of the old connection is not taken
+    for the new one's replies, and every caller gets its own znode's data."""
+
+    async def scenario() -> tuple[list[bytes], int | None, int | None]:
+        client = _client(zookeeper)
+        await client.start(10000)
+        try:
+            await _make_znodes(client, chroot)
+            session = client.session_id
+            paths = [f"{chroot}/{index}" for index in range(BURST)] + [f"{chroot}/large"]
+            reads = [asyncio.ensure_future(client.get(path)) for path in paths]
+            # Cut once the first replies are in: the rest are in flight or still queued.
+            await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
+            client._kazoo._connection._socket.shutdown(socket.SHUT_RDWR)
+            replies = await asyncio.gather(*reads)
+            return [data for data, _ in replies], session, client.session_id
+        finally:
+            await client.close()
+
+    data, before, after = asyncio.run(scenario())
+    assert data == [f"value {index}".encode() for index in range(BURST)] + [LARGE]
+    assert after == before
