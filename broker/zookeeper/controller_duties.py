@@ -32,7 +32,9 @@ repairs what its predecessor left half done.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import dataclasses
 import enum
 import logging
 import uuid
@@ -88,6 +90,43 @@ ELECTION_ATTEMPTS = 5
 WRITES_IN_FLIGHT = 512
 
 
+@dataclasses.dataclass
+class RoundTally:
+    """What one reconciliation changed, by kind, for its one summary line: a line per
+    partition (Kafka's state-change log, at TRACE there) would be thousands for a topic of
+    thousands of partitions or a broker leaving; those lines are at DEBUG."""
+
+    created: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    moved_from_shutting_down: collections.Counter[str] = dataclasses.field(
+        default_factory=collections.Counter
+    )
+    elected: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    isr_shrunk: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+
+    def summary(self) -> str | None:
+        parts = [
+            f"{what} {_count_by_topic(counter)}"
+            for what, counter in (
+                ("new partitions led:", self.created),
+                ("leaders moved off brokers shutting down:", self.moved_from_shutting_down),
+                ("leaders elected after a leader was lost:", self.elected),
+                ("ISRs without brokers gone:", self.isr_shrunk),
+            )
+            if counter
+        ]
+        text = "; ".join(parts)
+        return text[:1].upper() + text[1:] or None
+
+
+def _count_by_topic(counter: collections.Counter[str], shown: int = 5) -> str:
+    """`9000 (big 9000)`, the topics with most first."""
+    top = counter.most_common(shown)
+    named = ", ".join(f"{topic} {count}" for topic, count in top)
+    if len(counter) > shown:
+        named += f", {len(counter) - shown} more topics"
+    return f"{sum(counter.values())} ({named})"
+
+
 class ControllerDuties:
     def __init__(
         self,
@@ -117,6 +156,7 @@ class ControllerDuties:
         # Topics whose partitions znode this controller made or found (see _create_state).
         self._partitions_znodes: set[str] = set()
         self._rebalance: asyncio.Future[None] | None = None
+        self._tally = RoundTally()
         self.reassignments = PartitionReassignments(
             client, topics, self._active_brokers, self._fenced, self._job.schedule
         )
@@ -250,7 +290,13 @@ class ControllerDuties:
         # asynchronously), not made one round trip after another. A partition that needs
         # no write costs its decider no wait.
         queue = iter(to_decide)
-        await asyncio.gather(*(decide_in_turn(queue) for _ in range(WRITES_IN_FLIGHT)))
+        self._tally = RoundTally()
+        try:
+            await asyncio.gather(*(decide_in_turn(queue) for _ in range(WRITES_IN_FLIGHT)))
+        finally:
+            summary = self._tally.summary()
+            if summary:
+                log.info("[Controller id=%d] %s", state.controller_id, summary)
         self._still_leading = still_leading
         # Moves an old tool asked for in /admin/reassign_partitions start; moves whose
         # target replicas have all caught up complete (a new controller's first round
@@ -278,7 +324,8 @@ class ControllerDuties:
             if chosen is None:
                 return False  # no replica is live: it waits for one
             await self._create_state(state, name, partition, chosen.leader, chosen.isr)
-            log.info(
+            self._tally.created[name] += 1
+            log.debug(
                 "[Controller id=%d] %s-%d: new partition, leader %d, ISR %s",
                 state.controller_id,
                 name,
@@ -298,7 +345,8 @@ class ControllerDuties:
                 await self._write_state(
                     state, name, partition, current, current.leader, current.leader_epoch, new_isr
                 )
-                log.info(
+                self._tally.isr_shrunk[name] += 1
+                log.debug(
                     "[Controller id=%d] %s-%d: ISR %s -> %s (brokers gone)",
                     state.controller_id,
                     name,
@@ -329,8 +377,9 @@ class ControllerDuties:
         await self._write_state(
             state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
         )
+        self._tally.elected[name] += 1
         log.log(
-            logging.WARNING if chosen.unclean else logging.INFO,
+            logging.WARNING if chosen.unclean else logging.DEBUG,
             "[Controller id=%d] %s-%d: %sleader %d (was %d), leader epoch %d, ISR %s",
             state.controller_id,
             name,
@@ -368,7 +417,8 @@ class ControllerDuties:
         await self._write_state(
             state, name, partition, current, chosen.leader, current.leader_epoch + 1, chosen.isr
         )
-        log.info(
+        self._tally.moved_from_shutting_down[name] += 1
+        log.debug(
             "[Controller id=%d] %s-%d: leader %d (was %d, shutting down), leader epoch %d, ISR %s",
             state.controller_id,
             name,

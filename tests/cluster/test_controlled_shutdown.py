@@ -143,6 +143,10 @@ def test_a_stopping_leader_hands_over_while_producers_go_on(cluster: Cluster, zk
     assert history.first_led_by_another(leader) < _registration_gone_zxid(zk)
     log = brokers[leader].log_path.read_text()
     assert "Controlled shutdown request returned successfully" in log
+    # The controller (whichever broker it was) says what it did in one line a round.
+    logs = "".join(broker.log_path.read_text() for broker in brokers.values()).lower()
+    assert "new partitions led: 1 (orders 1)" in logs
+    assert "leaders moved off brokers shutting down: 1 (orders 1)" in logs
 
     consumer = KafkaConsumer(
         "orders",
