@@ -33,6 +33,7 @@ written.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -53,8 +54,10 @@ SYNC_THREADS = 16
 # From this many, one syncfs of each filesystem instead (where the platform has it).
 SYNCFS_FROM = 1000
 _lock = threading.Lock()
-_files: set[Path] = set()
-_dirs: set[Path] = set()
+# Kept as strings: a new Path hashes its parts each time, which cost a tenth of making a
+# partition (three paths deferred each).
+_files: set[str] = set()
+_dirs: set[str] = set()
 
 
 @contextmanager
@@ -75,9 +78,9 @@ def defer(file: Path | None = None, directory: Path | None = None) -> None:
     """Remember a file (and a directory whose entries changed) to fsync later."""
     with _lock:
         if file is not None:
-            _files.add(file)
+            _files.add(os.fspath(file))
         if directory is not None:
-            _dirs.add(directory)
+            _dirs.add(os.fspath(directory))
 
 
 def pending() -> int:
@@ -93,32 +96,32 @@ def sync_deferred() -> int:
         files, dirs = set(_files), set(_dirs)
         _files.clear()
         _dirs.clear()
-    directories = dirs | {path.parent for path in files}
+    directories = dirs | {os.path.dirname(path) for path in files}
     if len(files) + len(directories) >= SYNCFS_FROM and syncfs_supported():
         for directory in _one_directory_per_filesystem(directories):
-            syncfs(directory)
+            syncfs(Path(directory))
     elif len(files) + len(directories) < PARALLEL_FROM:
         for path in sorted(files):
-            fsync_path(path)
+            fsync_path(Path(path))
         for directory in sorted(directories):
-            fsync_dir(directory)
+            fsync_dir(Path(directory))
     else:
         # Thousands of small fsyncs: side by side, the filesystem's journal commits many
         # in one flush (16 threads made 1,000 of them 4.4x faster here than one after
         # another). The files first, then the directories that name them.
         with ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="deferred-fsync") as pool:
-            list(pool.map(fsync_path, sorted(files)))
-            list(pool.map(fsync_dir, sorted(directories)))
+            list(pool.map(fsync_path, map(Path, sorted(files))))
+            list(pool.map(fsync_dir, map(Path, sorted(directories))))
     return len(files) + len(dirs)
 
 
-def _one_directory_per_filesystem(directories: set[Path]) -> list[Path]:
+def _one_directory_per_filesystem(directories: set[str]) -> list[str]:
     """A directory of each filesystem that `directories` are on (a gone one is skipped: a
     deleted topic's)."""
-    by_device: dict[int, Path] = {}
+    by_device: dict[int, str] = {}
     for directory in sorted(directories):
         try:
-            by_device.setdefault(directory.stat().st_dev, directory)
+            by_device.setdefault(os.stat(directory).st_dev, directory)
         except FileNotFoundError:
             continue
     return list(by_device.values())

@@ -53,14 +53,20 @@ class LeaderEpochFileCache:
 
     VERSION = 0
 
-    def __init__(self, path: Path, name: str = "") -> None:
+    def __init__(self, path: Path, name: str = "", *, absent: bool = False) -> None:
+        """`absent`: the file is known not to exist (its directory was just made), so
+        it is not looked for."""
         self.path = path
         self._name = name or path.parent.name
         self._checkpoint = _checkpoint_file(path)
-        self._entries: list[EpochEntry] = sorted(self._checkpoint.read(), key=lambda e: e.epoch)
+        self._entries: list[EpochEntry] = (
+            [] if absent else sorted(self._checkpoint.read(), key=lambda e: e.epoch)
+        )
         # What the file holds (None: no file yet): a flush that would write the same
         # again writes nothing.
-        self._on_disk: list[EpochEntry] | None = list(self._entries) if path.exists() else None
+        self._on_disk: list[EpochEntry] | None = (
+            None if absent or not path.exists() else list(self._entries)
+        )
         # An entry assigned with flush=False and not written yet (write_pending).
         self.pending = False
 

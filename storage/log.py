@@ -238,7 +238,9 @@ class Log:
                     f"partition {dir.name} has topic id {topic_id_to_string(stored_topic_id)}"
                     f" on disk but {topic_id_to_string(topic_id)} was requested"
                 )
-            leader_epoch_cache = LeaderEpochFileCache(dir / files.LEADER_EPOCH_CHECKPOINT_FILE)
+            leader_epoch_cache = LeaderEpochFileCache(
+                dir / files.LEADER_EPOCH_CHECKPOINT_FILE, absent=created
+            )
             if created:
                 loaded = _new_log(dir, config, log_start_offset, clock)
             else:
