@@ -13,7 +13,9 @@ thread before it reaches the loop. Here, with kazoo's protocol and its objects k
   reply is buffered, so a burst of replies costs a system call per READ_SIZE, not five
   a reply;
 - the connection sends every request queued when it wakes, in one write (up to
-  MAX_BATCH_BYTES);
+  MAX_BATCH_BYTES), and a request wakes it only when no wake-up is pending already
+  (kazoo writes a byte to its wake-up socket for every request: a system call on the
+  event loop's thread each);
 - the wait is one poll(2) of the descriptors asked for, without the selectors module's
   objects (and poll, not select(2): a broker's descriptors pass 1,024);
 - a completion or a watch whose callback is a LoopCallback (the broker's: they only hand
@@ -34,10 +36,15 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient  # type: ignore[import-untyped]
-from kazoo.exceptions import ConnectionDropped, SessionExpiredError  # type: ignore[import-untyped]
+from kazoo.exceptions import (  # type: ignore[import-untyped]
+    ConnectionClosedError,
+    ConnectionDropped,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler  # type: ignore[import-untyped]
 from kazoo.protocol import connection as kazoo_connection  # type: ignore[import-untyped]
 from kazoo.protocol.serialization import Auth, int_struct  # type: ignore[import-untyped]
+from kazoo.protocol.states import KeeperState  # type: ignore[import-untyped]
 
 # Bytes asked of the socket per read: many replies (a partition state's is some 200 bytes).
 READ_SIZE = 256 * 1024
@@ -46,6 +53,8 @@ MAX_BATCH_BYTES = 1024 * 1024
 
 _SESSION_EXPIRED = kazoo_connection._SESSION_EXPIRED
 _CONNECTION_DROP = kazoo_connection._CONNECTION_DROP
+# The states in which kazoo refuses a request at once.
+_REFUSING = (KeeperState.AUTH_FAILED, KeeperState.CLOSED, KeeperState.EXPIRED_SESSION)
 _READABLE = select.POLLIN | select.POLLPRI
 _WRITABLE = select.POLLOUT
 
@@ -136,6 +145,17 @@ class BufferedConnection(kazoo_connection.ConnectionHandler):  # type: ignore[mi
         super().__init__(*args, **kwargs)
         # Bytes read from the socket and not yet taken as (part of) a reply.
         self._inbound = bytearray()
+        # A wake-up byte is on its way to this thread, which has not yet looked at the
+        # queue since (BrookKazooClient._call sends one only when this is False).
+        self.wake_pending = False
+
+    def wake(self) -> None:
+        """Make the connection thread look at the queue (from any thread)."""
+        self.wake_pending = True
+        write_sock = self._write_sock
+        if write_sock is not None:
+            with contextlib.suppress(OSError):
+                write_sock.send(b"\0")
 
     def reply_buffered(self) -> bool:
         inbound = self._inbound
@@ -169,10 +189,12 @@ class BufferedConnection(kazoo_connection.ConnectionHandler):  # type: ignore[mi
 
     def _send_request(self, read_timeout: float, connect_timeout: float) -> None:
         client = self.client
-        # The wake-up bytes first, then the queue: a request appended after this read
-        # has its byte still to come, which wakes the next turn.
+        # The wake-up bytes first, then the flag, then the queue: a request appended
+        # after the queue is read saw the flag down and sent a byte, which wakes the
+        # next turn (BrookKazooClient._call appends before it looks at the flag).
         with contextlib.suppress(BlockingIOError, InterruptedError):
             self._read_sock.recv(READ_SIZE, socket.MSG_DONTWAIT)
+        self.wake_pending = False
         queued = list(client._queue)  # one step under the interpreter's lock
         if not queued:
             return
@@ -202,15 +224,15 @@ class BufferedConnection(kazoo_connection.ConnectionHandler):  # type: ignore[mi
             sent.append((request, async_object, xid))
             if len(frames) >= MAX_BATCH_BYTES:
                 break
+        # Taken off the queue once written. A write that fails drops the connection, and
+        # kazoo then fails every request queued or pending with ConnectionLoss (the
+        # broker's client asks again once connected).
         self._write(frames, connect_timeout)
-        # Taken off the queue once written: a write that failed leaves them queued, to go
-        # out on the next connection, as kazoo does.
         for entry in sent:
             client._queue.popleft()
             client._pending.append(entry)
         if len(sent) < len(queued):
-            # More to send: wake the next turn (their bytes may all be read already).
-            self._write_sock.send(b"\0")
+            self.wake()  # more to send, in the next turn
 
 
 class BrookKazooClient(KazooClient):  # type: ignore[misc]  # kazoo is untyped
@@ -221,3 +243,16 @@ class BrookKazooClient(KazooClient):  # type: ignore[misc]  # kazoo is untyped
         super().__init__(*args, handler=handler, **kwargs)
         self._connection = BufferedConnection(self, self._conn_retry.copy(), logger=self.logger)
         handler.connection = self._connection
+
+    def _call(self, request: Any, async_object: Any) -> Any:
+        if self._state in _REFUSING:
+            return super()._call(request, async_object)  # kazoo fails it
+        # Appended before the flag is read (see BufferedConnection._send_request).
+        self._queue.append((request, async_object))
+        connection = self._connection
+        if not connection.wake_pending:
+            if connection._write_sock is None:
+                async_object.set_exception(ConnectionClosedError("Connection has been closed"))
+                return None
+            connection.wake()
+        return None

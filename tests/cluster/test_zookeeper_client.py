@@ -113,10 +113,11 @@ def test_a_burst_goes_out_in_few_writes_and_each_reply_reaches_its_caller(
     zookeeper: ZooKeeperServer, chroot: str
 ) -> None:
     """Thousands of reads asked at once, with a znode larger than one read of the socket
-    among them: every caller gets its own znode's data, and the requests went out in far
-    fewer writes than there are requests (kazoo alone writes each on its own)."""
+    among them: every caller gets its own znode's data, and the requests woke kazoo's
+    connection thread and went out in far fewer writes than there are requests (kazoo
+    alone wakes the thread and writes for each)."""
 
-    async def scenario() -> tuple[list[bytes], int]:
+    async def scenario() -> tuple[list[bytes], int, int]:
         client = _client(zookeeper)
         await client.start(10000)
         try:
@@ -130,27 +131,40 @@ def test_a_burst_goes_out_in_few_writes_and_each_reply_reaches_its_caller(
                 writes += 1
                 write(message, timeout)
 
+            wakes = 0
+            wake = connection.wake
+
+            def counted_wake() -> None:
+                nonlocal wakes
+                wakes += 1
+                wake()
+
             connection._write = counted
+            connection.wake = counted_wake
             paths = [f"{chroot}/{index}" for index in range(BURST)]
             paths[BURST // 2 : BURST // 2] = [f"{chroot}/large"] * 3
             replies = await asyncio.gather(*(client.get(path) for path in paths))
-            return [data for data, _ in replies], writes
+            return [data for data, _ in replies], writes, wakes
         finally:
             await client.close()
 
-    data, writes = asyncio.run(scenario())
+    data, writes, wakes = asyncio.run(scenario())
     expected = [f"value {index}".encode() for index in range(BURST)]
     expected[BURST // 2 : BURST // 2] = [LARGE] * 3
     assert data == expected
     assert writes <= BURST // 10
+    assert wakes <= BURST // 10
 
 
-def test_a_cut_connection_mid_burst_loses_no_request(
-    zookeeper: ZooKeeperServer, chroot: str
+@pytest.mark.parametrize("cut", ["before the burst", "mid-burst"])
+def test_a_cut_connection_loses_no_request(
+    zookeeper: ZooKeeperServer, chroot: str, cut: str
 ) -> None:
-    """The link cut while replies are buffered and requests are on their way: the client
-    reconnects in the same session, what it had read of the old connection is not taken
-    for the new one's replies, and every caller gets its own znode's data."""
+    """The link cut before a burst is sent or while replies are buffered and requests are
+    on their way: the client reconnects in the same session, asks again on the new
+    connection what the old one lost (kazoo fails it with ConnectionLoss), takes nothing
+    the old one had read for the new one's replies, and every caller gets its own znode's
+    data."""
 
     async def scenario() -> tuple[list[bytes], int | None, int | None]:
         client = _client(zookeeper)
@@ -158,12 +172,16 @@ def test_a_cut_connection_mid_burst_loses_no_request(
         try:
             await _make_znodes(client, chroot)
             session = client.session_id
+            connection = client._kazoo._connection
+            if cut == "before the burst":
+                connection._socket.shutdown(socket.SHUT_RDWR)
             paths = [f"{chroot}/{index}" for index in range(BURST)] + [f"{chroot}/large"]
             reads = [asyncio.ensure_future(client.get(path)) for path in paths]
-            # Cut once the first replies are in: the rest are in flight or still queued.
-            await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
-            client._kazoo._connection._socket.shutdown(socket.SHUT_RDWR)
-            replies = await asyncio.gather(*reads)
+            if cut == "mid-burst":
+                # Once the first replies are in: the rest are in flight or still queued.
+                await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
+                connection._socket.shutdown(socket.SHUT_RDWR)
+            replies = await asyncio.wait_for(asyncio.gather(*reads), 60)
             return [data for data, _ in replies], session, client.session_id
         finally:
             await client.close()
