@@ -84,4 +84,5 @@ unset PYTHONDONTWRITEBYTECODE
 # the suite in this process. The Spark tests share a JVM per group: they are two xdist
 # groups (tests/spark/conftest.py), each of which --dist loadgroup keeps on one worker; so
 # are the image tests, one group, which share one built image (tests/image/conftest.py).
-exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-6}" --dist loadgroup "$@"
+# The 20 slowest steps are listed at the end: the suite's time is watched (README).
+exec "$venv/bin/python" -m pytest -n "${BROOK_TEST_WORKERS:-6}" --dist loadgroup --durations=20 "$@"
