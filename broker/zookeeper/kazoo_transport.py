@@ -149,6 +149,12 @@ class BufferedConnection(kazoo_connection.ConnectionHandler):  # type: ignore[mi
         # queue since (BrookKazooClient._call sends one only when this is False).
         self.wake_pending = False
 
+    def start(self) -> None:
+        # A client started again (after stop and close) has a new wake-up socket, which
+        # holds no byte yet.
+        self.wake_pending = False
+        super().start()
+
     def wake(self) -> None:
         """Make the connection thread look at the queue (from any thread)."""
         self.wake_pending = True

@@ -19,7 +19,7 @@ import pytest
 
 from brook.broker.zookeeper.client import ZooKeeperClient
 from brook.broker.zookeeper.connect_string import parse_connect_string
-from brook.broker.zookeeper.kazoo_transport import READ_SIZE
+from brook.broker.zookeeper.kazoo_transport import READ_SIZE, BrookKazooClient
 from brook.broker.zookeeper.server import ZooKeeperServer
 
 ABOVE_SELECT = 1100  # descriptors held before the client connects (select's limit: 1,024)
@@ -189,3 +189,23 @@ def test_a_cut_connection_loses_no_request(
     data, before, after = asyncio.run(scenario())
     assert data == [f"value {index}".encode() for index in range(BURST)] + [LARGE]
     assert after == before
+
+
+def test_the_transport_serves_a_client_started_again(
+    zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    """kazoo's own synchronous calls over the transport, before and after the client is
+    stopped, closed and started again (a new wake-up socket, no wake-up pending)."""
+    client = BrookKazooClient(hosts=zookeeper.connect, timeout=10)
+    client.start(10)
+    try:
+        client.create(f"{chroot}/again", b"first", makepath=True)
+        client.stop()
+        client.close()
+        client.start(10)
+        client.set(f"{chroot}/again", b"second")
+        data, _ = client.get(f"{chroot}/again")
+        assert data == b"second"
+    finally:
+        client.stop()
+        client.close()
