@@ -24,6 +24,7 @@ from .errors import ZooKeeperClientTimeoutError
 from .kazoo_api import (
     BrookKazooClient,
     ConnectionLoss,
+    EventType,
     IAsyncResult,
     KazooRetry,
     KazooState,
@@ -102,6 +103,8 @@ class ZooKeeperClient:
         # One kazoo-side function per loop-side watch callback, so that setting the
         # same watch again is one watcher in kazoo, not one more each time.
         self._watches: dict[WatchCallback, LoopCallback] = {}
+        # Callbacks with a NONE event on its way to the loop (_watch_fired).
+        self._session_events_due: set[WatchCallback] = set()
         self._kazoo.add_listener(self._kazoo_state_changed)
 
     # --- the session --------------------------------------------------------------------
@@ -193,9 +196,25 @@ class ZooKeeperClient:
         hop = self._watches.get(callback)
         if hop is None:
             # Runs on kazoo's connection thread (a LoopCallback only hops).
-            hop = LoopCallback(functools.partial(self._hop, callback))
+            hop = LoopCallback(functools.partial(self._watch_fired, callback))
             self._watches[callback] = hop
         return hop
+
+    def _watch_fired(self, callback: WatchCallback, event: WatchedEvent) -> None:
+        """On kazoo's connection thread. A lost connection ends every watch, and kazoo
+        tells each watched path's watchers (a NONE event without a path): a broker
+        watching 9,000 partition states would run the same callback 9,000 times, each
+        marking everything to be read again. One such event a callback has not yet run
+        stands for those that follow it."""
+        if event.type != EventType.NONE:
+            self._hop(callback, event)
+        elif callback not in self._session_events_due:
+            self._session_events_due.add(callback)
+            self._hop(self._session_event, callback, event)
+
+    def _session_event(self, callback: WatchCallback, event: WatchedEvent) -> None:
+        self._session_events_due.discard(callback)  # before it runs: a later one is new
+        callback(event)
 
     async def _call(self, start: Callable[[], IAsyncResult[T]]) -> T:
         """Await a kazoo async call; after a lost connection or session, again once

@@ -22,8 +22,9 @@ thread before it reaches the loop. Here, with kazoo's protocol and its objects k
   the result to the event loop, which takes no lock kazoo holds and never waits) runs on
   the connection thread itself, not through the handler's queue and callback thread.
 
-Everything else (the session, reconnection, pings, authentication, every other callback)
-is kazoo's own.
+A lost connection fails the requests sent or queued when it went, not those asked again
+meanwhile (they go out on the next connection). Everything else (the session,
+reconnection, pings, authentication, every other callback) is kazoo's own.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from kazoo.client import KazooClient  # type: ignore[import-untyped]
 from kazoo.exceptions import (  # type: ignore[import-untyped]
     ConnectionClosedError,
     ConnectionDropped,
+    ConnectionLoss,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler  # type: ignore[import-untyped]
@@ -249,6 +251,26 @@ class BrookKazooClient(KazooClient):  # type: ignore[misc]  # kazoo is untyped
         super().__init__(*args, handler=handler, **kwargs)
         self._connection = BufferedConnection(self, self._conn_retry.copy(), logger=self.logger)
         handler.connection = self._connection
+
+    def _notify_pending(self, state: Any) -> None:
+        if state in _REFUSING:
+            super()._notify_pending(state)  # new requests are refused meanwhile
+            return
+        # The connection is lost: what was sent or queued when it went fails with
+        # ConnectionLoss, and only that. A caller told of it may ask again at once (it
+        # has not heard yet that the connection is down); its request waits for the next
+        # connection. kazoo fails whatever the queue holds until it is empty, and with the
+        # results handed to the loop from this thread, the loop's requests asked again
+        # kept this loop failing them for many seconds.
+        error = ConnectionLoss()
+        for _ in range(len(self._pending)):
+            _, async_object, _ = self._pending.popleft()
+            if async_object:
+                async_object.set_exception(error)
+        for _ in range(len(self._queue)):
+            _, async_object = self._queue.popleft()
+            if async_object:
+                async_object.set_exception(error)
 
     def _call(self, request: Any, async_object: Any) -> Any:
         if self._state in _REFUSING:
