@@ -152,12 +152,5 @@ class KazooClient:
     ) -> IAsyncResult[str]: ...
     def set_async(self, path: str, value: bytes, version: int = -1) -> IAsyncResult[ZnodeStat]: ...
 
-class BrookKazooClient(KazooClient):
-    def __init__(
-        self,
-        hosts: str = "127.0.0.1:2181",
-        timeout: float = 10.0,
-        *,
-        connection_retry: KazooRetry | None = None,
-        logger: logging.Logger | None = None,
-    ) -> None: ...
+# KazooClient over kazoo_transport's connection and handler (pass it no handler).
+class BrookKazooClient(KazooClient): ...
