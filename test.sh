@@ -81,7 +81,7 @@ unset PYTHONDONTWRITEBYTECODE
 # Six workers: most tests wait on brokers, sockets and ZooKeeper sessions, so two cores keep
 # six busy (the suite took 11:31 with four here, 10:20 with six).
 # Every broker a test starts has its own port and data dir. BROOK_TEST_WORKERS=0 runs
-# the suite in this process. The Spark tests share a JVM per group: they are two xdist
+# the suite in this process. The Spark tests share a JVM per group: they are three xdist
 # groups (tests/spark/conftest.py), each of which --dist loadgroup keeps on one worker; so
 # are the image tests, one group, which share one built image (tests/image/conftest.py).
 # The 20 slowest steps are listed at the end: the suite's time is watched (README).

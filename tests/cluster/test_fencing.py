@@ -33,7 +33,9 @@ def test_a_leader_cut_off_from_zookeeper_stops_taking_writes(
             zk.wait_broker_ids([1])
             zk.wait_controller(lambda controller: controller == 1)  # CreateTopics goes there
             create_topic(broker.bootstrap, "fenced")
-            assert _produce_error(broker.port, "fenced") == "none"
+            # CreateTopics is answered once the topic is in ZooKeeper; the broker leads its
+            # partition when the controller's state reaches it, a moment later.
+            eventually(lambda: _produce_error(broker.port, "fenced"), lambda e: e == "none")
             proxy.cut()
             # After a quarter of the session timeout without ZooKeeper, it steps down.
             eventually(broker.log_text, lambda text: "stops leading its partitions" in text)

@@ -17,6 +17,8 @@ and `damage` copies partitions of it into a new log dir, one fault per partition
 
 from __future__ import annotations
 
+import fcntl
+import json
 import shutil
 import struct
 import time
@@ -172,6 +174,33 @@ def write_log(data: Path) -> WrittenLog:
     finally:
         broker.stop()
     return written
+
+
+def shared_log(root: Path) -> WrittenLog:
+    """The log `write_log` writes, written once under `root` by whichever process asks
+    first and read by the rest: the audit's tests run in several xdist workers (each
+    group its own Spark), and each would otherwise run a broker to write the same log.
+    Nobody writes into it: the tests that damage a log damage a copy."""
+    root.mkdir(parents=True, exist_ok=True)
+    facts = root / "written.json"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not facts.exists():
+            written = write_log(root / "data")
+            facts.write_text(
+                json.dumps(
+                    {
+                        "committed": [[t, p, o] for (t, p), o in written.committed.items()],
+                        "late_timestamps": written.late_timestamps,
+                    }
+                )
+            )
+    read = json.loads(facts.read_text())
+    return WrittenLog(
+        root / "data",
+        {(t, p): o for t, p, o in read["committed"]},
+        list(read["late_timestamps"]),
+    )
 
 
 # --- faults ---------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """One local SparkSession per xdist group of Spark tests, and the data source registered in it.
 
-Spark starts a JVM (a few seconds), so a session is shared: the tests are put in two xdist
+Spark starts a JVM (a few seconds), so a session is shared: the tests are put in xdist
 groups (test.sh runs pytest with `--dist loadgroup`), each of which gets one worker, and so
-one JVM, for all of its tests. Two, not one, because the Spark tests run one after another
-within a group and were the suite's longest chain: the audit's tests over the shared audit
-log dir (and Spark's own Kafka source, for balance) in one, the data source, compaction and
-the standalone cluster's in the other. The sessions carry Spark's Kafka connector
-(spark.jars, from the jar cache bench/apache_kafka.py fills).
+one JVM, for all of its tests. The tests of a group run one after another, and under the
+full suite a worker gets a third of a core, so a group's chain must stay well short of the
+suite: three groups. The audit's clean and semantic cases and its report, the audit's
+other cases over its log dir (injected faults, lost data, read_committed; and Spark's
+own Kafka source), and the data source, compaction and their command lines. The
+standalone cluster's test starts JVMs of its own and belongs to no group. The log dir
+the audit's tests read is written once, by the first worker that needs it
+(audit_logs.shared_log). The sessions carry Spark's Kafka connector (spark.jars, from
+the jar cache bench/apache_kafka.py fills).
 Spark's Python workers run this interpreter (PYSPARK_PYTHON), the one where brook.spark is
 installed.
 """
@@ -38,24 +42,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(_group_of(path.name)))
 
 
-# The modules over the audit's shared log dirs and reports (built once per group's worker).
-AUDIT_GROUP = {
-    "test_audit.py",
-    "test_audit_files.py",
-    "test_audit_lost_data.py",
-    "test_audit_report.py",
-    "test_read_committed.py",
-    # Not over the audit's log dirs, but the other group is the longer chain.
-    "test_spark_kafka.py",
+# The groups but the data source's ("spark"), by module: about as long as each other.
+GROUPS = {
+    "test_audit.py": "spark-audit",
+    "test_audit_files.py": "spark-audit",
+    # Its chromium test reads test_audit.py's semantic report (a session fixture).
+    "test_audit_report.py": "spark-audit",
+    "test_audit_faults.py": "spark-audit-log",
+    "test_audit_lost_data.py": "spark-audit-log",
+    "test_read_committed.py": "spark-audit-log",
+    # Not over the audit's log dir: for balance.
+    "test_spark_kafka.py": "spark-audit-log",
 }
 
 
-# Modules that start no Spark: they run on any worker, outside the two chains.
-WITHOUT_SPARK = {"test_record_columns.py"}
+# Modules that use no shared session (none, or JVMs of their own): on any worker.
+WITHOUT_SPARK = {"test_record_columns.py", "test_audit_cluster.py"}
 
 
 def _group_of(module: str) -> str:
-    return "spark-audit" if module in AUDIT_GROUP else "spark"
+    return GROUPS.get(module, "spark")
 
 
 @pytest.fixture(scope="session")
@@ -88,11 +94,13 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A log dir a Brook broker wrote, with clean topics and semantic cases."""
-    from .audit_logs import write_log
+def audit_log(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Any:
+    """A log dir a Brook broker wrote, with clean topics and semantic cases: one for
+    every xdist worker (in the directory they share, the parent of each one's own)."""
+    from .audit_logs import shared_log
 
-    return write_log(tmp_path_factory.mktemp("audit-log") / "data")
+    base = tmp_path_factory.getbasetemp()
+    return shared_log((base if worker_id == "master" else base.parent) / "spark-audit-log")
 
 
 def _audit(spark: Any, log_dir: Path, out: Path, **options: Any) -> tuple[Any, str]:
