@@ -9,9 +9,10 @@ other on the same machine. For each count of `--partitions`:
    time until the request is answered and until every partition has a leader and all
    three replicas in its ISR (Metadata); then each broker's CPU over 10 s with only the
    bystander writing (what keeping the topic costs when nothing happens);
-2. a controlled shutdown of one broker (SIGTERM; not the controller): the time until its
-   process exits, and how many partitions it still leads after (none, when every one was
-   handed over);
+2. a controlled shutdown of one broker (SIGTERM; not the controller): the time until the
+   controller's Metadata shows it leading none of the topic's partitions (polled every
+   0.2 s), the time until its process exits, and how many partitions it still leads after
+   (none, when every one was handed over);
 3. the bystander's latencies over each (p50, p99, worst) and how many records failed,
    and each live broker's RSS after.
 
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from .apache_kafka import KafkaCluster, kafka_version
@@ -66,6 +67,8 @@ class ThreeBrokers(Protocol):
 
     def controller(self) -> int: ...
 
+    def address(self, broker_id: int) -> str: ...
+
 
 class BrookBrokers:
     def __init__(self, cluster: Cluster) -> None:
@@ -80,6 +83,9 @@ class BrookBrokers:
 
     def controller(self) -> int:
         return self.cluster.active_controller()
+
+    def address(self, broker_id: int) -> str:
+        return f"127.0.0.1:{self.cluster.ports[broker_id]}"
 
 
 class KafkaBrokers:
@@ -100,6 +106,9 @@ class KafkaBrokers:
     def controller(self) -> int:
         return self.cluster.active_controller()
 
+    def address(self, broker_id: int) -> str:
+        return self.cluster.nodes[broker_id].bootstrap
+
 
 @dataclass
 class Round:
@@ -107,6 +116,9 @@ class Round:
     partitions: int
     answered_s: float
     ready_s: float
+    # From the SIGTERM until the controller shows the stopping broker leading none of the
+    # topic's partitions (None: it still led some when it exited), then until it exited.
+    leaders_moved_s: float | None
     shutdown_s: float
     still_led_by_stopped: int
     probes: int
@@ -176,6 +188,40 @@ def _topic(admin: AdminClient, name: str) -> Any:
     return admin.list_topics(name, timeout=120).topics[name]
 
 
+class LeadersMoved:
+    """When the controller's Metadata first shows `stopped` leading none of TOPIC's
+    partitions: asked of the controller alone (the stopping broker answers from its own
+    view), every 0.2 s from start() until stop()."""
+
+    def __init__(self, controller_address: str, stopped: int) -> None:
+        self._admin = AdminClient({"bootstrap.servers": controller_address})
+        self._stopped = stopped
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.started = 0.0
+        self.seconds: float | None = None
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                led = list(_topic(self._admin, TOPIC).partitions.values())
+            except KafkaException:  # a busy controller's timeout: ask again
+                led = None
+            if led is not None and all(p.leader != self._stopped for p in led):
+                self.seconds = time.perf_counter() - self.started
+                return
+            self._done.wait(0.2)
+
+    def stop(self) -> float | None:
+        self._done.set()
+        self._thread.join()
+        return self.seconds
+
+
 def measure(
     system: str,
     brokers: ThreeBrokers,
@@ -227,12 +273,16 @@ def measure(
         )
         controller = brokers.controller()
         stopped = next(i for i in sorted(brokers.pids()) if i != controller)
+        moved = LeadersMoved(brokers.address(controller), stopped)
         stopping = time.perf_counter()
+        moved.start()
         stop(stopped)
         shutdown_s = time.perf_counter() - stopping
+        leaders_moved_s = moved.stop()
         still_led = sum(1 for p in _topic(admin, TOPIC).partitions.values() if p.leader == stopped)
         print(
-            f"  {system} {partitions:,}: broker {stopped} stopped in {shutdown_s:.1f} s,"
+            f"  {system} {partitions:,}: broker {stopped} led none of the topic's partitions"
+            f" after {_seconds(leaders_moved_s)}, stopped in {shutdown_s:.1f} s,"
             f" {still_led} partitions still led by it",
             flush=True,
         )
@@ -242,6 +292,7 @@ def measure(
         partitions,
         round(answered, 2),
         round(ready_s, 2),
+        None if leaders_moved_s is None else round(leaders_moved_s, 2),
         round(shutdown_s, 2),
         still_led,
         len(bystander.latencies),
@@ -318,7 +369,8 @@ def main() -> None:
             if not args.skip_kafka:
                 rounds.append(kafka_round(root / f"kafka-{partitions}", partitions))
     print(
-        f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'shutdown s':>10}"
+        f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'moved s':>8}"
+        f" {'shutdown s':>10}"
         f" {'still led':>9} {'creating: probe p50/p99/worst':>30}"
         f" {'shutdown: probe p50/p99/worst':>30} {'failed':>6} {'create us':>9}"
         f" {'idle CPU s':>16}  RSS MiB"
@@ -328,12 +380,16 @@ def main() -> None:
         idle = ", ".join(f"{value:.1f}" for value in r.idle_cpu_s.values())
         print(
             f"{r.system:12} {r.partitions:>10,} {r.answered_s:>10.1f} {r.ready_s:>8.1f}"
-            f" {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9}"
+            f" {_seconds(r.leaders_moved_s):>8} {r.shutdown_s:>10.1f} {r.still_led_by_stopped:>9}"
             f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
             f" {r.probe_failures:>6} {r.file_create_us:>9.0f} {idle:>16}  {rss}"
         )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
 
 
 def _ms(percentiles: tuple[float, float, float]) -> str:
