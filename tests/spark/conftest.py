@@ -94,13 +94,15 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def audit_log(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Any:
+def audit_log(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
     """A log dir a Brook broker wrote, with clean topics and semantic cases: one for
-    every xdist worker (in the directory they share, the parent of each one's own)."""
+    every xdist worker (in the directory they share, the parent of each one's own; an
+    xdist worker's config has `workerinput`), or this process's own without xdist."""
     from .audit_logs import shared_log
 
     base = tmp_path_factory.getbasetemp()
-    return shared_log((base if worker_id == "master" else base.parent) / "spark-audit-log")
+    shared = base.parent if hasattr(request.config, "workerinput") else base
+    return shared_log(shared / "spark-audit-log")
 
 
 def _audit(spark: Any, log_dir: Path, out: Path, **options: Any) -> tuple[Any, str]:
