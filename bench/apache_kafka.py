@@ -71,7 +71,9 @@ def cache_dir(pom: Path = POM) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock(2) on `path` (made where missing) for the block: one of several
+    processes (xdist workers, say) does the work the block guards, the rest wait."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -108,7 +110,7 @@ def _fetched(pom: Path, home: Path, what: str) -> Path:
     done = home / "fetched"
     if done.exists():
         return libs
-    with _locked(home.with_name(home.name + ".lock")):
+    with file_lock(home.with_name(home.name + ".lock")):
         if done.exists():  # another process fetched them while this one waited
             return libs
         if shutil.which("mvn") is None:

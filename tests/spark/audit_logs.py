@@ -17,7 +17,6 @@ and `damage` copies partitions of it into a new log dir, one fault per partition
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 import struct
@@ -29,6 +28,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.apache_kafka import file_lock
 from brook.broker.testing import BrokerThread
 from brook.storage.producer_snapshot import encode_snapshot, read_snapshot
 
@@ -181,10 +181,8 @@ def shared_log(root: Path) -> WrittenLog:
     first and read by the rest: the audit's tests run in several xdist workers (each
     group its own Spark), and each would otherwise run a broker to write the same log.
     Nobody writes into it: the tests that damage a log damage a copy."""
-    root.mkdir(parents=True, exist_ok=True)
     facts = root / "written.json"
-    with open(root / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with file_lock(root / "lock"):
         if not facts.exists():
             written = write_log(root / "data")
             facts.write_text(
