@@ -78,13 +78,17 @@ class AckRecorder:
         started = time.monotonic()
         try:
             while not self._stop.is_set():
-                # Keep a bounded number outstanding, so the kill catches some in flight
-                # without the queue growing without end.
+                # Ahead of the rate, or too many outstanding (kept bounded, so the kill
+                # catches some in flight without the queue growing without end): wait 10 ms,
+                # then send what fell due in a burst. Not 1 ms: where the broker is a thread
+                # of this process, a thread waking a thousand times a second to take the GIL
+                # starved the broker's loop on a loaded machine (its writes waited seconds to
+                # get the GIL back, and a log dir move chased the log end for 300 s).
                 if self._rate is not None and self.sent > (time.monotonic() - started) * self._rate:
-                    producer.poll(0.001)
+                    producer.poll(0.01)
                     continue
                 if self.sent - len(self.acked) - self.failed > 3000:
-                    producer.poll(0.005)
+                    producer.poll(0.01)
                     continue
                 value = f"{self._run}-{self.sent:08d}-".encode() + self._padding
                 try:
