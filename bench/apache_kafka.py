@@ -20,6 +20,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench import class_data
+
 ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "jvm" / "pom.xml"
 # Kafka 3.9, the last release with ZooKeeper (a peer for a Brook cluster's log dirs).
@@ -144,18 +146,29 @@ def _fetched(pom: Path, home: Path, what: str) -> Path:
 
 
 def java_command(
-    main_class: str, *args: str, heap: str = "256m", classes: Path | None = None
+    main_class: str,
+    *args: str,
+    heap: str = "256m",
+    classes: Path | None = None,
+    sharing: list[str] | None = None,
 ) -> list[str]:
     """A JVM running one of Kafka's main classes over the cached jars (or a class of
-    `classes`, a directory ahead of them); C1 only and the serial collector, as a
-    short-lived tool wants (start-up over peak speed)."""
+    `classes`, a directory after them); C1 only and the serial collector, as a
+    short-lived tool wants (start-up over peak speed). `sharing`: class data sharing
+    flags (class_data.Archive.flags), by default those of the archive of the jars if one
+    has been made (tools_archive)."""
     libs = kafka_jars()
-    classpath = f"{libs}/*" if classes is None else f"{classes}:{libs}/*"
+    # The jars first, then `classes`: a JVM shares an archive's classes only where its
+    # classpath begins with the archive's (the jars').
+    classpath = f"{libs}/*" if classes is None else f"{libs}/*:{classes}"
+    if sharing is None:
+        sharing = tools_archive(dump=False).flags
     return [
         "java",
         f"-Xmx{heap}",
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
+        *sharing,
         f"-Dlog4j2.configurationFile={libs.parent / 'tools-log4j2.properties'}",
         "-cp",
         classpath,
@@ -164,16 +177,35 @@ def java_command(
     ]
 
 
+def tools_archive(dump: bool = True) -> class_data.Archive:
+    """The class data sharing of a JVM over Kafka's jars (its tools, the Java client's
+    harness): the archive the first tool run made (class_data.py), or, with `dump`, this
+    run's making it if there is none yet."""
+    libs = kafka_jars()
+    archive = class_data.archive_for(libs.parent / "class-data", "kafka-tools", f"{libs}/*")
+    if not dump and archive.dumping:
+        archive.publish(None)  # a JVM that will not dump does not hold the lock
+        return class_data.Archive([], archive.classpath)
+    return archive
+
+
 def run_tool(main_class: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """One of Kafka's command-line tools, run to its end; its output as text."""
-    return subprocess.run(
-        java_command(main_class, *args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=java_env(),
-    )
+    archive = tools_archive()
+    returncode = None
+    try:
+        done = subprocess.run(
+            java_command(main_class, *args, sharing=archive.flags),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=java_env(),
+        )
+        returncode = done.returncode
+    finally:
+        archive.publish(returncode)
+    return done
 
 
 def java_env() -> dict[str, str]:
