@@ -240,6 +240,52 @@ def test_every_tool_module_imports_without_a_client_library():
         assert name in modules
 
 
+# Runs `brook ARGS` (sys.argv[1:]) in a fresh interpreter, then prints the tool modules
+# it imported.
+TOOLS_IMPORTED = """
+import json, sys
+sys.argv[0] = "brook"
+from brook.broker.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("brook.broker.tools."))))
+"""
+
+
+def tools_imported(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", TOOLS_IMPORTED, *args], capture_output=True, text=True, check=False
+    )
+    return {name.rsplit(".", 1)[1] for name in json.loads(done.stdout.splitlines()[-1])}
+
+
+@pytest.mark.parametrize(
+    ("command", "module", "other"),
+    [("topics", "topics", "compact"), ("consumer-groups", "groups", "audit")],
+)
+def test_a_tools_command_line_imports_that_tool_alone(command, module, other):
+    """`brook topics ...` loads the topics tool, not the thirteen others (they cost a
+    third of the command's start); `brook --help` lists every tool, so loads them all."""
+    one = tools_imported(command, "--help")
+    assert module in one and other not in one
+    assert {"topics", "groups", "compact", "audit", "cluster"} <= tools_imported("--help")
+
+
+def test_every_tool_subcommand_is_in_the_lazy_table():
+    """TOOL_MODULES names each tool's subcommands and aliases (a missing one would make
+    `brook NAME` load every tool, and a wrong module would make it an unknown command)."""
+    from brook.broker import cli
+
+    for name, module in cli.TOOL_MODULES.items():
+        parser = cli.build_parser(only=name)
+        subcommands = next(a for a in parser._actions if a.dest == "command")
+        assert name in subcommands.choices, (name, module)  # type: ignore[operator]
+    every = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    assert set(every.choices) == {"serve", "configs-list", *cli.TOOL_MODULES}  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "tool",
     ["topics", "configs", "groups", "acls", "leader-election", "reassign", "transactions"],
