@@ -8,15 +8,12 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
 from brook.spark.audit import charts
-
-from .conftest import _audit
 
 # A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
 # a loaded 2-core machine that can pass pytest's 300 s default.
@@ -76,8 +73,8 @@ def pixels_of(image: Image.Image, box: tuple[int, int, int, int], colour: str) -
     )
 
 
-def test_the_report_renders_its_charts_in_chromium(semantic_report, tmp_path):
-    _, out = semantic_report
+def test_the_report_renders_its_charts_in_chromium(full_report, tmp_path):
+    _, out = full_report
     page = (out / "report.html").resolve().as_uri()
     html = (out / "report.html").read_text()
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -130,27 +127,8 @@ document.documentElement.setAttribute("data-page-width",
 </script>"""
 
 
-@pytest.fixture(scope="module")
-def broker_sized_report(
-    spark: Any, audit_log: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """The audit of the broker's log dir with the 50 partitions of __consumer_offsets a
-    broker creates by default, 48 of them added empty (as a broker creates them)."""
-    log_dir = tmp_path_factory.mktemp("fifty") / "data"
-    shutil.copytree(audit_log.data, log_dir)
-    for number in range(2, 50):
-        partition = log_dir / f"__consumer_offsets-{number}"
-        partition.mkdir()
-        (partition / "00000000000000000000.log").touch()
-    out = tmp_path_factory.mktemp("fifty-report")
-    _audit(spark, log_dir, out)
-    return out
-
-
-def test_empty_internal_partitions_are_one_line_and_the_tables_fit_1280_px(
-    broker_sized_report, tmp_path
-):
-    out = broker_sized_report
+def test_empty_internal_partitions_are_one_line_and_the_tables_fit_1280_px(full_report, tmp_path):
+    _, out = full_report
     rows = pq.read_table(out / "partitions.parquet").to_pylist()
     empty = [
         r["partition"] for r in rows if r["topic"] == "__consumer_offsets" and not r["records"]
