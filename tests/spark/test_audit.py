@@ -5,9 +5,11 @@ the coordinators' topics are decoded, and segments built by kafka-python read.""
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +57,52 @@ def found(out: Path, where: str | None = None) -> list[dict[str, Any]]:
     return [r for r in rows if where is None or f"{r['topic']}-{r['partition']}" == where]
 
 
+@dataclass
+class CleanReport:
+    data: Any
+    out: Path
+    progress: str
+    kafka_python_records: int  # in kafka-python-0, beside the broker's clean topics
+    shuffle_setting_after: str  # the session's spark.sql.shuffle.partitions, set to 200
+    widest_stage: int  # tasks of the audit's widest stage
+
+
 @pytest.fixture(scope="module")
-def clean_report(spark, audit_log, tmp_path_factory) -> tuple[Any, Path, str]:
+def clean_report(spark, audit_log, tmp_path_factory) -> CleanReport:
+    """The audit of the clean topics, and of batches kafka-python's record builder made
+    (kafka-python-0, every codec), in a copy of the log dir. It runs on a session with
+    Spark's default of 200 shuffle partitions, each a task of every shuffle (8,682 tasks
+    for 1,000 records before): the audit runs its shuffles on a few partitions per core
+    and gives the session its setting back. (One audit for all: each costs a minute or
+    two of a loaded machine.)"""
+    log_dir = tmp_path_factory.mktemp("clean") / "data"
+    shutil.copytree(audit_log.data, log_dir)
+    records = _kafka_python_segment(log_dir / "kafka-python-0")
     out = tmp_path_factory.mktemp("clean-report")
-    data, progress = _audit(spark, audit_log.data, out, topics=CLEAN_TOPICS)
-    return data, out, progress
+    context = spark.sparkContext
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    group = f"audit-shuffle-{out.name}"
+    try:
+        context.setJobGroup(group, "the audit on a caller's session")
+        topics = [*CLEAN_TOPICS, "kafka-python"]
+        data, progress = _audit(spark, log_dir, out, topics=topics)
+        after = spark.conf.get("spark.sql.shuffle.partitions")
+    finally:
+        context.setJobGroup(None, None)
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+    tracker = context.statusTracker()
+    stages = [
+        tracker.getStageInfo(stage)
+        for job in tracker.getJobIdsForGroup(group)
+        for stage in tracker.getJobInfo(job).stageIds
+    ]
+    widest = max(stage.numTasks for stage in stages if stage is not None)
+    return CleanReport(data, out, progress, records, after, widest)
 
 
 def test_a_clean_log_audits_clean(clean_report, audit_log):
-    data, out, progress = clean_report
+    data, out, progress = clean_report.data, clean_report.out, clean_report.progress
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
     summary = json.loads((out / "summary.json").read_text())
     assert data.exit_status == summary["exit_status"] == 0
@@ -77,7 +116,8 @@ def test_a_clean_log_audits_clean(clean_report, audit_log):
     assert "[1/6] reading the batches" in progress and "[6/6] writing the report" in progress
 
     partitions = by_partition(out)
-    assert {row["topic"] for row in partitions.values()} == set(CLEAN_TOPICS)  # --topics
+    # --topics: the semantic cases are left out.
+    assert {row["topic"] for row in partitions.values()} == {*CLEAN_TOPICS, "kafka-python"}
     for number in range(ORDERS_PARTITIONS):
         orders = partitions[f"orders-{number}"]
         records = ORDERS_PER_PARTITION + GZIP_PER_PARTITION
@@ -100,7 +140,7 @@ def test_a_clean_log_audits_clean(clean_report, audit_log):
 
 
 def test_consumer_offsets_written_by_the_group_coordinator_are_decoded(clean_report, audit_log):
-    _, out, _ = clean_report
+    out = clean_report.out
     offsets = table(out, "consumer_offsets")
     assert {(o["topic"], o["partition"]): o["committed_offset"] for o in offsets} == (
         audit_log.committed
@@ -230,40 +270,17 @@ def test_bad_arguments_are_refused_before_spark_starts(tmp_path):
 
 
 def test_kafka_python_segments_are_read_on_a_callers_session_and_its_shuffle_setting(
-    spark, tmp_path
+    clean_report,
 ):
-    """Batches kafka-python's record builder made (every codec) are read and counted.
-    The audit runs on a session with Spark's default of 200 shuffle partitions, each a
-    task of every shuffle (8,682 tasks for 1,000 records before): it runs its shuffles
-    on a few partitions per core and gives the session its setting back. (One audit for
-    both: each costs a minute of a loaded machine.)"""
-    records = _kafka_python_segment(tmp_path / "log" / "kafka-python-0")
-    context = spark.sparkContext
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "200")
-    group = f"audit-shuffle-{tmp_path.name}"
-    try:
-        context.setJobGroup(group, "the audit on a caller's session")
-        data, _ = _audit(spark, tmp_path / "log", tmp_path / "report")
-        assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
-    finally:
-        context.setJobGroup(None, None)
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
-    assert data.exit_status == 0
-    assert found(tmp_path / "report") == []
-    [row] = table(tmp_path / "report", "partitions")
+    """Batches kafka-python's record builder made (every codec) are read and counted, on
+    a session whose shuffle setting the audit leaves as it found it (clean_report)."""
+    assert clean_report.shuffle_setting_after == "200"
+    records = clean_report.kafka_python_records
+    [row] = [r for r in table(clean_report.out, "partitions") if r["topic"] == "kafka-python"]
     assert (row["records"], row["batches"], row["distinct_keys"]) == (records, 5, 7)
     assert [row[f"records_{codec}"] for codec in ("none", "gzip", "snappy", "lz4", "zstd")] == [
         10
     ] * 5
     assert row["timestamp_regressions"] == 0 and row["last_offset"] == records - 1
-    tracker = context.statusTracker()
-    stages = [
-        tracker.getStageInfo(stage)
-        for job in tracker.getJobIdsForGroup(group)
-        for stage in tracker.getJobInfo(job).stageIds
-    ]
-    widest = max(stage.numTasks for stage in stages if stage is not None)
-    # One segment of 5 batches: the widest stage is the union of the findings' frames,
-    # a few tasks each.
-    assert widest < 200, widest
+    # The widest stage is the union of the findings' frames, a few tasks each: not 200.
+    assert clean_report.widest_stage < 200, clean_report.widest_stage
