@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 GROUPS = {
     "test_audit.py": "spark-audit",
     "test_audit_files.py": "spark-audit",
-    # Its chromium test reads test_audit.py's semantic report (a session fixture).
+    # It reads the audit test_audit.py reads too (full_report, a session fixture).
     "test_audit_report.py": "spark-audit",
     "test_audit_faults.py": "spark-audit-log",
     "test_audit_lost_data.py": "spark-audit-log",

@@ -20,7 +20,7 @@ from brook.spark.audit import charts
 pytestmark = pytest.mark.timeout(900)
 
 WINDOW = (1000, 2600)
-# The colours each chart of the semantic report must show (see charts.py).
+# The colours each chart of the full report must show (see charts.py).
 CHART_COLOURS = {
     "records-over-time": [charts.PALETTE[0]],
     "timestamp-disorder": [charts.DISORDER],
