@@ -10,8 +10,12 @@ module fixture's JVM is charged to the phases it works in, its start to the firs
 test's setup. Work a test leaves running (a broker thread it stopped late) is charged to
 whatever phase runs next in that process.
 
+Each line also names the phase's worker and its start and stop (wall clock): a timeline
+of the run, which says whether every worker was busy to the end or a few long ones (an
+xdist group, a slow fixture) held the run back.
+
     BROOK_CPU_PROFILE=/tmp/cpu.jsonl .ci/run
-    python -m tests.cpu_profile /tmp/cpu.jsonl     # the top modules and tests
+    python -m tests.cpu_profile /tmp/cpu.jsonl     # the top modules and tests, the workers
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,15 +86,23 @@ class CpuProfile:
 
     def _measured(self, item: pytest.Item, phase: str) -> Iterator[None]:
         before = _tree_cpu()
+        start = time.time()
         yield
+        stop = time.time()
         after = _tree_cpu()
         # A process gone by the end was reaped by one in the tree, whose children's times
         # now hold its whole life: less its reading at the start, that is this phase's.
         spent = sum(after.values()) - sum(before.values())
+        entry = {
+            "test": item.nodeid,
+            "phase": phase,
+            "cpu_s": round(spent, 2),
+            "worker": self.worker,
+            "start": round(start, 3),
+            "stop": round(stop, 3),
+        }
         with open(self.path, "a") as out:
-            out.write(
-                json.dumps({"test": item.nodeid, "phase": phase, "cpu_s": round(spent, 2)}) + "\n"
-            )
+            out.write(json.dumps(entry) + "\n")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -101,15 +114,23 @@ def pytest_configure(config: pytest.Config) -> None:
 def report(path: Path, top: int = 25) -> str:
     by_module: Counter[str] = Counter()
     by_test: Counter[str] = Counter()
+    busy: Counter[str] = Counter()
+    first, last = float("inf"), 0.0
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         test = entry["test"].split("@")[0]
         by_module[test.split("::")[0]] += entry["cpu_s"]
         by_test[test] += entry["cpu_s"]
+        if "start" in entry:  # lines of an older profile have no times
+            busy[entry["worker"]] += entry["stop"] - entry["start"]
+            first, last = min(first, entry["start"]), max(last, entry["stop"])
     lines = [f"{sum(by_module.values()):.0f} CPU-s in all", "", "modules:"]
     lines += [f"{cpu:8.1f}  {name}" for name, cpu in by_module.most_common(top)]
     lines += ["", "tests (setup + call + teardown):"]
     lines += [f"{cpu:8.1f}  {name}" for name, cpu in by_test.most_common(top)]
+    if busy:
+        lines += ["", f"workers, busy seconds of the run's {last - first:.0f}:"]
+        lines += [f"{seconds:8.0f}  {worker}" for worker, seconds in sorted(busy.items())]
     return "\n".join(lines)
 
 

@@ -50,4 +50,11 @@ def test_a_child_process_cpu_is_charged_to_its_test(tmp_path: Path) -> None:
     calls = {e["test"].rsplit("::", 1)[1]: e["cpu_s"] for e in entries if e["phase"] == "call"}
     assert calls["test_busy_child"] > 0.2
     assert calls["test_idle"] < 0.1
-    assert "test_busy.py" in report(profile)
+    assert {e["worker"] for e in entries} == {"main"}  # no xdist here
+    assert all(e["start"] <= e["stop"] for e in entries)
+    busy = next(
+        e for e in entries if e["test"].endswith("test_busy_child") and e["phase"] == "call"
+    )
+    assert busy["stop"] - busy["start"] > 0.1  # the child's run, on the wall clock too
+    text = report(profile)
+    assert "test_busy.py" in text and "workers, busy seconds" in text
