@@ -137,3 +137,47 @@ def full_report(
     out = tmp_path_factory.mktemp("full-report")
     data, _ = _audit(spark, log_dir, out, before_max_ms=HOUR_MS)
     return data, out
+
+
+@pytest.fixture(scope="session")
+def damaged_report(
+    spark: Any, audit_log: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """One audit of a log dir of damaged copies of the broker's partitions, each under a
+    name of its own: a fault each (audit_logs.damage), a duplicated batch, a compacted
+    partition (its policy where the broker keeps it), data lost or written wrong in topics
+    that are not compacted (lose_data) and a timestamp a day ahead (future-0), at most 5
+    findings a check and partition. test_audit_faults.py and test_audit_lost_data.py each
+    judge their own partitions in it (an audit is a minute or two of a loaded suite)."""
+    import json
+
+    from .audit_logs import (
+        append_duplicate,
+        compacted_partition,
+        damage,
+        future_partition,
+        lose_data,
+    )
+
+    log_dir = tmp_path_factory.mktemp("damaged") / "data"
+    faults = damage(audit_log.data, log_dir)
+    duplicate_dir, original, copy = append_duplicate(audit_log.data, log_dir)
+    compacted_partition(log_dir / "compacted-0")
+    (log_dir / "brook-topic-configs.json").write_text(
+        json.dumps({"compacted": {"cleanup.policy": ["compact"]}})
+    )
+    lost = lose_data(audit_log.data, log_dir)
+    # The duplicated batch is lost data's case too: a retried batch appended twice.
+    lost[duplicate_dir.name] = {"duplicate_batch"}
+    future = future_partition(log_dir / "future-0")
+    out = tmp_path_factory.mktemp("damaged-report")
+    data, progress = _audit(spark, log_dir, out, max_findings=5)
+    return {
+        "data": data,
+        "out": out,
+        "progress": progress,
+        "faults": faults,
+        "duplicate": (duplicate_dir.name, original, copy),
+        "lost": lost,
+        "future": future,
+    }

@@ -1,8 +1,9 @@
 """The audit (brook.spark.audit) finds each fault injected into a copy of a log dir a
 real Brook broker wrote (tests/spark/audit_logs.py) and names it at its place: one
 partition per fault, a duplicated batch, a compacted partition whose gaps are the
-cleaner's. A module of its own, so that its audit runs in another xdist group (its own
-Spark) than test_audit.py's."""
+cleaner's. A module of its own, so that its audit (conftest.damaged_report, which
+test_audit_lost_data.py reads too) runs in another xdist group (its own Spark) than
+test_audit.py's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import json
 
 import pytest
 
-from .audit_logs import append_duplicate, compacted_partition, damage
-from .conftest import _audit
 from .test_audit import found
 
 # A broker writing the log, a Spark job in one test's setup: on a loaded 2-core machine
@@ -19,47 +18,41 @@ from .test_audit import found
 pytestmark = pytest.mark.timeout(900)
 
 
-def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
-    log_dir = tmp_path / "damaged"
-    expected = damage(audit_log.data, log_dir)
-    duplicate_dir, original, copy = append_duplicate(audit_log.data, log_dir)
-    compacted_partition(log_dir / "compacted-0")
-    # The topic's policy, where the broker keeps it: its gaps are then the cleaner's.
-    (log_dir / "brook-topic-configs.json").write_text(
-        json.dumps({"compacted": {"cleanup.policy": ["compact"]}})
-    )
-    data, _ = _audit(spark, log_dir, tmp_path / "report", max_findings=5)
+def test_each_injected_fault_is_found_and_named(damaged_report):
+    data, report = damaged_report["data"], damaged_report["out"]
+    expected = damaged_report["faults"]
+    duplicate_name, original, copy = damaged_report["duplicate"]
     assert data.exit_status == 1
-    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    summary = json.loads((report / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["exit_status"] == 1
 
     for partition, check in expected.items():
-        rows = found(tmp_path / "report", partition)
+        rows = found(report, partition)
         integrity = {r["check"] for r in rows if r["category"] == "integrity"}
         assert integrity == {check}, (partition, rows)
         assert all(r["severity"] == "error" for r in rows if r["check"] == check)
 
     # One cause, one error: the sequences the damaged batch held are no sequence gap.
-    assert "sequence_gap" not in {r["check"] for r in found(tmp_path / "report", "flipped-0")}
-    [crc] = [r for r in found(tmp_path / "report", "flipped-0") if r["check"] == "crc_mismatch"]
+    assert "sequence_gap" not in {r["check"] for r in found(report, "flipped-0")}
+    [crc] = [r for r in found(report, "flipped-0") if r["check"] == "crc_mismatch"]
     assert "fails its CRC" in crc["message"] and crc["offset"] > 0 and crc["segment"] == 0
-    [torn] = [r for r in found(tmp_path / "report", "torn-0") if r["check"] == "torn_tail"]
+    [torn] = [r for r in found(report, "torn-0") if r["check"] == "torn_tail"]
     assert "torn batch" in torn["message"]
-    [index] = [r for r in found(tmp_path / "report", "index-0") if r["category"] == "integrity"]
+    [index] = [r for r in found(report, "index-0") if r["category"] == "integrity"]
     assert index["check"] == "offset_index_mismatch" and ".index: entry 0" in index["message"]
-    epoch = found(tmp_path / "report", "epoch-0")
+    epoch = found(report, "epoch-0")
     assert [r["check"] for r in epoch] == ["leader_epoch_mismatch"]
     assert (
         "carry partition leader epoch 0, but leader-epoch-checkpoint gives epoch 5"
         in (epoch[0]["message"])
     )
-    snapshot = found(tmp_path / "report", "snapshot-0")
+    snapshot = found(report, "snapshot-0")
     assert snapshot and all("lastSequence" in r["message"] for r in snapshot)
-    txn_index = found(tmp_path / "report", "txnindex-0")
+    txn_index = found(report, "txnindex-0")
     assert [r["check"] for r in txn_index if r["category"] == "integrity"] == ["txn_index_mismatch"]
 
     # The copy's records may also go back in time, behind the original's last ones.
-    duplicate = found(tmp_path / "report", duplicate_dir.name)
+    duplicate = found(report, duplicate_name)
     assert {r["check"] for r in duplicate} - {"timestamp_regression"} == {"duplicate_batch"}
     [dup] = [r for r in duplicate if r["check"] == "duplicate_batch"]
     assert dup["offset"] == copy and dup["category"] == "semantics"
@@ -68,6 +61,6 @@ def test_each_injected_fault_is_found_and_named(spark, audit_log, tmp_path):
 
     # Compaction leaves offset gaps and sequence gaps over them: information (as the
     # aborted transaction is), no warning, no error.
-    compacted = found(tmp_path / "report", "compacted-0")
+    compacted = found(report, "compacted-0")
     assert "offset_gap" in {r["check"] for r in compacted}
     assert {r["severity"] for r in compacted} == {"info"}
