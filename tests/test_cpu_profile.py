@@ -39,7 +39,12 @@ def test_a_child_process_cpu_is_charged_to_its_test(tmp_path: Path) -> None:
             str(tmp_path / "test_busy.py"),
         ],
         cwd=ROOT,
-        env={**os.environ, "BROOK_CPU_PROFILE": str(profile), "PYTHONPATH": str(ROOT)},
+        # Not an xdist worker, though this test may run in one (whose name it would take).
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"},
+            "BROOK_CPU_PROFILE": str(profile),
+            "PYTHONPATH": str(ROOT),
+        },
         capture_output=True,
         text=True,
         timeout=120,
