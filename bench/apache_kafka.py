@@ -182,11 +182,7 @@ def tools_archive(dump: bool = True) -> class_data.Archive:
     harness): the archive the first tool run made (class_data.py), or, with `dump`, this
     run's making it if there is none yet."""
     libs = kafka_jars()
-    archive = class_data.archive_for(libs.parent / "class-data", "kafka-tools", f"{libs}/*")
-    if not dump and archive.dumping:
-        archive.publish(None)  # a JVM that will not dump does not hold the lock
-        return class_data.Archive([], archive.classpath)
-    return archive
+    return class_data.archive_for(libs.parent / "class-data", "kafka-tools", f"{libs}/*", dump)
 
 
 def run_tool(main_class: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

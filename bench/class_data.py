@@ -62,11 +62,6 @@ class Archive:
     _target: Path | None = None
     _lock: IO[str] | None = None
 
-    @property
-    def dumping(self) -> bool:
-        """This JVM makes the archive (holding its lock until `publish`)."""
-        return self._dumping is not None
-
     def publish(self, returncode: int | None) -> None:
         """Put the archive this JVM dumped in place if it exited well and the archive
         maps; release the dump's lock either way."""
@@ -96,13 +91,16 @@ def _without_tool_options() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != "JAVA_TOOL_OPTIONS"}
 
 
-def archive_for(directory: Path, kind: str, classpath: str) -> Archive:
+def archive_for(directory: Path, kind: str, classpath: str, dump: bool = True) -> Archive:
     """How a JVM of `classpath` shares classes: through the archive of `kind` in
-    `directory` if there is one; else it dumps one (if no other JVM is dumping it)."""
+    `directory` if there is one; else, with `dump`, it dumps one (if no other JVM is
+    dumping it)."""
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{kind}-{_classpath_digest(classpath)}.jsa"
     if target.exists():
         return Archive([f"-XX:SharedArchiveFile={target}", *QUIET], classpath)
+    if not dump:
+        return Archive([], classpath)
     lock = open(directory / f"{target.name}.lock", "w")  # noqa: SIM115  # held past return
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
