@@ -8,13 +8,14 @@
 It starts a ZooKeeper (Debian's `zookeeper` package, 3.8) and `brook serve` for each
 broker (ids 1..N, PLAINTEXT on 127.0.0.1 from --base-port up, data in
 <data-dir>/broker-<id>, all under one ZooKeeper chroot), waits until every broker has
-registered, prints the bootstrap servers, and stops everything it started, by pid, on
-Ctrl-C (or SIGTERM). Each process logs to <data-dir>/<name>.log.
+registered and its Metadata names every broker and the controller, prints the bootstrap
+servers, and stops everything it started, by pid, on Ctrl-C (or SIGTERM). Each process
+logs to <data-dir>/<name>.log.
 
 A broker that exits (or is killed, to try a failover) is reported with the command that
 brings it back: `brook cluster restart N --data-dir DIR` stops broker N if it runs, starts
 it again under the running cluster, so that Ctrl-C stops it with the rest, and returns
-once it has registered.
+once it is ready in the same sense.
 
 Replication is set as in the compose cluster (deploy/cluster/compose.yaml): new topics,
 the consumer offsets and the transaction state on min(3, N) brokers, and acks=all
@@ -36,7 +37,8 @@ from types import FrameType
 from typing import Any
 
 CHROOT = "/brook"
-REGISTRATION_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = 60.0
+METADATA_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 30.0
 # Between two looks at the brokers (and at a `restart` request).
 WATCH_INTERVAL_S = 0.2
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = DevCluster(data_dir, zookeeper.connect, ports, args.override, stop_asked)
         for broker_id in ports:
             cluster.start(broker_id, print_line)
-        if not cluster.wait_registered(set(ports)):
+        if not cluster.wait_ready(set(ports)):
             return 1
         control = ControlServer(data_dir)
         bootstrap = ",".join(f"127.0.0.1:{port}" for port in ports.values())
@@ -261,19 +263,40 @@ class DevCluster:
         stat = self._zookeeper.exists(f"{CHROOT}/brokers/ids/{broker_id}")
         return None if stat is None else int(stat.ephemeralOwner)
 
-    def wait_registered(
+    def serves_the_cluster(self, broker_id: int) -> bool:
+        """Whether broker `broker_id` answers Metadata naming every running broker and a
+        controller among them: what a client needs of it. Registered is not enough: the
+        controller tells a broker the cluster (UpdateMetadata) a moment after that."""
+        from .common import ToolError
+        from .wire_client import KafkaCluster
+
+        running = {b for b, process in self.processes.items() if process.poll() is None}
+        try:
+            with KafkaCluster(
+                f"127.0.0.1:{self.ports[broker_id]}", METADATA_TIMEOUT_S, "brook-cluster"
+            ) as cluster:
+                metadata = cluster.metadata(topics=())
+        except (ToolError, OSError):
+            return False
+        return running <= set(metadata.brokers) and metadata.controller_id in running
+
+    def wait_ready(
         self, expected: set[int], replacing: dict[int, int | None] | None = None
     ) -> bool:
         """Until every broker of `expected` is registered, each by a session other than
-        the one `replacing` names (a restarted broker's old one); False if one exits
-        first, or after REGISTRATION_TIMEOUT_S plus a ZooKeeper session of waiting."""
+        the one `replacing` names (a restarted broker's old one), and serves the cluster
+        (serves_the_cluster); False if one exits first, or after READY_TIMEOUT_S."""
         replacing = replacing or {}
-        deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+        deadline = time.monotonic() + READY_TIMEOUT_S
         waiting = set(expected)
         while not self.stop_asked:
             for broker_id in list(waiting):
                 owner = self.registration_owner(broker_id)
-                if owner is not None and owner != replacing.get(broker_id):
+                if (
+                    owner is not None
+                    and owner != replacing.get(broker_id)
+                    and self.serves_the_cluster(broker_id)
+                ):
                     waiting.discard(broker_id)
             if not waiting:
                 return True
@@ -282,7 +305,7 @@ class DevCluster:
                 if process.poll() is not None:
                     print(
                         f"brook cluster: broker {broker_id} exited with code"
-                        f" {process.returncode} before registering; see"
+                        f" {process.returncode} before it was ready; see"
                         f" {self.data_dir / f'broker-{broker_id}.log'}",
                         file=sys.stderr,
                         flush=True,
@@ -290,8 +313,8 @@ class DevCluster:
                     return False
             if time.monotonic() > deadline:
                 print(
-                    "brook cluster: brokers not registered after"
-                    f" {REGISTRATION_TIMEOUT_S:.0f} s: {sorted(waiting)}",
+                    f"brook cluster: brokers not ready after {READY_TIMEOUT_S:.0f} s:"
+                    f" {sorted(waiting)}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -312,7 +335,7 @@ class DevCluster:
             # A killed broker's registration stays until its ZooKeeper session times
             # out; the new process waits for that before it registers.
             say(f"Waiting for broker {broker_id} to register (after its old session ends)")
-        if not self.wait_registered({broker_id}, {broker_id: old_owner}):
+        if not self.wait_ready({broker_id}, {broker_id: old_owner}):
             say(f"Broker {broker_id} did not come back; see its log")
             return False
         say(f"Broker {broker_id} is back")
