@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from brook.coordinator_state.transaction_metadata import TransactionState
 from tests.integration.raw_client import RawClient
-from tests.integration.test_transaction_version_2 import _end, _init, _produce
+from tests.integration.test_transaction_version_2 import TXN_ID, _end, _init, _produce
 
 from .harness import ScriptedController
 
@@ -85,6 +86,15 @@ def test_a_leader_asks_a_remote_coordinator_to_add_its_partition(cluster: Script
         assert _produce(leader, "near", producer, 0, [b"v2"]) == "none"
         error, next_id, next_epoch = _end(coordinator, producer, commit=True)
         assert error == "none" and (next_id, next_epoch) == (producer[0], producer[1] + 1)
+        # The commit done (its marker written on broker 0, CompleteCommit logged): until
+        # then the coordinator answers a check CONCURRENT_TRANSACTIONS, as Kafka's does.
+        cluster.wait_for(
+            lambda: (
+                second.call(lambda: second.broker.transactions.describe(TXN_ID)).state
+                is TransactionState.COMPLETE_COMMIT
+            ),
+            "the commit's completion",
+        )
         # An older Produce (v11) outside the transaction is refused by the coordinator's
         # answer to the leader's check: TRANSACTION_ABORTABLE.
         assert (
