@@ -38,7 +38,7 @@ LATENCY_PHASE = "produce latency"
 STARTUP_PHASE = "startup"
 # Brook's start again with hypothesis importable, as in a test environment: kio registers a
 # hypothesis strategy for each of its types whenever it finds hypothesis, a cost Brook's
-# command line keeps out of its start (broker/server/kio_loading.py). Brook only.
+# command line keeps out of its start (protocol/kio_loading.py). Brook only.
 STARTUP_HYPOTHESIS_PHASE = "startup, hypothesis installed"
 RSS_IDLE_PHASE = "rss idle"
 RSS_AFTER_PHASE = "rss after run"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Before any module that imports kio: the process loads kio's types without registering
 # hypothesis strategies for them, whatever else is installed (kio_loading says why).
-from .server import kio_loading  # noqa: F401
+from brook.protocol import kio_loading  # noqa: F401
 
 # isort: split
 

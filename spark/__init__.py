@@ -11,7 +11,15 @@ must be importable by Spark's Python workers.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
+
+if os.environ.get("SPARK_PYTHON_RUNTIME") == "PYTHON_WORKER":
+    # In one of Spark's Python workers, which draw no hypothesis examples: kio's types
+    # without their strategies (brook/protocol/kio_loading.py says why).
+    from brook.protocol import kio_loading  # noqa: F401
+
+# isort: split
 
 from pyspark.errors import PySparkException
 

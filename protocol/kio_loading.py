@@ -1,4 +1,5 @@
-"""kio's types loaded without their hypothesis strategies, for the `brook` process.
+"""kio's types loaded without their hypothesis strategies, for the `brook` process and
+Spark's Python workers.
 
 kio's phantom types (kio.static._phantom) import hypothesis whenever it is installed and
 register a strategy for every type as the type is defined: about 130 ms and 13 MiB of a
@@ -8,8 +9,11 @@ this module first: kio's types are imported while `hypothesis` reads as absent (
 sys.modules makes its import raise ImportError), after which the module table is as it
 was, and anything the process imports later may still import hypothesis itself.
 
-Only the command line does this: a test process that imports the broker's modules keeps
-kio's strategies (tests may build kio types with hypothesis).
+Only the command line and a Spark Python worker (brook.spark, when Spark's environment
+says it runs in one) do this: a test process that imports the broker's modules keeps
+kio's strategies (tests may build kio types with hypothesis). A Spark task starts a
+worker often (each planning step, each reused worker's first task), and decodes segments
+with kio's types: 0.3 CPU-s of hypothesis at every start.
 """
 
 from __future__ import annotations
