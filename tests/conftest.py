@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,23 @@ pytest_plugins = ["tests.cpu_profile"]
 # 172 -> 103 CPU seconds), on a 2-core machine where the suite is CPU-bound. A value the
 # caller set is kept.
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+def run_shared_dir(tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> Path:
+    """A directory every pytest process of this run sees: under xdist (a worker's config has
+    `workerinput`) the parent of each worker's own base temp, else this process's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+@pytest.fixture(scope="session")
+def kafka_written(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
+    """A log dir Apache Kafka 4 wrote and what a consumer read from it
+    (tests/apache_kafka/kafka_written.py), made once a run, by the first process that
+    asks: Brook's broker (tests/apache_kafka/) and its Spark jobs (tests/spark/) read it."""
+    from tests.apache_kafka.kafka_written import shared_kafka_written
+
+    return shared_kafka_written(run_shared_dir(tmp_path_factory, request.config) / "kafka-written")
 
 
 @pytest.fixture

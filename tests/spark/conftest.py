@@ -4,9 +4,10 @@ Spark starts a JVM (a few seconds), so a session is shared: the tests are put in
 groups (test.sh runs pytest with `--dist loadgroup`), each of which gets one worker, and so
 one JVM, for all of its tests. The tests of a group run one after another, and under the
 full suite a worker gets a third of a core, so a group's chain must stay well short of the
-suite: three groups. The audit's clean and semantic cases and its report, the audit's
-other cases over its log dir (injected faults, lost data, read_committed; and Spark's
-own Kafka source), and the data source, compaction and their command lines. The
+suite: three groups. The audit's clean and semantic cases and its report (and the log
+dir Apache Kafka wrote, read and audited), the audit's other cases over its log dir
+(injected faults, lost data, read_committed; and Spark's own Kafka source), and the data
+source, compaction and their command lines. The
 standalone cluster's test starts JVMs of its own and belongs to no group. The log dir
 the audit's tests read is written once, by the first worker that needs it
 (audit_logs.shared_log). The sessions carry Spark's Kafka connector (spark.jars, from
@@ -48,6 +49,8 @@ GROUPS = {
     "test_audit_files.py": "spark-audit",
     # It reads the audit test_audit.py reads too (full_report, a session fixture).
     "test_audit_report.py": "spark-audit",
+    # Kafka's own log dir (a session fixture of tests/conftest.py), read and audited.
+    "test_kafka_written_dir.py": "spark-audit",
     "test_audit_faults.py": "spark-audit-log",
     "test_audit_lost_data.py": "spark-audit-log",
     "test_read_committed.py": "spark-audit-log",
@@ -98,11 +101,11 @@ def audit_log(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
     """A log dir a Brook broker wrote, with clean topics and semantic cases: one for
     every xdist worker (in the directory they share, the parent of each one's own; an
     xdist worker's config has `workerinput`), or this process's own without xdist."""
+    from tests.conftest import run_shared_dir
+
     from .audit_logs import shared_log
 
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if hasattr(request.config, "workerinput") else base
-    return shared_log(shared / "spark-audit-log")
+    return shared_log(run_shared_dir(tmp_path_factory, request.config) / "spark-audit-log")
 
 
 def _audit(spark: Any, log_dir: Path, out: Path, **options: Any) -> tuple[Any, str]:
