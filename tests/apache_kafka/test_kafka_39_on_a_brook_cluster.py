@@ -16,7 +16,7 @@ from brook.broker.testing import BrokerProcess, free_port, wait_for_port, wait_u
 from brook.broker.zookeeper.server import ZooKeeperServer
 from tests.cluster.harness import metadata_of
 
-from .test_kafka_written_log_dir import Row, _read_topics
+from .kafka_written import Row, read_topics
 
 BROKER_ID = 1
 # Kafka 3.9 logs through reload4j: WARN and above to its output file.
@@ -85,7 +85,7 @@ def test_kafka_39_serves_the_records_a_brook_cluster_broker_wrote(
         brook.create_topic("orders", 2)
         brook.produce("orders", [(b"k%d" % n, b"v%d" % n) for n in range(200)])
         brook.produce("orders", [b"gz%d" % n for n in range(50)], 0, {"compression.type": "gzip"})
-        written: list[Row] = _read_topics(brook.bootstrap, {"orders": 2}, "read_uncommitted")[
+        written: list[Row] = read_topics(brook.bootstrap, {"orders": 2}, "read_uncommitted")[
             "orders"
         ]
     finally:
@@ -98,7 +98,7 @@ def test_kafka_39_serves_the_records_a_brook_cluster_broker_wrote(
     kafka, port = _kafka_39(home, copy, connect)
     try:
         wait_for_port(port, 120, kafka)
-        served = _read_topics(f"127.0.0.1:{port}", {"orders": 2}, "read_uncommitted")["orders"]
+        served = read_topics(f"127.0.0.1:{port}", {"orders": 2}, "read_uncommitted")["orders"]
     finally:
         kafka.terminate()
         kafka.wait(60)
