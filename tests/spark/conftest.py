@@ -81,6 +81,16 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
+        # The tests' data is kilobytes: Spark's code generation (whole-stage, and the
+        # projections and predicates its tasks compile with Janino, which its cache
+        # misses from one query to the next) and adaptive re-planning at each shuffle
+        # cost more than they save, a third of a warm audit's CPU (25 -> 16 CPU-s). So
+        # these sessions run Spark's interpreted expressions, planned once; the jobs
+        # started as a user starts them (test_compact_cli.py, test_audit_cluster.py)
+        # run Spark's defaults, code generation included.
+        .config("spark.sql.codegen.wholeStage", "false")
+        .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+        .config("spark.sql.adaptive.enabled", "false")
         # Spark's own Kafka source and sink (test_spark_kafka.py), from the jar cache.
         .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jars()))
         .getOrCreate()
