@@ -34,16 +34,6 @@ from .zookeeper.errors import ZooKeeperStartupError
 
 log = logging.getLogger("brook.cli")
 
-# The event loop shares the GIL with the broker's worker threads (the log cleaner's, the
-# ZooKeeper client's connection thread, deferred fsyncs). CPython hands the GIL to a thread
-# that waits for it only after the switch interval, 5 ms by default, so while a cleaner
-# thread computes, each system call the loop makes (a send, a receive, a poll) can cost
-# it up to 5 ms: consumers were served at 0.40-0.46x of their rate during a cleaning, and
-# at 0.81-0.91x with 0.5 ms, the cleaning as fast (bench.log_cleaner). Set by `brook serve`
-# only: a broker started inside another program (the pytest plugin) leaves that
-# program's interpreter as it is.
-LOOP_SWITCH_INTERVAL_S = 0.0005
-
 SERVE_EPILOG = """\
 configuration, lowest precedence first:
   Kafka's defaults < the properties file < BROOK_* environment variables < --override
@@ -244,7 +234,6 @@ def serve(args: argparse.Namespace) -> int:
             " (BROOK_<KEY> sets a config: `brook configs-list` lists them)",
             ", ".join(config.ignored_env),
         )
-    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
     try:
         import uvloop
 

@@ -11,7 +11,6 @@ ints (partition_stats.py, request_metrics.py).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -166,12 +165,6 @@ def take_snapshot(view: BrokerView) -> list[_Family]:
         _Family(
             "histogram", "brook_eventloop_lag_ms", "Event-loop lag measurements (milliseconds)"
         ).add(_histogram(lag.lags_ms)),
-        _Family(
-            "gauge",
-            "brook_gil_switch_interval_seconds",
-            "How long the event loop may wait for the GIL while another thread of the"
-            " process runs (sys.getswitchinterval)",
-        ).add(sys.getswitchinterval()),
     ]
     if services is not None:
         families += _authentications(services)

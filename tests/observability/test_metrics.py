@@ -6,17 +6,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import sys
 import threading
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from brook.broker.cli import LOOP_SWITCH_INTERVAL_S
-from brook.broker.testing import BrokerProcess, BrokerThread, free_port, wait_until
+from brook.broker.testing import wait_until
 from brook.protocol.record_batch import Record, build_batch
 from tests.integration.clients import (
     aiokafka_producer,
@@ -27,7 +23,7 @@ from tests.integration.clients import (
 )
 from tests.integration.raw_client import RawClient, produce_request
 
-from .conftest import ADMIN, Admin, Samples
+from .conftest import Admin, Samples
 
 BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"
 MESSAGES_IN = "kafka_server_brokertopicmetrics_messagesin_total"
@@ -354,35 +350,6 @@ def test_the_broker_and_its_loop_report_themselves(admin_broker: Admin):
     assert metrics.value("process_resident_memory_bytes") > 0
     assert metrics.types["kafka_network_requestmetrics_totaltimems"] == "histogram"
     assert metrics.types["kafka_server_brokertopicmetrics_bytesin"] == "counter"
-
-
-def test_brook_serve_hands_the_gil_to_its_loop_within_half_a_millisecond(tmp_path: Path):
-    """`brook serve` sets the interpreter's switch interval to 0.5 ms, so that a busy
-    cleaner thread delays the event loop by at most that after each of its system calls;
-    a broker inside another program (the pytest plugin's) leaves that program's alone."""
-    host_interval = sys.getswitchinterval()
-    admin_url = f"http://127.0.0.1:{free_port()}"
-    broker = BrokerProcess(tmp_path / "data", {"admin.listener": admin_url}).start()
-    try:
-        served = wait_until(lambda: _scrape(admin_url), what="the admin endpoint")
-        assert served.value("brook_gil_switch_interval_seconds") == LOOP_SWITCH_INTERVAL_S
-    finally:
-        assert broker.stop() == 0
-    in_process = BrokerThread(tmp_path / "thread", ADMIN).start()
-    try:
-        scraped = Admin(in_process).metrics()
-        assert scraped.value("brook_gil_switch_interval_seconds") == host_interval
-        assert sys.getswitchinterval() == host_interval
-    finally:
-        in_process.stop()
-
-
-def _scrape(admin_url: str) -> Samples | None:
-    try:
-        with urllib.request.urlopen(admin_url + "/metrics", timeout=10) as response:
-            return Samples(response.read().decode())
-    except OSError:
-        return None
 
 
 def test_request_times_are_histograms_with_every_stage(admin_broker: Admin, topic_name: str):
