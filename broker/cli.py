@@ -34,6 +34,11 @@ from .zookeeper.errors import ZooKeeperStartupError
 
 log = logging.getLogger("brook.cli")
 
+# The GIL's switch interval while the log cleaner computes (replica/log_cleaner.py says
+# why): consuming during a cleaning went from 0.40-0.46x of its rate to 0.81-0.91x with
+# 0.5 ms, the cleaning as fast (bench.log_cleaner).
+CLEANER_SWITCH_INTERVAL_S = 0.0005
+
 SERVE_EPILOG = """\
 configuration, lowest precedence first:
   Kafka's defaults < the properties file < BROOK_* environment variables < --override
@@ -251,6 +256,7 @@ async def _run(config: BrokerConfig) -> int:
     from .server.broker import Broker
 
     broker = Broker(config)
+    broker.cleaner_switch_interval = CLEANER_SWITCH_INTERVAL_S
     # What the imports made stays for the process's life: frozen out of the collector's
     # view (its full passes need not walk it again), which comes back on before the start
     # proper, whose log recovery may run long.

@@ -11,6 +11,7 @@ ints (partition_stats.py, request_metrics.py).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -165,6 +166,13 @@ def take_snapshot(view: BrokerView) -> list[_Family]:
         _Family(
             "histogram", "brook_eventloop_lag_ms", "Event-loop lag measurements (milliseconds)"
         ).add(_histogram(lag.lags_ms)),
+        _Family(
+            "gauge",
+            "brook_gil_switch_interval_seconds",
+            "How long the event loop may wait for the GIL while another thread of the"
+            " process runs (sys.getswitchinterval; `brook serve` lowers it while the log"
+            " cleaner computes)",
+        ).add(sys.getswitchinterval()),
     ]
     if services is not None:
         families += _authentications(services)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +51,7 @@ class LogCleaner:
         log_manager: LogManager,
         config: Callable[[], BrokerConfig],
         clock: Clock,
+        switch_interval_while_cleaning: float | None = None,
     ) -> None:
         self.manager = LogCleanerManager()
         self._log_manager = log_manager
@@ -62,6 +64,16 @@ class LogCleaner:
         self._tasks: list[asyncio.Task[None]] = []
         self._restarting: asyncio.Task[None] | None = None
         self.threads = 0
+        # The GIL's switch interval while a cleaning computes, when the process is the
+        # broker's own (`brook serve` sets it; None leaves the interpreter alone). The
+        # event loop waits for the GIL after each of its system calls, and CPython hands
+        # it over only after the switch interval (5 ms by default): a cleaning would hold
+        # up every send and receive. Lowered only while cleanings run, because a lower
+        # interval for the broker's whole life slowed acks=all producing in the main
+        # bench (README, "The log cleaner").
+        self.switch_interval_while_cleaning = switch_interval_while_cleaning
+        self._cleanings = 0
+        self._interval_before = sys.getswitchinterval()
         self.throttler = Throttler(
             config()["log.cleaner.io.max.bytes.per.second"], sleep=self._throttle_wait
         )
@@ -150,7 +162,11 @@ class LogCleaner:
                 try:
                     # Shielded: when this task is cancelled, a cleaning that finishes
                     # anyway has its `.cleaned` files discarded, never left behind.
-                    result = await asyncio.shield(future)
+                    self._cleaning_started()
+                    try:
+                        result = await asyncio.shield(future)
+                    finally:
+                        self._cleaning_ended()
                 except asyncio.CancelledError:
                     future.add_done_callback(_discard_result)
                     raise
@@ -184,6 +200,21 @@ class LogCleaner:
                     log.error("Could not swap the cleaned segments into %s: %s", log_.name, exc)
             finally:
                 self.manager.done_cleaning(log_)
+
+    def _cleaning_started(self) -> None:
+        if self.switch_interval_while_cleaning is None:
+            return
+        if self._cleanings == 0:
+            self._interval_before = sys.getswitchinterval()
+            sys.setswitchinterval(self.switch_interval_while_cleaning)
+        self._cleanings += 1
+
+    def _cleaning_ended(self) -> None:
+        if self.switch_interval_while_cleaning is None or self._cleanings == 0:
+            return
+        self._cleanings -= 1
+        if self._cleanings == 0:
+            sys.setswitchinterval(self._interval_before)
 
 
 def _discard_result(future: asyncio.Future[Any]) -> None:

@@ -90,6 +90,10 @@ class Broker:
         self.retention_checks = 0
         # The log cleaner's threads, when log.cleaner.enable.
         self.cleaner: LogCleaner | None = None
+        # The GIL's switch interval while a cleaning runs: set when the process is the
+        # broker's alone (`brook serve`); a broker inside another program (the pytest
+        # plugin) leaves that program's interpreter as it is.
+        self.cleaner_switch_interval: float | None = None
         # The cluster: ZooKeeper's (zookeeper.connect), or this broker alone; made at
         # start (a ZooKeeper session needs the running loop).
         self.membership: Membership = LocalMembership(self.broker_id)
@@ -362,7 +366,12 @@ class Broker:
             return
         from ..replica.log_cleaner import LogCleaner
 
-        self.cleaner = LogCleaner(self.log_manager, lambda: self.config, self.clock)
+        self.cleaner = LogCleaner(
+            self.log_manager,
+            lambda: self.config,
+            self.clock,
+            switch_interval_while_cleaning=self.cleaner_switch_interval,
+        )
         self.cleaner.start()
         self.dynamic_config.reconfigurables.append(self.cleaner.reconfigure)
 

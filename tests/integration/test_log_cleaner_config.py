@@ -10,6 +10,9 @@ its cleaner's threads), read on its event loop.
 from __future__ import annotations
 
 import itertools
+import re
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +20,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigSource, ResourceType
 from kafka.admin import ConfigResource, KafkaAdminClient
 
-from brook.broker.testing import wait_until
+from brook.broker.cli import CLEANER_SWITCH_INTERVAL_S
+from brook.broker.testing import BrokerProcess, free_port, wait_until
 from brook.storage.offset_map import ENTRY_OVERHEAD
 
 from .clients import create_topic
@@ -269,3 +273,77 @@ def test_an_offset_map_too_small_waits_for_a_bigger_one(brook_broker, topic_name
     )
     records = _consume_from_start(bootstrap, topic_name, end)
     assert {m.key(): m.value() for m in records} == latest
+
+
+# CPython's switch interval when nothing changed it.
+DEFAULT_SWITCH_INTERVAL_S = 0.005
+
+
+def _switch_interval(admin_url: str) -> float | None:
+    """brook_gil_switch_interval_seconds of the broker's /metrics (None until it answers)."""
+    try:
+        with urllib.request.urlopen(admin_url + "/metrics", timeout=10) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    found = re.search(r"^brook_gil_switch_interval_seconds (\S+)$", text, re.MULTILINE)
+    assert found, "no brook_gil_switch_interval_seconds in /metrics"
+    return float(found.group(1))
+
+
+def _cleaned_to_the_end(data_dir: Path, topic: str) -> bool:
+    """The cleaner checkpoint file on disk names the partition's active segment."""
+    checkpoint = data_dir / "cleaner-offset-checkpoint"
+    if not checkpoint.exists():
+        return False
+    entries = [line.split() for line in checkpoint.read_text().splitlines()[2:]]
+    cleaned = {(name, int(number)): int(offset) for name, number, offset in entries}
+    active_base = max(int(path.stem) for path in (data_dir / f"{topic}-0").glob("*.log"))
+    return cleaned.get((topic, 0)) == active_base
+
+
+def test_brook_serve_lowers_the_switch_interval_only_while_it_cleans(tmp_path, topic_name):
+    """`brook serve` hands the GIL to its event loop within 0.5 ms while a cleaning runs
+    (its thread would otherwise hold up each of the loop's system calls for up to 5 ms),
+    and puts CPython's interval back when no cleaning runs. A cleaning throttled to a
+    byte a second stays under way until the throttle is lifted."""
+    admin_url = f"http://127.0.0.1:{free_port()}"
+    data_dir = tmp_path / "data"
+    broker = BrokerProcess(
+        data_dir,
+        {
+            "admin.listener": admin_url,
+            "log.cleaner.backoff.ms": "20",
+            "log.cleaner.io.max.bytes.per.second": "1",
+        },
+    ).start()
+    try:
+        bootstrap = broker.bootstrap
+        interval = wait_until(lambda: _switch_interval(admin_url), what="the admin endpoint")
+        assert interval == DEFAULT_SWITCH_INTERVAL_S
+        create_topic(bootstrap, topic_name, 1, COMPACTED)
+        latest = _produce_rounds(bootstrap, topic_name, range(10))
+        wait_until(
+            lambda: _switch_interval(admin_url) == CLEANER_SWITCH_INTERVAL_S,
+            "a throttled cleaning under way",
+        )
+        assert not _cleaned_to_the_end(data_dir, topic_name)
+        incremental(
+            bootstrap,
+            ResourceType.BROKER,
+            "0",
+            [("log.cleaner.io.max.bytes.per.second", SET, "1.7976931348623157E308")],
+        )
+        wait_until(
+            lambda: _cleaned_to_the_end(data_dir, topic_name),
+            "the cleaner checkpoint at the active segment",
+        )
+        wait_until(
+            lambda: _switch_interval(admin_url) == DEFAULT_SWITCH_INTERVAL_S,
+            "the interval put back",
+        )
+        end = watermarks(bootstrap, topic_name, 1)[0][1]
+        records = _consume_from_start(bootstrap, topic_name, end)
+        assert {m.key(): m.value() for m in records} == latest
+    finally:
+        assert broker.stop() == 0
