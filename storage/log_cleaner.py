@@ -41,6 +41,7 @@ Synchronous, no asyncio, no broker imports.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import struct
 import time
@@ -343,11 +344,12 @@ def clean(
         )
     stats.buffer_utilization = offset_map.utilization
     result = CleanResult(plan, end, stats=stats)
+    latest = _LatestOffsets(offset_map)
     try:
         for group in _group_segments(plan, end):
             if stop():
                 raise CleaningAborted(plan.name)
-            cleaned = _clean_group(plan, group, offset_map, end, stats, throttler)
+            cleaned = _clean_group(plan, group, offset_map, latest, end, stats, throttler)
             result.groups.append((cleaned, group))
     except BaseException:
         result.discard()
@@ -457,6 +459,7 @@ def _clean_group(
     plan: CleanPlan,
     group: list[LogSegment],
     offset_map: OffsetMap,
+    latest: _LatestOffsets,
     end: int,
     stats: CleanerStats,
     throttler: Throttler | None,
@@ -492,7 +495,7 @@ def _clean_group(
                 stats.records_read += header.record_count
                 if throttler is not None:
                     throttler.maybe_throttle(header.size)
-                kept = _filter_batch(plan, header, buffer, offset_map, end, txns, stats)
+                kept = _filter_batch(plan, header, buffer, offset_map, latest, end, txns, stats)
                 if kept is None:
                     continue
                 kept_header, kept_bytes = kept
@@ -563,11 +566,27 @@ class _TransactionTracker:
         return True
 
 
+class _LatestOffsets:
+    """The offsets the offset map points at, in order. In the dirty section every keyed
+    record was mapped (the first pass reads each batch there whole), so a record there
+    stays only when the map points at its offset: a batch holding none of these offsets
+    has nothing to keep, whatever its records say."""
+
+    def __init__(self, offset_map: OffsetMap) -> None:
+        self._offsets = sorted(offset_map.entries.values())
+
+    def any_within(self, first: int, last: int) -> bool:
+        offsets = self._offsets
+        i = bisect.bisect_left(offsets, first)
+        return i < len(offsets) and offsets[i] <= last
+
+
 def _filter_batch(
     plan: CleanPlan,
     header: BatchHeader,
     buffer: bytes,
     offset_map: OffsetMap,
+    latest: _LatestOffsets,
     end: int,
     txns: _TransactionTracker,
     stats: CleanerStats,
@@ -599,8 +618,16 @@ def _filter_batch(
             return _rebuild(header, records, now + plan.config.delete_retention_ms)
         stats.records_kept += len(records)
         return header, buffer
-    # Which records stay, from their keys alone: a batch kept whole or dropped whole (most
-    # of them, in a log with many updates per key) is never decoded.
+    # A batch of the dirty section whose every record a later one shadows (most of them,
+    # in a log with many updates per key) goes without its records being read again.
+    if (
+        header.base_offset >= plan.first_dirty_offset
+        and header.last_offset < end
+        and not latest.any_within(header.base_offset, header.last_offset)
+    ):
+        return _empty_batch(header) if producers_last else None
+    # Which records stay, from their keys alone: a batch kept whole or dropped whole is
+    # never decoded.
     keys = scan_record_keys(buffer, header)
     latest_offset_of = offset_map.entries.get
     expired = horizon is not None and now >= horizon  # tombstones past the horizon go
@@ -628,8 +655,7 @@ def _filter_batch(
             continue
         if record.key is None:
             continue  # Kafka drops keyless records from a compacted log
-        latest = entries.get(record.key, -1)
-        if record.offset < latest:
+        if record.offset < entries.get(record.key, -1):
             continue
         if record.value is None:
             if horizon is not None and now >= horizon:

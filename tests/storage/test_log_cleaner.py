@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from storage_helpers import BASE_TS
 
 from brook.protocol import coordinator_records as cr
@@ -365,3 +368,53 @@ def test_crash_mid_swap_keeps_the_aborted_transactions_index(tmp_path: Path) -> 
     read = reopened.read(0, 1 << 20, include_aborted_txns=True)
     assert read.aborted_transactions is not None
     assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(1, 1)]
+
+
+# Rounds of batches, each batch some (key, value) records: a few keys, so that keys repeat
+# within a batch, across batches and across rounds; None keys (dropped by a cleaning) and
+# None values (tombstones, kept within delete.retention.ms).
+_ITEMS = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"f"])),
+        st.one_of(st.none(), st.binary(min_size=1, max_size=40)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+_ROUNDS = st.lists(st.lists(_ITEMS, min_size=1, max_size=8), min_size=1, max_size=5)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=_ROUNDS)
+def test_cleanings_after_each_round_keep_what_one_cleaning_of_all_would(
+    tmp_path_factory: pytest.TempPathFactory, rounds: list[list[list[tuple[Any, Any]]]]
+) -> None:
+    """Whatever was cleaned before (a clean section, batches dropped whole or in part,
+    batches kept whole), each keyed record below the active segment stays exactly when no
+    later record has its key, at its own offset, and the records of the active segment
+    all stay."""
+    clock = Clock()
+    log = open_log(tmp_path_factory.mktemp("rounds") / "t-0", clock)
+    appended: list[tuple[int, bytes | None, bytes | None]] = []
+    checkpoint: int | None = None
+    for number, batches in enumerate(rounds):
+        # Keyless records reach a compacted log written before it was compacted.
+        log.update_config(CONFIG.with_overrides(cleanup_policy=("delete",)))
+        for items in batches:
+            start = log.log_end_offset
+            append(log, batch(items))
+            appended += [(start + i, key, value) for i, (key, value) in enumerate(items)]
+        log.update_config(CONFIG)
+        log.roll()
+        if number % 2 == 0 or number == len(rounds) - 1:
+            result = compact(log, clock, checkpoint)
+            checkpoint = result.end_offset
+    end = log.active_segment.base_offset
+    last_of = {key: offset for offset, key, _ in appended if offset < end}
+    expected = [
+        (offset, key, value)
+        for offset, key, value in appended
+        if offset >= end or (key is not None and last_of[key] == offset)
+    ]
+    assert [(r.offset, r.key, r.value) for r in all_records(log)] == expected
+    log.close()
