@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -208,6 +209,7 @@ class _TransactionalWriter(threading.Thread):
                     return
 
 
+@pytest.mark.runs_long
 def test_a_transactional_producer_lives_through_coordinator_kills(
     cluster: Cluster, zk: ZooKeeperView
 ):
