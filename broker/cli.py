@@ -35,7 +35,7 @@ from .zookeeper.errors import ZooKeeperStartupError
 log = logging.getLogger("brook.cli")
 
 # The GIL's switch interval while the log cleaner computes (replica/log_cleaner.py says
-# why): consuming during a cleaning went from 0.40-0.46x of its rate to 0.81-0.91x with
+# why): consuming during a cleaning went from 0.47-0.49x of its rate to 0.75-0.81x with
 # 0.5 ms, the cleaning as fast (bench.log_cleaner).
 CLEANER_SWITCH_INTERVAL_S = 0.0005
 
