@@ -100,16 +100,22 @@ class AbstractIndex(idle_files.ReleasableFile):
         if not self._loaded:
             self._load()
 
-    def _load(self) -> None:
+    def _load(self, new: bool = False) -> None:
+        """Read the index from its file, made (empty, preallocated) when missing. `new`:
+        the file is known not to exist (a new partition's directory is empty), so no
+        open is tried first, which on a slow filesystem is a lookup that costs as much."""
         if not self.writable:
             self._load_read_only()
             return
-        created = False
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            created = True
+        created = new
+        if new:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        else:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                created = True
         try:
             if created:
                 length = self._round(self.max_index_size)
@@ -128,6 +134,11 @@ class AbstractIndex(idle_files.ReleasableFile):
         self._unflushed = created
         self._max_entries = length // self.ENTRY_SIZE
         self._loaded = True
+
+    def create(self) -> None:
+        """Make the file, which must not exist yet, preallocated to max_index_size."""
+        self._check_writable("create")
+        self._load(new=True)
 
     def _descriptor(self) -> int:
         """The open descriptor of a writable index, opened when needed."""

@@ -58,6 +58,12 @@ class FileRecords(idle_files.ReleasableFile):
                 size = 0
         self._size = size
 
+    @classmethod
+    def create(cls, path: Path) -> FileRecords:
+        """A new empty mutable file, which must not exist yet (no lookup first)."""
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        return cls(path, 0)
+
     def _open(self) -> int:
         self.used = True
         if self._fd is None:

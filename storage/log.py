@@ -222,8 +222,15 @@ class Log:
         progress = progress or LoadProgress()
         dir = Path(dir)
         files.parse_topic_partition(dir.name)  # fail early on a bad directory name
-        created = not dir.exists()
-        dir.mkdir(parents=True, exist_ok=True)
+        # The directory made here tells a new log from one to load (one lookup, not two).
+        try:
+            dir.mkdir()
+            created = True
+        except FileExistsError:
+            created = False
+        except FileNotFoundError:  # the log dir itself is missing
+            dir.mkdir(parents=True)
+            created = True
         started = time.monotonic()
         loaded = None
         try:
@@ -1278,13 +1285,9 @@ class Log:
 
 def _new_log(dir: Path, config: LogConfig, start_offset: int, clock: Clock) -> LoadedLogOffsets:
     """What loading a directory just made would find: one empty segment, its indexes
-    preallocated, read from nothing (a CreateTopics of thousands makes thousands)."""
-    segment = new_segment(dir, start_offset, config, clock=clock)
-    try:
-        segment.resize_indexes(config.max_index_size)
-    except BaseException:
-        segment.close_handlers()
-        raise
+    preallocated, read from nothing (a CreateTopics of thousands makes thousands). The
+    directory is empty, so its files are made without first looking for them."""
+    segment = new_segment(dir, start_offset, config, clock=clock, new=True)
     return LoadedLogOffsets([segment], start_offset, start_offset, start_offset)
 
 

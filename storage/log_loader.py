@@ -59,6 +59,7 @@ def new_segment(
     config: LogConfig,
     suffix: str = "",
     clock: Clock = system_clock,
+    new: bool = False,
 ) -> LogSegment:
     return LogSegment(
         directory,
@@ -68,6 +69,7 @@ def new_segment(
         roll_jitter_ms=config.random_segment_jitter(),
         file_suffix=suffix,
         clock=clock,
+        new=new,
     )
 
 

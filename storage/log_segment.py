@@ -72,7 +72,10 @@ class LogSegment:
         created_ms: int | None = None,
         file_suffix: str = "",
         clock: Clock = system_clock,
+        new: bool = False,
     ) -> None:
+        """`new`: none of the segment's files exists yet (its directory was just made):
+        they are made at once, preallocated, without first looking for them."""
         self.dir = directory
         self._clock = clock
         self.base_offset = base_offset
@@ -80,7 +83,8 @@ class LogSegment:
         self.max_index_size = max_index_size
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = clock() if created_ms is None else created_ms
-        self.log = FileRecords(files.log_file(directory, base_offset, file_suffix))
+        log_path = files.log_file(directory, base_offset, file_suffix)
+        self.log = FileRecords.create(log_path) if new else FileRecords(log_path)
         self.offset_index = OffsetIndex(
             files.offset_index_file(directory, base_offset, file_suffix),
             base_offset,
@@ -101,6 +105,10 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._next_offset: int | None = None
         self._indexes_checked = False
+        if new:
+            self.offset_index.create()
+            self.time_index.create()
+            self._indexes_checked = True
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, dir={self.dir})"
