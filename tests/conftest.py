@@ -31,24 +31,6 @@ settings.register_profile("brook", deadline=None, suppress_health_check=[HealthC
 settings.load_profile("brook")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "runs_long: a test in no xdist group that takes a minute or more of a loaded suite;"
-        " collected first (see pytest_collection_modifyitems)",
-    )
-
-
-# pytest-xdist's --dist loadgroup hands out the xdist groups first (the most tests first),
-# then every other test in the order collected. A test marked runs_long is moved to the
-# front of that order, so that it starts beside the groups: collected where its directory
-# falls, the standalone Spark cluster's audit (90 s of a loaded suite) started 934 s into
-# a run and was the last worker's alone for its last minute.
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
-
-
 def run_shared_dir(tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> Path:
     """A directory every pytest process of this run sees: under xdist (a worker's config has
     `workerinput`) the parent of each worker's own base temp, else this process's."""

@@ -12,7 +12,6 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, Producer
 
 from brook.broker.testing import free_port, wait_for_port
@@ -48,7 +47,6 @@ def _sh(line: str, cwd: Path) -> None:
     assert ran.returncode == 0, f"{line}\n{ran.stdout}\n{ran.stderr}"
 
 
-@pytest.mark.runs_long
 def test_the_install_lines_work_as_written(tmp_path):
     checkout = tmp_path / "brook"
     _copy_checkout(checkout)

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "scripts" / "make-venv.sh"
 
@@ -25,7 +23,6 @@ def _has_pip(venv: Path) -> bool:
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
 
-@pytest.mark.runs_long
 def test_a_half_made_venv_is_made_again(tmp_path):
     venv = tmp_path / "venv"
     # What `python3 -m venv` leaves when ensurepip is missing: a python, no pip.
@@ -37,7 +34,6 @@ def test_a_half_made_venv_is_made_again(tmp_path):
     assert _has_pip(venv)
 
 
-@pytest.mark.runs_long
 def test_a_missing_venv_is_made_and_a_good_one_left_alone(tmp_path):
     venv = tmp_path / "venv"
     first = _run(venv)

@@ -13,7 +13,6 @@ import logging
 import os
 import random
 
-import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.zookeeper.server import ZooKeeperServer
@@ -39,7 +38,6 @@ def _leader_and_isr(zk: ZooKeeperView) -> tuple[int, list[int]]:
     return state["leader"], state["isr"]
 
 
-@pytest.mark.runs_long
 def test_no_acknowledged_record_is_lost_across_leader_kills(
     cluster: Cluster, zk: ZooKeeperView, zookeeper: ZooKeeperServer
 ):

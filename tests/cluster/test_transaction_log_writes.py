@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -209,7 +208,6 @@ class _TransactionalWriter(threading.Thread):
                     return
 
 
-@pytest.mark.runs_long
 def test_a_transactional_producer_lives_through_coordinator_kills(
     cluster: Cluster, zk: ZooKeeperView
 ):

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from .clients import create_topic, produce
@@ -64,7 +63,6 @@ def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
-@pytest.mark.runs_long
 def test_killed_application_still_produces_each_output_once(brook_broker, topic_name):
     bootstrap = brook_broker.bootstrap
     create_topic(bootstrap, f"{topic_name}-in")

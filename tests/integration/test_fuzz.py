@@ -182,7 +182,6 @@ def harness(tmp_path):
         pool.stop_all()
 
 
-@pytest.mark.runs_long
 def test_fuzz(harness, capsys):
     fuzz_settings = settings(
         max_examples=EXAMPLES,

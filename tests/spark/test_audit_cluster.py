@@ -28,7 +28,7 @@ from .audit_logs import GROUP, _batch_starts
 
 # A broker writing the log, a Spark job (or a cluster's JVMs) in one test's setup: on
 # a loaded 2-core machine that can pass pytest's 300 s default.
-pytestmark = [pytest.mark.timeout(900), pytest.mark.runs_long]
+pytestmark = pytest.mark.timeout(900)
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_TIMEOUT_S = 90
