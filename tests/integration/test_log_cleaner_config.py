@@ -22,6 +22,8 @@ from kafka.admin import ConfigResource, KafkaAdminClient
 
 from brook.broker.cli import CLEANER_SWITCH_INTERVAL_S
 from brook.broker.testing import BrokerProcess, free_port, wait_until
+from brook.storage.checkpoints import OffsetCheckpointFile
+from brook.storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT_FILE
 from brook.storage.offset_map import ENTRY_OVERHEAD
 
 from .clients import create_topic
@@ -293,11 +295,7 @@ def _switch_interval(admin_url: str) -> float | None:
 
 def _cleaned_to_the_end(data_dir: Path, topic: str) -> bool:
     """The cleaner checkpoint file on disk names the partition's active segment."""
-    checkpoint = data_dir / "cleaner-offset-checkpoint"
-    if not checkpoint.exists():
-        return False
-    entries = [line.split() for line in checkpoint.read_text().splitlines()[2:]]
-    cleaned = {(name, int(number)): int(offset) for name, number, offset in entries}
+    cleaned = OffsetCheckpointFile(data_dir / CLEANER_OFFSET_CHECKPOINT_FILE).read()
     active_base = max(int(path.stem) for path in (data_dir / f"{topic}-0").glob("*.log"))
     return cleaned.get((topic, 0)) == active_base
 
