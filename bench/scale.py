@@ -20,6 +20,10 @@ an empty data dir, and then:
    a SIGKILL (a crash: what was not flushed is recovered). Tansu keeps its data in memory
    only (this build has no disk storage), so it is not restarted.
 
+Before each round, the time to create one empty file in the work dir is taken and reported
+(`create us`): this machine's filesystem creates files up to 50 times slower for minutes after
+many were deleted, so every round's files stay until the run ends.
+
 A chart (`--out`, scale.png) draws creation time, restart time, a Metadata request of every
 partition and RSS against the partition count, one line per broker.
 
@@ -34,7 +38,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -51,6 +54,7 @@ from brook.broker.local_ports import free_port
 
 from .brokers import BROKER_NAMES, BROOK, KAFKA, REFERENCE, SPECS, BrokerSpec, brook_spec
 from .kafka_admin import NewTopic, OffsetSpec
+from .machine import file_create_us
 from .procs import BrokerProcess
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -179,6 +183,9 @@ class ScaleRun:
     rss_after_restart_mib: float | None = None
     crash_listening_s: float | None = None
     crash_serving_s: float | None = None
+    # Microseconds to create one empty file just before the round
+    # (bench.machine.file_create_us): creation's time depends on it on this machine.
+    file_create_us: float | None = None
     error: str | None = None
 
 
@@ -278,6 +285,7 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
     # The previous run's files written back first, so that they do not slow this one.
     os.sync()
     data = work / f"{spec.name}-{partitions}"
+    run.file_create_us = round(file_create_us(work / f"probe-{spec.name}-{partitions}"), 1)
     port = free_port()
     broker = BrokerProcess(spec.build_argv(port, data), port, log_path, spec.env)
     try:
@@ -328,7 +336,6 @@ def measure(spec: BrokerSpec, partitions: int, work: Path, log_path: Path) -> Sc
         run.error = f"{type(exc).__name__}: {exc}"
     finally:
         broker.stop(TIMEOUT_S)
-        shutil.rmtree(data, ignore_errors=True)
     return run
 
 
@@ -355,6 +362,7 @@ def print_table(runs: list[ScaleRun]) -> None:
         ("serving s", lambda r: _fmt(r.restart_serving_s, 2)),
         ("after kill s", lambda r: _fmt(r.crash_listening_s, 2)),
         ("serving s", lambda r: _fmt(r.crash_serving_s, 2)),
+        ("create us", lambda r: _fmt(r.file_create_us, 0)),
     ]
     rows = [[get(run) for _, get in columns] for run in runs]
     widths = [max(len(name), *(len(row[i]) for row in rows)) for i, (name, _) in enumerate(columns)]
@@ -439,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     names = args.only or list(BROKER_NAMES)
     runs: list[ScaleRun] = []
     args.out.mkdir(parents=True, exist_ok=True)
+    # Every round's files are deleted together at the end, not after the round: deleting
+    # a round's tens of thousands of files makes creating files slow for minutes on this
+    # machine's filesystem (bench.machine.file_create_us), and the next round would pay.
     with tempfile.TemporaryDirectory(prefix="brook-bench-scale-") as tmp:
         for name in names:
             try:
