@@ -356,7 +356,26 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, nargs="+", default=[1000, 9000])
     parser.add_argument("--skip-kafka", action="store_true")
     parser.add_argument("--json", type=Path, help="write the rounds to this file")
+    parser.add_argument(
+        "--chart", type=Path, help="draw how the costs grow with the partitions into this PNG"
+    )
+    parser.add_argument(
+        "--chart-from",
+        type=Path,
+        nargs="+",
+        help="draw --chart from saved --json files (rounds of several runs); measure nothing",
+    )
     args = parser.parse_args()
+    if args.chart_from:
+        if args.chart is None:
+            parser.error("--chart-from needs --chart")
+        saved = [
+            Round(**_round_fields(fields))
+            for path in args.chart_from
+            for fields in json.loads(path.read_text())
+        ]
+        print(f"chart: {write_chart(saved, args.chart)}")
+        return
     rounds: list[Round] = []
     # Every round's files are deleted together at the end, not after the round: deleting
     # a round's tens of thousands of files makes creating files slow for minutes on this
@@ -368,6 +387,14 @@ def main() -> None:
             rounds.append(brook_round(root / f"brook-{partitions}", partitions))
             if not args.skip_kafka:
                 rounds.append(kafka_round(root / f"kafka-{partitions}", partitions))
+    print_table(rounds)
+    if args.json is not None:
+        args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
+    if args.chart is not None:
+        print(f"chart: {write_chart(rounds, args.chart)}")
+
+
+def print_table(rounds: list[Round]) -> None:
     print(
         f"{'system':12} {'partitions':>10} {'answered s':>10} {'ready s':>8} {'moved s':>8}"
         f" {'shutdown s':>10}"
@@ -384,8 +411,50 @@ def main() -> None:
             f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
             f" {r.probe_failures:>6} {r.file_create_us:>9.0f} {idle:>16}  {rss}"
         )
-    if args.json is not None:
-        args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
+
+
+def _round_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A saved round's fields as Round takes them (JSON made the tuples lists and the
+    broker ids strings)."""
+    restored = dict(fields)
+    for name in ("creation_probe_ms", "shutdown_probe_ms"):
+        restored[name] = tuple(restored[name])
+    for name in ("rss_mib", "idle_cpu_s"):
+        restored[name] = {int(key): value for key, value in restored[name].items()}
+    return restored
+
+
+def write_chart(rounds: list[Round], path: Path) -> Path:
+    """Creation, the controlled shutdown's handover, idle CPU and RSS against the topic's
+    partitions, one line per system (a broker's figures are the mean of the three, or of
+    the two left after the shutdown)."""
+    from .brokers import BROOK, KAFKA
+    from .chart import GrowthPanel, write_growth_chart
+
+    def line(name: str, value: Callable[[Round], float | None]) -> list[tuple[float, float]]:
+        points = []
+        for r in rounds:
+            y = value(r)
+            if (BROOK if r.system.startswith("Brook") else KAFKA) == name and y is not None:
+                points.append((float(r.partitions), y))
+        return points
+
+    panels: list[tuple[str, Callable[[Round], float | None]]] = [
+        ("a topic made, every partition led with a full ISR (s)", lambda r: r.ready_s),
+        ("controlled shutdown: its leaders moved (s)", lambda r: r.leaders_moved_s),
+        ("CPU s of a broker over 10 s, idle", lambda r: statistics.mean(r.idle_cpu_s.values())),
+        ("RSS of a broker after (MiB)", lambda r: statistics.mean(r.rss_mib.values())),
+    ]
+    return write_growth_chart(
+        [
+            GrowthPanel(
+                title, "partitions x3", {name: line(name, value) for name in (BROOK, KAFKA)}
+            )
+            for title, value in panels
+        ],
+        "How a three-broker cluster's cost grows with a topic's partitions (this machine)",
+        path,
+    )
 
 
 def _seconds(value: float | None) -> str:
