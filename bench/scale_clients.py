@@ -18,7 +18,8 @@ after another, over raw Kafka-protocol connections from this process (asyncio):
 4. Consumers that do not read: `--stalled-consumers` connections (a 64 KB receive buffer
    each) send one Fetch of `--stalled-mb` MB (the whole of a topic that holds that much)
    and never read the response; held 5 s, then closed. Reported: RSS while they are held
-   and the bystander's latency.
+   and the bystander's latency. Several sizes (`--stalled-mb 5 20 50`) run the phase once
+   each, on a topic of each size: how memory grows with the data a consumer leaves unread.
 
     python -m bench.scale_clients                  # about 5 minutes on 2 cores
     python -m bench.scale_clients --only brook --connections 1000 --groups 100 --producers 100
@@ -81,7 +82,9 @@ class ClientsRun:
     connections: PhaseResult | None = None
     groups: PhaseResult | None = None
     producers: PhaseResult | None = None
+    # The phase at the largest --stalled-mb; each size's in stalled_by_mb.
     stalled: PhaseResult | None = None
+    stalled_by_mb: dict[int, PhaseResult] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -234,12 +237,16 @@ def _produced(response: Any) -> bool:
     return all(p.error_code == 0 for t in response.responses for p in t.partition_responses)
 
 
-def _unread_fetches(port: int, count: int) -> list[socket.socket]:
-    """`count` connections, each with one Fetch of the whole stalled topic sent and its
+def _stalled_topic(megabytes: int) -> str:
+    return f"{STALLED_TOPIC}-{megabytes}mb"
+
+
+def _unread_fetches(port: int, count: int, topic: str) -> list[socket.socket]:
+    """`count` connections, each with one Fetch of the whole of `topic` sent and its
     response left unread."""
     from brook.protocol.client_wire import encode_request
 
-    request = encode_request(_stalled_fetch(), 1, "bench-stalled")
+    request = encode_request(_stalled_fetch(topic), 1, "bench-stalled")
     sockets = []
     for _ in range(count):
         sock = socket.socket()
@@ -250,7 +257,7 @@ def _unread_fetches(port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
-def _stalled_fetch() -> Any:
+def _stalled_fetch(topic: str) -> Any:
     from kio.schema.fetch.v11 import request as fetch
 
     whole = 1 << 30
@@ -264,7 +271,7 @@ def _stalled_fetch() -> Any:
         session_epoch=-1,  # type: ignore[arg-type]
         topics=(
             fetch.FetchTopic(
-                topic=STALLED_TOPIC,  # type: ignore[arg-type]
+                topic=topic,  # type: ignore[arg-type]
                 partitions=(
                     fetch.FetchPartition(
                         partition=0,  # type: ignore[arg-type]
@@ -281,13 +288,13 @@ def _stalled_fetch() -> Any:
     )
 
 
-def _fill_stalled_topic(bootstrap: str, megabytes: int) -> None:
+def _fill_stalled_topic(bootstrap: str, megabytes: int, topic: str) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1})
     value = b"s" * 1000
     for i in range(megabytes * 1000):
-        producer.produce(STALLED_TOPIC, value, partition=0)
+        producer.produce(topic, value, partition=0)
         if i % 10_000 == 0:
             producer.poll(0)
     if producer.flush(120) != 0:
@@ -377,19 +384,28 @@ async def _run_phases(broker: BrokerProcess, run: ClientsRun, args: argparse.Nam
         if args.producers:
             run.producers = await _phase(broker, bystander, args.producers, producers)
 
-        async def stalled(result: PhaseResult, _: Latencies) -> None:
-            sockets = await asyncio.to_thread(_unread_fetches, broker.port, args.stalled_consumers)
-            try:
-                result.per_second = len(sockets) / (time.perf_counter() - began)
-                await asyncio.sleep(5.0)
-                result.rss_mib = rss_mib(broker)
-            finally:
-                for sock in sockets:
-                    sock.close()
+        def stalled(topic: str) -> Callable[[PhaseResult, Latencies], Awaitable[None]]:
+            async def work(result: PhaseResult, _: Latencies) -> None:
+                began = time.perf_counter()
+                sockets = await asyncio.to_thread(
+                    _unread_fetches, broker.port, args.stalled_consumers, topic
+                )
+                try:
+                    result.per_second = len(sockets) / (time.perf_counter() - began)
+                    await asyncio.sleep(5.0)
+                    result.rss_mib = rss_mib(broker)
+                finally:
+                    for sock in sockets:
+                        sock.close()
+
+            return work
 
         if args.stalled_consumers:
-            began = time.perf_counter()
-            run.stalled = await _phase(broker, bystander, args.stalled_consumers, stalled)
+            for megabytes in sorted(args.stalled_mb):
+                run.stalled = await _phase(
+                    broker, bystander, args.stalled_consumers, stalled(_stalled_topic(megabytes))
+                )
+                run.stalled_by_mb[megabytes] = run.stalled
 
 
 def measure(spec: BrokerSpec, args: argparse.Namespace, work: Path, log_path: Path) -> ClientsRun:
@@ -403,8 +419,10 @@ def measure(spec: BrokerSpec, args: argparse.Namespace, work: Path, log_path: Pa
         create_bystander_topic(admin)
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
         if args.stalled_consumers:
-            admin.create_topics([NewTopic(STALLED_TOPIC, 1, 1)])[STALLED_TOPIC].result(60)
-            _fill_stalled_topic(broker.bootstrap, args.stalled_mb)
+            for megabytes in args.stalled_mb:
+                topic = _stalled_topic(megabytes)
+                admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+                _fill_stalled_topic(broker.bootstrap, megabytes, topic)
         del admin
         asyncio.run(_run_phases(broker, run, args))
     except Exception as exc:
@@ -423,15 +441,21 @@ def _fmt(value: float | int | None, digits: int = 0) -> str:
 
 def print_table(runs: list[ClientsRun]) -> None:
     print(
-        f"{'broker':>9s} {'phase':>11s} {'count':>7s} {'s':>7s} {'per s':>9s}"
+        f"{'broker':>9s} {'phase':>14s} {'count':>7s} {'s':>7s} {'per s':>9s}"
         f" {'p50 ms':>8s} {'p99 ms':>8s} {'failed':>6s} {'RSS MiB':>8s}"
         f" {'bystander p99/max ms':>21s}"
     )
     for run in runs:
-        print(f"{run.broker:>9s} {'idle':>11s} {'':>7s} {'':>7s} {'':>9s} {'':>8s} {'':>8s}"
+        print(f"{run.broker:>9s} {'idle':>14s} {'':>7s} {'':>7s} {'':>9s} {'':>8s} {'':>8s}"
               f" {'':>6s} {_fmt(run.rss_idle_mib):>8s}")  # fmt: skip
-        for name in ("connections", "groups", "producers", "stalled"):
-            phase: PhaseResult | None = getattr(run, name)
+        rows: list[tuple[str, PhaseResult | None]] = [
+            (name, getattr(run, name)) for name in ("connections", "groups", "producers")
+        ]
+        if len(run.stalled_by_mb) > 1:
+            rows += [(f"stalled {mb}MB", p) for mb, p in sorted(run.stalled_by_mb.items())]
+        else:
+            rows.append(("stalled", run.stalled))
+        for name, phase in rows:
             if phase is None:
                 continue
             bystander = (
@@ -439,7 +463,7 @@ def print_table(runs: list[ClientsRun]) -> None:
                 f"/{_fmt(phase.bystander_produce.get('max_ms'))}"
             )
             print(
-                f"{run.broker:>9s} {name:>11s} {phase.count:>7,d} {_fmt(phase.seconds, 1):>7s}"
+                f"{run.broker:>9s} {name:>14s} {phase.count:>7,d} {_fmt(phase.seconds, 1):>7s}"
                 f" {_fmt(phase.per_second):>9s} {_fmt(phase.latency.get('p50_ms'), 1):>8s}"
                 f" {_fmt(phase.latency.get('p99_ms'), 1):>8s} {phase.failures:>6d}"
                 f" {_fmt(phase.rss_mib):>8s} {bystander:>21s}"
@@ -477,6 +501,40 @@ def write_chart(runs: list[ClientsRun], path: Path) -> Path:
     )
 
 
+def write_data_chart(runs: list[ClientsRun], path: Path) -> Path:
+    """The stalled consumers' phase against the size of what each fetched and left
+    unread: the broker's RSS and the bystander's p99, one line per broker."""
+    from .chart import GrowthPanel, write_growth_chart
+
+    def points(
+        broker: str, value: Callable[[PhaseResult], float | None]
+    ) -> list[tuple[float, float]]:
+        found = []
+        for run in runs:
+            if run.broker != broker:
+                continue
+            for megabytes, phase in run.stalled_by_mb.items():
+                y = value(phase)
+                if y is not None:
+                    found.append((float(megabytes), float(y)))
+        return found
+
+    counts = sorted({p.count for run in runs for p in run.stalled_by_mb.values()})
+    xlabel = "MB each consumer fetches and never reads"
+    panels: list[tuple[str, str, Callable[[PhaseResult], float | None]]] = [
+        ("RSS (MiB)", "RSS (MiB)", lambda p: p.rss_mib),
+        ("bystander produce p99 (ms)", "ms", lambda p: p.bystander_produce.get("p99_ms")),
+    ]
+    return write_growth_chart(
+        [
+            GrowthPanel(title, xlabel, {b: points(b, value) for b in BROKER_NAMES}, ylabel)
+            for title, ylabel, value in panels
+        ],
+        f"Broker memory against the data {'/'.join(map(str, counts))} consumers leave unread",
+        path,
+    )
+
+
 def _load_runs(path: Path) -> list[ClientsRun]:
     runs = []
     for saved in json.loads(path.read_text()):
@@ -484,6 +542,9 @@ def _load_runs(path: Path) -> list[ClientsRun]:
         for name, _ in PHASES:
             if saved.get(name):
                 setattr(run, name, PhaseResult(**saved[name]))
+        run.stalled_by_mb = {
+            int(mb): PhaseResult(**phase) for mb, phase in saved.get("stalled_by_mb", {}).items()
+        }
         runs.append(run)
     return runs
 
@@ -497,7 +558,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--stalled-consumers", type=int, default=1_000)
-    parser.add_argument("--stalled-mb", type=int, default=50)
+    parser.add_argument(
+        "--stalled-mb",
+        type=int,
+        nargs="+",
+        default=[50],
+        help="MB each stalled consumer fetches; several sizes run the phase once each",
+    )
     parser.add_argument("--only", choices=BROKER_NAMES, action="append")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument(
@@ -511,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         saved = [run for path in args.chart_from for run in _load_runs(path)]
         print(f"chart: {write_chart(saved, args.out / 'scale_clients.png')}")
+        if any(len(run.stalled_by_mb) > 1 for run in saved):
+            print(f"chart: {write_data_chart(saved, args.out / 'scale_clients_data.png')}")
         return 0
     # This process holds a descriptor per connection too.
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -530,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "scale_clients.json").write_text(
         json.dumps([asdict(run) for run in runs], indent=2)
     )
+    if len(args.stalled_mb) > 1:
+        print(f"chart: {write_data_chart(runs, args.out / 'scale_clients_data.png')}")
     failed = any(
         run.error or any(p is not None and (p.error or p.failures) for p in
                          (run.connections, run.groups, run.producers, run.stalled))

@@ -384,8 +384,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="brook-scale-cluster-") as directory:
         root = Path(directory)
         for partitions in args.partitions:
+            # The previous round's files written back first: a broker's syncfs(2) of the
+            # new logs would otherwise wait for them (Brook made 3,000 x3 in 9.5 s right
+            # after Kafka's round, in 4.1 s on its own).
+            os.sync()
             rounds.append(brook_round(root / f"brook-{partitions}", partitions))
             if not args.skip_kafka:
+                os.sync()
                 rounds.append(kafka_round(root / f"kafka-{partitions}", partitions))
     print_table(rounds)
     if args.json is not None:
