@@ -474,6 +474,34 @@ def print_table(runs: list[ClientsRun]) -> None:
             print(f"    {run.broker} failed: {run.error}")
 
 
+def print_ratios(runs: list[ClientsRun]) -> None:
+    """Brook's figures over each peer's, phase by phase, where both ran it with as many
+    clients (rates: above 1, Brook is faster; RSS and latencies: above 1, Brook takes more)."""
+    brook_runs = [run for run in runs if run.broker == BROOK]
+    for brook in brook_runs:
+        for peer in runs:
+            if peer.broker == BROOK:
+                continue
+            parts = []
+            if brook.rss_idle_mib and peer.rss_idle_mib:
+                parts.append(f"idle RSS {brook.rss_idle_mib / peer.rss_idle_mib:.2f}x")
+            for name, _ in PHASES:
+                mine, theirs = getattr(brook, name), getattr(peer, name)
+                if mine is None or theirs is None or mine.count != theirs.count:
+                    continue
+                # The stalled phase's rate is only how fast its fetches went out.
+                rate = (None, None) if name == "stalled" else (mine.per_second, theirs.per_second)
+                for label, a, b in (
+                    ("rate", *rate),
+                    ("p99", mine.latency.get("p99_ms"), theirs.latency.get("p99_ms")),
+                    ("RSS", mine.rss_mib, theirs.rss_mib),
+                ):
+                    if a is not None and b:
+                        parts.append(f"{name} {label} {a / b:.2f}x")
+            if parts:
+                print(f"Brook/{peer.broker}: {', '.join(parts)}")
+
+
 PHASES = (
     ("connections", "connections open"),
     ("groups", "groups committing"),
@@ -577,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.chart_from:
         args.out.mkdir(parents=True, exist_ok=True)
         saved = [run for path in args.chart_from for run in _load_runs(path)]
+        print_table(saved)
+        print_ratios(saved)
         print(f"chart: {write_chart(saved, args.out / 'scale_clients.png')}")
         if any(len(run.stalled_by_mb) > 1 for run in saved):
             print(f"chart: {write_data_chart(saved, args.out / 'scale_clients_data.png')}")
@@ -596,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: clients ...", file=sys.stderr, flush=True)
             runs.append(measure(spec, args, Path(tmp), args.out / "logs" / f"clients-{name}.log"))
     print_table(runs)
+    print_ratios(runs)
     (args.out / "scale_clients.json").write_text(
         json.dumps([asdict(run) for run in runs], indent=2)
     )

@@ -374,6 +374,8 @@ def main() -> None:
             for path in args.chart_from
             for fields in json.loads(path.read_text())
         ]
+        print_table(saved)
+        print_ratios(saved)
         print(f"chart: {write_chart(saved, args.chart)}")
         return
     rounds: list[Round] = []
@@ -393,6 +395,7 @@ def main() -> None:
                 os.sync()
                 rounds.append(kafka_round(root / f"kafka-{partitions}", partitions))
     print_table(rounds)
+    print_ratios(rounds)
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
     if args.chart is not None:
@@ -416,6 +419,29 @@ def print_table(rounds: list[Round]) -> None:
             f" {_ms(r.creation_probe_ms):>30} {_ms(r.shutdown_probe_ms):>30}"
             f" {r.probe_failures:>6} {r.file_create_us:>9.0f} {idle:>16}  {rss}"
         )
+
+
+def print_ratios(rounds: list[Round]) -> None:
+    """Brook's figures over Kafka's at each partition count both ran (above 1: Brook
+    takes more)."""
+    kafka = {r.partitions: r for r in rounds if not r.system.startswith("Brook")}
+    figures: list[tuple[str, Callable[[Round], float | None]]] = [
+        ("whole", lambda r: r.ready_s),
+        ("leaders moved", lambda r: r.leaders_moved_s),
+        ("shutdown", lambda r: r.shutdown_s),
+        ("idle CPU", lambda r: statistics.mean(r.idle_cpu_s.values())),
+        ("RSS", lambda r: statistics.mean(r.rss_mib.values())),
+    ]
+    for brook in rounds:
+        other = kafka.get(brook.partitions)
+        if not brook.system.startswith("Brook") or other is None:
+            continue
+        parts = []
+        for label, value in figures:
+            mine, theirs = value(brook), value(other)
+            if mine is not None and theirs:
+                parts.append(f"{label} {mine / theirs:.2f}x")
+        print(f"Brook/{other.system} at {brook.partitions:,} partitions x3: {', '.join(parts)}")
 
 
 def _round_fields(fields: dict[str, Any]) -> dict[str, Any]:
