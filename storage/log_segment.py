@@ -106,8 +106,14 @@ class LogSegment:
         self._next_offset: int | None = None
         self._indexes_checked = False
         if new:
-            self.offset_index.create()
-            self.time_index.create()
+            try:
+                self.offset_index.create()
+                self.time_index.create()
+            except BaseException:
+                # The offset index's descriptor is open when the time index fails (a full
+                # disk, no descriptor left): let it go, as a failed resize did before.
+                self.close_handlers()
+                raise
             self._indexes_checked = True
 
     def __repr__(self) -> str:
