@@ -421,20 +421,34 @@ def print_table(rounds: list[Round]) -> None:
         )
 
 
+def _is_brook(r: Round) -> bool:
+    return r.system.startswith("Brook")
+
+
+def _mean_idle_cpu(r: Round) -> float:
+    """A broker's CPU seconds over the idle window, the mean of the three."""
+    return statistics.mean(r.idle_cpu_s.values())
+
+
+def _mean_rss(r: Round) -> float:
+    """A live broker's RSS after the shutdown, the mean of the two."""
+    return statistics.mean(r.rss_mib.values())
+
+
 def print_ratios(rounds: list[Round]) -> None:
     """Brook's figures over Kafka's at each partition count both ran (above 1: Brook
     takes more)."""
-    kafka = {r.partitions: r for r in rounds if not r.system.startswith("Brook")}
+    kafka = {r.partitions: r for r in rounds if not _is_brook(r)}
     figures: list[tuple[str, Callable[[Round], float | None]]] = [
         ("whole", lambda r: r.ready_s),
         ("leaders moved", lambda r: r.leaders_moved_s),
         ("shutdown", lambda r: r.shutdown_s),
-        ("idle CPU", lambda r: statistics.mean(r.idle_cpu_s.values())),
-        ("RSS", lambda r: statistics.mean(r.rss_mib.values())),
+        ("idle CPU", _mean_idle_cpu),
+        ("RSS", _mean_rss),
     ]
     for brook in rounds:
         other = kafka.get(brook.partitions)
-        if not brook.system.startswith("Brook") or other is None:
+        if not _is_brook(brook) or other is None:
             continue
         parts = []
         for label, value in figures:
@@ -457,8 +471,7 @@ def _round_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 def write_chart(rounds: list[Round], path: Path) -> Path:
     """Creation, the controlled shutdown's handover, idle CPU and RSS against the topic's
-    partitions, one line per system (a broker's figures are the mean of the three, or of
-    the two left after the shutdown)."""
+    partitions, one line per system."""
     from .brokers import BROOK, KAFKA
     from .chart import GrowthPanel, write_growth_chart
 
@@ -466,15 +479,15 @@ def write_chart(rounds: list[Round], path: Path) -> Path:
         points = []
         for r in rounds:
             y = value(r)
-            if (BROOK if r.system.startswith("Brook") else KAFKA) == name and y is not None:
+            if (BROOK if _is_brook(r) else KAFKA) == name and y is not None:
                 points.append((float(r.partitions), y))
         return points
 
     panels: list[tuple[str, Callable[[Round], float | None]]] = [
         ("a topic made, every partition led with a full ISR (s)", lambda r: r.ready_s),
         ("controlled shutdown: its leaders moved (s)", lambda r: r.leaders_moved_s),
-        ("CPU s of a broker over 10 s, idle", lambda r: statistics.mean(r.idle_cpu_s.values())),
-        ("RSS of a broker after (MiB)", lambda r: statistics.mean(r.rss_mib.values())),
+        ("CPU s of a broker over 10 s, idle", _mean_idle_cpu),
+        ("RSS of a broker after (MiB)", _mean_rss),
     ]
     return write_growth_chart(
         [
