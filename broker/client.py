@@ -125,7 +125,15 @@ class Client:
                     future.set_result(decode_response(frame, response_type).body)
         except asyncio.IncompleteReadError:
             self._fail(ConnectionClosedError("the broker closed the connection"))
-        except (OSError, InvalidResponseError) as exc:
+        except OSError as exc:
+            # A reset is the broker closing too (Kafka's broker, like Brook, closes a
+            # connection whose request it will not serve, and data still unread then makes
+            # the close a reset): the waiting requests learn it as such, whichever came first.
+            closed = ConnectionClosedError(f"the connection to the broker was lost: {exc}")
+            closed.__cause__ = exc
+            self._fail(closed)
+            self._writer.close()
+        except InvalidResponseError as exc:
             self._fail(exc)
             self._writer.close()
 
