@@ -87,6 +87,10 @@ class NetProxy:
         self._accepted = 0
         self._refused = 0
         self._upstream_failures = 0
+        self._resets = 0
+        # The tasks serving accepted connections, awaited on stop so none is left to be
+        # cancelled by the loop's shutdown.
+        self._serving: set[asyncio.Task[None]] = set()
         self._forwarded = dict.fromkeys(Direction, 0)
         self._pending = dict.fromkeys(Direction, 0)
 
@@ -114,6 +118,13 @@ class NetProxy:
         """Connections reset because the target could not be reached."""
         with self._changed:
             return self._upstream_failures
+
+    @property
+    def resets(self) -> int:
+        """Connections the proxy reset: by cut(), by stop(), when one side failed or the
+        target could not be reached. A connection either end closes is not one."""
+        with self._changed:
+            return self._resets
 
     @property
     def open_connections(self) -> int:
@@ -152,7 +163,8 @@ class NetProxy:
             return (
                 f"NetProxy({self.address} -> {self.target[0]}:{self.target[1]},"
                 f" cut={self._is_cut}, accepted={self._accepted}, refused={self._refused},"
-                f" upstream_failures={self._upstream_failures}, open={len(self._links)},"
+                f" upstream_failures={self._upstream_failures}, resets={self._resets},"
+                f" open={len(self._links)},"
                 f" forwarded={ {d.value: n for d, n in self._forwarded.items()} },"
                 f" pending={ {d.value: n for d, n in self._pending.items()} })"
             )
@@ -229,6 +241,7 @@ class NetProxy:
         self._server.close()
         for link in list(self._links):
             self._drop(link)
+        await asyncio.gather(*self._serving, return_exceptions=True)
         await self._server.wait_closed()
         log.info("netproxy %s stopped: %r", self.address, self)
 
@@ -264,11 +277,22 @@ class NetProxy:
             _reset(link.target)
 
         def forget() -> None:
+            if link in self._links:
+                self._resets += 1
             self._links.discard(link)
 
         self._notify(forget)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
+        try:
+            await self._serve(reader, writer)
+        finally:
+            self._serving.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._is_cut:
             _reset(writer)
             self._notify(self._count_refused)

@@ -81,8 +81,10 @@ def test_cut_resets_open_connections_and_refuses_new_ones_until_healed(netproxy)
     with socket.create_connection(("127.0.0.1", netproxy.port)) as held:
         # The first connection is over and the held one forwarded.
         netproxy.wait_until(lambda proxy: proxy.accepted == 2 and proxy.open_connections == 1)
+        assert netproxy.resets == 0, "a connection the client closed is no reset"
         netproxy.cut()
         assert netproxy.open_connections == 0
+        assert netproxy.resets == 1
         with pytest.raises(ConnectionResetError):
             held.recv(1)
     with pytest.raises(ConnectionError):
@@ -122,7 +124,7 @@ def test_stall_holds_the_bytes_while_connections_stay_open(netproxy, brook_broke
     client, deliveries = producer(netproxy), Deliveries()
     client.produce(brook_topic, b"first", on_delivery=deliveries)
     assert client.flush(30) == 0
-    open_before = netproxy.open_connections
+    accepted = netproxy.accepted
 
     netproxy.stall()
     assert netproxy.stalled(Direction.TO_TARGET) and netproxy.stalled(Direction.TO_CLIENT)
@@ -134,7 +136,11 @@ def test_stall_holds_the_bytes_while_connections_stay_open(netproxy, brook_broke
     netproxy.wait_until(lambda proxy: proxy.pending(Direction.TO_TARGET) > 0)
     assert netproxy.forwarded(Direction.TO_TARGET) == to_target
     assert netproxy.forwarded(Direction.TO_CLIENT) == to_client
-    assert netproxy.open_connections == open_before
+    # The proxy reset nothing and the client needed no new connection. (librdkafka may
+    # close its bootstrap connection meanwhile: that is the client's doing.)
+    assert netproxy.resets == 0
+    assert netproxy.accepted == accepted
+    assert netproxy.open_connections >= 1
     assert netproxy.refused == 0
     client.poll(0)
     assert b"held" not in deliveries.reports
