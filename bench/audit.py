@@ -14,7 +14,6 @@ kept in `--data` for the next run (it is rebuilt only when missing).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from typing import Any
 
 import crc32c
 
+from bench.cli import bench_parser
 from brook.protocol.record_batch import Record, build_batch
 from brook.storage import Log, LogConfig
 
@@ -101,16 +101,17 @@ def audit(data: Path, out: Path) -> tuple[float, list[tuple[str, float]], dict[s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.audit", description=__doc__.split("\n")[0]
-    )
+    parser = bench_parser("python -m bench.audit", __doc__)
     parser.add_argument(
-        "--data", type=Path, default=Path(tempfile.gettempdir()) / "brook-audit-bench"
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "brook-audit-bench",
+        help="the log dir to audit, built there when missing and kept for the next run",
     )
-    parser.add_argument("--records", type=int, default=3_000_000)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--value-size", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--records", type=int, default=3_000_000, help="records in the log dir")
+    parser.add_argument("--partitions", type=int, default=4, help="partitions they are spread over")
+    parser.add_argument("--value-size", type=int, default=100, help="bytes of each record's value")
+    parser.add_argument("--repeat", type=int, default=1, help="audits to run and time")
     args = parser.parse_args()
     if not args.data.exists():
         print(

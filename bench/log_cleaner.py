@@ -23,7 +23,6 @@ serving while it runs. Brook against itself (there is no cleaner in the referenc
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import shutil
@@ -36,6 +35,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from bench.cli import bench_parser
 from brook.broker.local_ports import free_port
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import Record, build_batch
@@ -210,17 +210,45 @@ def serve_while(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=10_000)
-    parser.add_argument("--value-sizes", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--dirty-mb", type=int, default=300)
-    parser.add_argument("--dirty-keys", type=int, default=100_000)
-    parser.add_argument("--messages", type=int, default=500_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--throttle-mb", type=float, default=5.0)
-    parser.add_argument("--skip-serving", action="store_true")
+    parser = bench_parser("python -m bench.log_cleaner", __doc__)
+    parser.add_argument(
+        "--records", type=int, default=1_000_000, help="records of the log cleaned without a broker"
+    )
+    parser.add_argument("--keys", type=int, default=10_000, help="distinct keys among them")
+    parser.add_argument(
+        "--value-sizes",
+        type=int,
+        nargs="+",
+        default=[100, 1000],
+        help="value bytes; each size is a log of its own",
+    )
+    parser.add_argument("--repeat", type=int, default=2, help="cleanings of each log (the best)")
+    parser.add_argument(
+        "--dirty-mb",
+        type=int,
+        default=300,
+        help="MB of never-cleaned compacted topic the serving broker starts with",
+    )
+    parser.add_argument(
+        "--dirty-keys", type=int, default=100_000, help="distinct keys in that topic"
+    )
+    parser.add_argument(
+        "--messages", type=int, default=500_000, help="100 B records produced and consumed a round"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="produce and consume rounds per start (the median)"
+    )
+    parser.add_argument(
+        "--throttle-mb",
+        type=float,
+        default=5.0,
+        help="log.cleaner.io.max.bytes.per.second of the throttled start, in MB",
+    )
+    parser.add_argument(
+        "--skip-serving",
+        action="store_true",
+        help="time the cleaner alone, not the broker serving while it cleans",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="brook-bench-cleaner-") as tmp:
         work = Path(tmp)

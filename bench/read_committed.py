@@ -13,7 +13,6 @@ comparison; records/s counts what the consumer was given.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from bench.cli import bench_parser
 from brook.broker.local_ports import free_port
 
 from .brokers import brook_spec
@@ -71,12 +71,19 @@ def read_to_end(bootstrap: str, level: str) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=300_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--per-txn", type=int, default=1000)
-    parser.add_argument("--abort-every", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = bench_parser("python -m bench.read_committed", __doc__)
+    parser.add_argument("--messages", type=int, default=300_000, help="records written")
+    parser.add_argument("--size", type=int, default=100, help="bytes of each record's value")
+    parser.add_argument("--per-txn", type=int, default=1000, help="records a transaction")
+    parser.add_argument(
+        "--abort-every",
+        type=int,
+        default=10,
+        help="abort every Nth transaction (0: commit them all)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="reads under each isolation level (the median)"
+    )
     args = parser.parse_args()
     spec = brook_spec()
     with tempfile.TemporaryDirectory() as data:

@@ -13,13 +13,13 @@ decoder used before (kept here as the baseline).
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from collections.abc import Callable
 
 from kio.serial.readers import read_signed_varlong
 
+from bench.cli import bench_parser
 from brook.protocol.record_batch import (
     BatchHeader,
     Record,
@@ -98,10 +98,10 @@ def read_all_kio(data: bytes, count: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.record_decoding", description=__doc__)
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--value-size", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = bench_parser("python -m bench.record_decoding", __doc__)
+    parser.add_argument("--records", type=int, default=1_000_000, help="records in the segment")
+    parser.add_argument("--value-size", type=int, default=100, help="bytes of each record's value")
+    parser.add_argument("--repeat", type=int, default=3, help="decodings of each kind (the best)")
     args = parser.parse_args(argv)
 
     buffer, headers = build_segment(args.records, args.value_size)

@@ -12,13 +12,13 @@ values of varied sizes, a batch of 10). Both walks must give the same answer. Ea
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from collections.abc import Callable
 
 import cramjam
 
+from bench.cli import bench_parser
 from brook.protocol.compression import Codec
 from brook.protocol.record_batch import HEADER_SIZE, Record, build_batch, split_batches
 from brook.protocol.record_walk import WalkResult, careful_walk_all, walk
@@ -100,8 +100,8 @@ def best_of(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.record_walk", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=25)
+    parser = bench_parser("python -m bench.record_walk", __doc__)
+    parser.add_argument("--repeat", type=int, default=25, help="walks of each kind (the best)")
     args = parser.parse_args(argv)
     print(f"ns a record, best of {args.repeat}")
     print(f"  {'records':32} {'careful':>8} {'walk':>8} {'ratio':>7}")

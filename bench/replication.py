@@ -28,7 +28,6 @@ Apache Kafka's.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -46,6 +45,7 @@ from confluent_kafka import KafkaError, Message, Producer
 # confluent_kafka.admin re-exports ConfigResource without __all__ (see bench/kafka_admin.py).
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
+from bench.cli import bench_parser
 from brook.broker.local_ports import free_port
 from brook.broker.zookeeper.server import ZooKeeperServer
 
@@ -420,11 +420,7 @@ def _compare(brook: Failover, kafka: Failover) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.replication",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("python -m bench.replication", __doc__)
     parser.add_argument("--messages", type=int, default=300_000, help="per produce round")
     parser.add_argument("--repeat", type=int, default=3, help="produce rounds (the median)")
     parser.add_argument("--rounds", type=int, default=5, help="failover rounds")
@@ -432,12 +428,12 @@ def main() -> None:
     parser.add_argument(
         "--session-timeout-ms",
         type=int,
-        help="Brook's zookeeper.session.timeout.ms (default: Brook's, 18000)",
+        help="Brook's zookeeper.session.timeout.ms (none: Brook's default, 18000)",
     )
     parser.add_argument(
         "--kafka-session-timeout-ms",
         type=int,
-        help="Apache Kafka's broker.session.timeout.ms (default: Kafka's, 9000)",
+        help="Apache Kafka's broker.session.timeout.ms (none: Kafka's default, 9000)",
     )
     parser.add_argument(
         "--skip-kafka",

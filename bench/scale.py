@@ -33,7 +33,6 @@ partition and RSS against the partition count, one line per broker.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -50,6 +49,7 @@ import psutil  # type: ignore[import-untyped]  # psutil ships no types
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.cli import bench_parser
 from brook.broker.local_ports import free_port
 
 from .brokers import BROKER_NAMES, BROOK, KAFKA, REFERENCE, SPECS, BrokerSpec, brook_spec
@@ -427,14 +427,25 @@ def write_chart(runs: list[ScaleRun], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.scale", description=__doc__.splitlines()[0]
-    )
+    parser = bench_parser("python -m bench.scale", __doc__)
     # Kafka 4 refuses a topic of 10,000 partitions in one request (10,001 metadata records,
     # over its 10,000 a user operation): 9,000 is the largest point all three can do.
-    parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 9000])
-    parser.add_argument("--only", choices=BROKER_NAMES, action="append")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        nargs="+",
+        default=[100, 1000, 9000],
+        help="partition counts, a round each",
+    )
+    parser.add_argument(
+        "--only",
+        choices=BROKER_NAMES,
+        action="append",
+        help="measure this broker (repeatable; none: all three)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS_DIR, help="directory for the JSON, chart and logs"
+    )
     parser.add_argument(
         "--chart-from", type=Path, help="draw the chart of a saved scale.json; measure nothing"
     )

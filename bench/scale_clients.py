@@ -45,6 +45,7 @@ from typing import Any
 
 from kio.static.primitive import i32Timedelta
 
+from bench.cli import bench_parser
 from brook.broker.client import Client
 from brook.broker.local_ports import free_port
 from brook.protocol.record_batch import Record, build_batch
@@ -578,14 +579,23 @@ def _load_runs(path: Path) -> list[ClientsRun]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.scale_clients", description=__doc__.splitlines()[0]
+    parser = bench_parser("python -m bench.scale_clients", __doc__)
+    parser.add_argument(
+        "--connections", type=int, default=10_000, help="idle connections held open at once"
     )
-    parser.add_argument("--connections", type=int, default=10_000)
-    parser.add_argument("--groups", type=int, default=1_000)
-    parser.add_argument("--producers", type=int, default=1_000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--stalled-consumers", type=int, default=1_000)
+    parser.add_argument("--groups", type=int, default=1_000, help="consumer groups committing")
+    parser.add_argument(
+        "--producers", type=int, default=1_000, help="idempotent producers sending batches"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="commits a group, and batches a producer, sends"
+    )
+    parser.add_argument(
+        "--stalled-consumers",
+        type=int,
+        default=1_000,
+        help="connections that send a Fetch and never read its response",
+    )
     parser.add_argument(
         "--stalled-mb",
         type=int,
@@ -593,8 +603,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[50],
         help="MB each stalled consumer fetches; several sizes run the phase once each",
     )
-    parser.add_argument("--only", choices=BROKER_NAMES, action="append")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--only",
+        choices=BROKER_NAMES,
+        action="append",
+        help="measure this broker (repeatable; none: all three)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS_DIR, help="directory for the JSON, charts and logs"
+    )
     parser.add_argument(
         "--chart-from",
         type=Path,

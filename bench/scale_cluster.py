@@ -25,7 +25,6 @@ count both take. Long: about 4 minutes for Brook at 9,000 on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -43,6 +42,8 @@ from typing import Any, Protocol
 import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
+
+from bench.cli import bench_parser
 
 from .apache_kafka import KafkaCluster, kafka_version
 from .kafka_admin import NewTopic
@@ -352,9 +353,19 @@ def kafka_round(root: Path, partitions: int) -> Round:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.scale_cluster", description=__doc__)
-    parser.add_argument("--partitions", type=int, nargs="+", default=[1000, 9000])
-    parser.add_argument("--skip-kafka", action="store_true")
+    parser = bench_parser("python -m bench.scale_cluster", __doc__)
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        nargs="+",
+        default=[1000, 9000],
+        help="partition counts (each replicated to all three brokers), a round each",
+    )
+    parser.add_argument(
+        "--skip-kafka",
+        action="store_true",
+        help="leave Apache Kafka's cluster out (it needs Java and Kafka's jars)",
+    )
     parser.add_argument("--json", type=Path, help="write the rounds to this file")
     parser.add_argument(
         "--chart", type=Path, help="draw how the costs grow with the partitions into this PNG"

@@ -15,7 +15,6 @@ done once per salt, so the broker's share is what is timed), and SCRAM-SHA-256 o
 
 from __future__ import annotations
 
-import argparse
 import socket
 import ssl
 import statistics
@@ -31,6 +30,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+from bench.cli import bench_parser
 from brook.broker.client import BlockingClient
 from brook.broker.local_ports import free_port
 from brook.broker.security.scram import ScramClient
@@ -207,11 +207,17 @@ def logins_per_second(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--logins", type=int, default=300)
+    parser = bench_parser("python -m bench.security", __doc__)
+    parser.add_argument(
+        "--messages", type=int, default=200_000, help="records produced and read per listener"
+    )
+    parser.add_argument("--size", type=int, default=100, help="bytes of each record's value")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="produce and read rounds per listener (the median)"
+    )
+    parser.add_argument(
+        "--logins", type=int, default=300, help="connections that log in, per kind of login"
+    )
     args = parser.parse_args()
     spec = brook_spec()
     rates: dict[str, dict[str, list[float]]] = {}

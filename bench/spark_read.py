@@ -24,7 +24,6 @@ JVM and the Python workers and is not counted. Needs the spark and bench extras 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]  # psutil ships no types (types-psutil is no dependency)
 
+from bench.cli import bench_parser
 from bench.record_decoding import build_segment
 from brook.storage import Log, LogConfig
 from brook.storage.reader import partition_files
@@ -136,11 +136,16 @@ def _split_cpu(cpu: dict[str, float]) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.spark_read", description=__doc__)
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--value-size", type=int, default=100)
-    parser.add_argument("--segment-bytes", type=int, default=64 * 1024 * 1024)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = bench_parser("python -m bench.spark_read", __doc__)
+    parser.add_argument("--records", type=int, default=1_000_000, help="records in the partition")
+    parser.add_argument("--value-size", type=int, default=100, help="bytes of each record's value")
+    parser.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="segment.bytes of the partition (where it rolls)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="reads of each kind (the best)")
     parser.add_argument("--no-spark", action="store_true", help="only the reads without Spark")
     args = parser.parse_args(argv)
 

@@ -39,6 +39,7 @@ from kio.schema.produce.v9 import request as produce9
 from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from bench.cli import bench_parser
 from brook.broker.client import BlockingClient
 from brook.broker.testing import broker_overrides, free_port
 from brook.protocol.record_batch import Record, build_batch
@@ -221,16 +222,36 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--partitions", type=int, default=100)
-    parser.add_argument("--gigabytes", type=float, default=1.0)
+    parser = bench_parser("python -m bench.startup_idempotent", __doc__)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="the data dir, built there when missing and kept for the next run",
+    )
+    parser.add_argument("--partitions", type=int, default=100, help="partitions of the data dir")
+    parser.add_argument("--gigabytes", type=float, default=1.0, help="GB of data over them")
     # Small enough that every partition rolls a few times (and has snapshots to start from).
-    parser.add_argument("--segment-bytes", type=int, default=2 * 1024 * 1024)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--brook-path", default=None)
-    parser.add_argument("--drop-snapshots", action="store_true")
-    parser.add_argument("--kill", action="store_true")
+    parser.add_argument(
+        "--segment-bytes", type=int, default=2 * 1024 * 1024, help="where a segment rolls"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="starts of the broker to time")
+    parser.add_argument(
+        "--brook-path",
+        default=None,
+        metavar="DIR",
+        help="run the broker from this source tree (a directory holding a brook package)",
+    )
+    parser.add_argument(
+        "--drop-snapshots",
+        action="store_true",
+        help="delete the producer-state .snapshot files before each start",
+    )
+    parser.add_argument(
+        "--kill",
+        action="store_true",
+        help="end each start with SIGKILL once the recovery point is checkpointed, not SIGTERM",
+    )
     run(parser.parse_args())
 
 

@@ -35,7 +35,11 @@ def add_parser(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("action", choices=["add", "list", "clear"])
+    parser.add_argument(
+        "action",
+        choices=["add", "list", "clear"],
+        help="add a fault, list the faults in force, or clear them all",
+    )
     parser.add_argument(
         "--admin-url",
         required=True,
@@ -60,8 +64,12 @@ def add_parser(commands: Any) -> None:
     spec.add_argument("--api", help="the API it applies to, by Kafka's name (Produce, Fetch, ...)")
     spec.add_argument("--error", help="the error to answer, by Kafka's name")
     spec.add_argument("--count", type=int, help="how many requests (default: until cleared)")
-    spec.add_argument("--topic")
-    spec.add_argument("--partition", type=int)
+    spec.add_argument(
+        "--topic", help="only requests (or appends) for this topic (default: any topic)"
+    )
+    spec.add_argument(
+        "--partition", type=int, help="only this partition of --topic (default: any partition)"
+    )
     spec.add_argument("--delay-ms", type=int, help="hold each matching request this long")
     spec.add_argument(
         "--close",

@@ -114,14 +114,24 @@ def add_parser(commands: Any) -> None:
         actions.add_argument(
             f"--{action}", dest="action", action="store_const", const=action, help=text
         )
-    parser.add_argument("--topics-to-move-json-file", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--topics-to-move-json-file",
+        type=Path,
+        metavar="FILE",
+        help="the topics to spread over --broker-list (--generate; its format below)",
+    )
     parser.add_argument(
         "--broker-list", metavar="IDS", help="comma-separated broker ids (--generate)"
     )
     parser.add_argument(
         "--disable-rack-aware", action="store_true", help="ignore racks (--generate)"
     )
-    parser.add_argument("--reassignment-json-file", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--reassignment-json-file",
+        type=Path,
+        metavar="FILE",
+        help="the replicas each partition moves to (--execute, --verify, --cancel; below)",
+    )
     parser.add_argument(
         "--additional",
         action="store_true",
