@@ -9,7 +9,6 @@ from datetime import datetime
 from pathlib import Path
 
 from bench.brokers import BROKER_NAMES, BROOK, SPECS, brook_spec
-from bench.chart import write_chart
 from bench.cli import bench_parser
 from bench.machine import describe_machine, short_machine
 from bench.metrics import BrokerResult
@@ -138,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         "scale": args.scale,
     }
     json_path = write_json(to_json(results, machine, settings), args.out / f"bench-{stamp}.json")
+    # matplotlib (the bench extra) is needed only here, so --help works without it, as the
+    # other modules' does.
+    from bench.chart import write_chart
+
     png_path = write_chart(results, title, args.out / f"bench-{stamp}.png")
     print(f"\nraw numbers: {json_path}\nchart:       {png_path}")
     # A failed phase still produces a full report, but the exit status lets CI notice it.
