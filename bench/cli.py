@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from bench.brokers import BROKER_NAMES
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -19,3 +22,16 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 def bench_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of `python -m <prog>`, its help the module's doc."""
     return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=HelpFormatter)
+
+
+def add_broker_selection(parser: argparse.ArgumentParser, results_dir: Path) -> None:
+    """--only and --out of the benches that run Brook, Tansu and Kafka in turn."""
+    parser.add_argument(
+        "--only",
+        choices=BROKER_NAMES,
+        action="append",
+        help="measure this broker (repeatable; none: all three)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=results_dir, help="directory for the JSON, charts and logs"
+    )

@@ -49,7 +49,7 @@ import psutil  # type: ignore[import-untyped]  # psutil ships no types
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench.cli import bench_parser
+from bench.cli import add_broker_selection, bench_parser
 from brook.broker.local_ports import free_port
 
 from .brokers import BROKER_NAMES, BROOK, KAFKA, REFERENCE, SPECS, BrokerSpec, brook_spec
@@ -437,15 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[100, 1000, 9000],
         help="partition counts, a round each",
     )
-    parser.add_argument(
-        "--only",
-        choices=BROKER_NAMES,
-        action="append",
-        help="measure this broker (repeatable; none: all three)",
-    )
-    parser.add_argument(
-        "--out", type=Path, default=RESULTS_DIR, help="directory for the JSON, chart and logs"
-    )
+    add_broker_selection(parser, RESULTS_DIR)
     parser.add_argument(
         "--chart-from", type=Path, help="draw the chart of a saved scale.json; measure nothing"
     )

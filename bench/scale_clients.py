@@ -45,7 +45,7 @@ from typing import Any
 
 from kio.static.primitive import i32Timedelta
 
-from bench.cli import bench_parser
+from bench.cli import add_broker_selection, bench_parser
 from brook.broker.client import Client
 from brook.broker.local_ports import free_port
 from brook.protocol.record_batch import Record, build_batch
@@ -603,15 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[50],
         help="MB each stalled consumer fetches; several sizes run the phase once each",
     )
-    parser.add_argument(
-        "--only",
-        choices=BROKER_NAMES,
-        action="append",
-        help="measure this broker (repeatable; none: all three)",
-    )
-    parser.add_argument(
-        "--out", type=Path, default=RESULTS_DIR, help="directory for the JSON, charts and logs"
-    )
+    add_broker_selection(parser, RESULTS_DIR)
     parser.add_argument(
         "--chart-from",
         type=Path,
