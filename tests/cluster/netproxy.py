@@ -121,8 +121,9 @@ class NetProxy:
 
     @property
     def resets(self) -> int:
-        """Connections the proxy reset: by cut(), by stop(), when one side failed or the
-        target could not be reached. A connection either end closes is not one."""
+        """Connections the proxy reset of its own accord, by cut() or stop(). A connection
+        either end closes, or resets (the proxy then resets its other side, as a broken
+        link would), is not one."""
         with self._changed:
             return self._resets
 
@@ -239,8 +240,7 @@ class NetProxy:
         self._ready.set()
         await self._stopped.wait()
         self._server.close()
-        for link in list(self._links):
-            self._drop(link)
+        self._reset_every_link()
         await asyncio.gather(*self._serving, return_exceptions=True)
         await self._server.wait_closed()
         log.info("netproxy %s stopped: %r", self.address, self)
@@ -252,10 +252,19 @@ class NetProxy:
 
     def _cut(self) -> None:
         self._is_cut = True
+        reset = self._reset_every_link()
+        log.info("netproxy %s cut: %d connections reset", self.address, reset)
+
+    def _reset_every_link(self) -> int:
         links = list(self._links)
         for link in links:
             self._drop(link)
-        log.info("netproxy %s cut: %d connections reset", self.address, len(links))
+
+        def count() -> None:
+            self._resets += len(links)
+
+        self._notify(count)
+        return len(links)
 
     def _stall(self, directions: tuple[Direction, ...]) -> None:
         for direction in directions:
@@ -277,8 +286,6 @@ class NetProxy:
             _reset(link.target)
 
         def forget() -> None:
-            if link in self._links:
-                self._resets += 1
             self._links.discard(link)
 
         self._notify(forget)

@@ -137,13 +137,15 @@ def test_stall_holds_the_bytes_while_connections_stay_open(netproxy, brook_broke
     assert netproxy.forwarded(Direction.TO_TARGET) == to_target
     assert netproxy.forwarded(Direction.TO_CLIENT) == to_client
     # The proxy reset nothing and the client needed no new connection. (librdkafka may
-    # close its bootstrap connection meanwhile: that is the client's doing.)
+    # drop its bootstrap connection meanwhile, even with a reset: that is the client's
+    # doing, so the count of open connections is not the stall's to keep.)
     assert netproxy.resets == 0
     assert netproxy.accepted == accepted
-    assert netproxy.open_connections >= 1
     assert netproxy.refused == 0
     client.poll(0)
     assert b"held" not in deliveries.reports
+    # The connection holding the request is still open: a closed one lets its bytes go.
+    assert netproxy.pending(Direction.TO_TARGET) > 0 and netproxy.open_connections >= 1
 
     netproxy.heal()
     assert client.flush(30) == 0
