@@ -50,6 +50,15 @@ def format_ratio(value: float) -> str:
     return f"{value:.2f}x" if value >= 0.1 else f"{value:.3g}x"
 
 
+def ratio_parts(figures: Iterable[tuple[str, float | None, float | None]]) -> list[str]:
+    """ "label 1.23x" for each (label, Brook's figure, the peer's) that both sides have."""
+    return [
+        f"{label} {format_ratio(mine / theirs)}"
+        for label, mine, theirs in figures
+        if mine is not None and theirs
+    ]
+
+
 def rows(results: dict[str, BrokerResult]) -> list[list[str]]:
     table = []
     for metric in METRICS:

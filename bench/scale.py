@@ -56,6 +56,7 @@ from .brokers import BROKER_NAMES, BROOK, KAFKA, REFERENCE, SPECS, BrokerSpec, b
 from .kafka_admin import NewTopic, OffsetSpec
 from .machine import file_create_us
 from .procs import BrokerProcess
+from .report import ratio_parts
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TOPIC = "scale"
@@ -382,16 +383,15 @@ def print_ratios(runs: list[ScaleRun]) -> None:
             other = by_key.get((peer, run.partitions))
             if run.broker != BROOK or other is None:
                 continue
-            parts = []
-            for label, name in (
-                ("create", "create_ready_s"),
-                ("RSS", "rss_mib"),
-                ("restart", "restart_listening_s"),
-                ("Metadata", "metadata_all_ms"),
-            ):
-                mine, theirs = getattr(run, name), getattr(other, name)
-                if mine is not None and theirs:
-                    parts.append(f"{label} {mine / theirs:.2f}x")
+            parts = ratio_parts(
+                (label, getattr(run, name), getattr(other, name))
+                for label, name in (
+                    ("create", "create_ready_s"),
+                    ("RSS", "rss_mib"),
+                    ("restart", "restart_listening_s"),
+                    ("Metadata", "metadata_all_ms"),
+                )
+            )
             if parts:
                 print(f"Brook/{peer} at {run.partitions:,} partitions: {', '.join(parts)}")
 

@@ -53,6 +53,7 @@ from brook.protocol.record_batch import Record, build_batch
 from .brokers import BROKER_NAMES, BROOK, SPECS, BrokerSpec, brook_spec
 from .kafka_admin import NewTopic
 from .procs import BrokerProcess
+from .report import ratio_parts
 from .scale import RESULTS_DIR, Bystander, Latencies, create_bystander_topic, quiet_admin, rss_mib
 
 TOPIC = "clients"
@@ -483,22 +484,21 @@ def print_ratios(runs: list[ClientsRun]) -> None:
         for peer in runs:
             if peer.broker == BROOK:
                 continue
-            parts = []
-            if brook.rss_idle_mib and peer.rss_idle_mib:
-                parts.append(f"idle RSS {brook.rss_idle_mib / peer.rss_idle_mib:.2f}x")
+            figures: list[tuple[str, float | None, float | None]] = [
+                ("idle RSS", brook.rss_idle_mib, peer.rss_idle_mib)
+            ]
             for name, _ in PHASES:
                 mine, theirs = getattr(brook, name), getattr(peer, name)
                 if mine is None or theirs is None or mine.count != theirs.count:
                     continue
                 # The stalled phase's rate is only how fast its fetches went out.
                 rate = (None, None) if name == "stalled" else (mine.per_second, theirs.per_second)
-                for label, a, b in (
-                    ("rate", *rate),
-                    ("p99", mine.latency.get("p99_ms"), theirs.latency.get("p99_ms")),
-                    ("RSS", mine.rss_mib, theirs.rss_mib),
-                ):
-                    if a is not None and b:
-                        parts.append(f"{name} {label} {a / b:.2f}x")
+                figures += [
+                    (f"{name} rate", *rate),
+                    (f"{name} p99", mine.latency.get("p99_ms"), theirs.latency.get("p99_ms")),
+                    (f"{name} RSS", mine.rss_mib, theirs.rss_mib),
+                ]
+            parts = ratio_parts(figures)
             if parts:
                 print(f"Brook/{peer.broker}: {', '.join(parts)}")
 

@@ -49,6 +49,7 @@ from .apache_kafka import KafkaCluster, kafka_version
 from .kafka_admin import NewTopic
 from .machine import file_create_us
 from .replication import Cluster
+from .report import ratio_parts
 
 TOPIC = "big"
 BYSTANDER = "bystander"
@@ -461,11 +462,7 @@ def print_ratios(rounds: list[Round]) -> None:
         other = kafka.get(brook.partitions)
         if not _is_brook(brook) or other is None:
             continue
-        parts = []
-        for label, value in figures:
-            mine, theirs = value(brook), value(other)
-            if mine is not None and theirs:
-                parts.append(f"{label} {mine / theirs:.2f}x")
+        parts = ratio_parts((label, value(brook), value(other)) for label, value in figures)
         print(f"Brook/{other.system} at {brook.partitions:,} partitions x3: {', '.join(parts)}")
 
 
